@@ -1,0 +1,245 @@
+"""Safe file writes for many threads and several processes at once (LOCK-1..5).
+
+- `lock(path)`: an exclusive OS lock on `<path>.lock`, which excludes threads too
+  (each holder opens its own file description).
+- `update(path, change)`: the locked read-change-write for JSON objects.
+- `write_atomic(path, text)`: temp file + replace, so readers never see half a file.
+- `append_jsonl(path, record)`: one whole line per record, even with many writers.
+- `read_jsonl` / `read_jsonl_from`: readers that skip a torn or corrupt line, say so
+  once on stderr, and keep going.
+- `read_json(path)`: `{}` for a missing, unreadable or non-object file; cached by the
+  file's stat so hot paths never re-parse a file that has not changed.
+"""
+
+import contextlib
+import json
+import os
+import secrets
+import sys
+import threading
+import time
+from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None
+    import msvcrt
+
+LOCK_TIMEOUT = 30
+LOCK_POLL = 0.02
+REPLACE_TRIES = 50
+
+
+def _try_lock(fd):
+    try:
+        if fcntl:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        else:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        return True
+    except OSError:
+        return False
+
+
+def _unlock(fd):
+    if fcntl:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    else:
+        os.lseek(fd, 0, os.SEEK_SET)
+        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+
+
+@contextlib.contextmanager
+def lock(path, timeout=LOCK_TIMEOUT):
+    """Hold `<path>.lock` exclusively; `TimeoutError` after `timeout` seconds (LOCK-1)."""
+    path = Path(path)
+    lock_path = path.with_name(path.name + ".lock")
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        deadline = time.monotonic() + timeout
+        while not _try_lock(fd):
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"{path.name} stayed locked for {timeout:g}s")
+            time.sleep(LOCK_POLL)
+        try:
+            yield
+        finally:
+            _unlock(fd)
+    finally:
+        os.close(fd)
+
+
+def write_atomic(path, text, mode=None):
+    """Replace `path` with `text` whole (LOCK-3): readers see the old file or the new one.
+
+    `mode` sets the new file's permissions (0o600 for secrets) before it appears.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.part")
+    try:
+        with open(temp, "w", encoding="utf-8", newline="") as out:
+            out.write(text)
+        if mode is not None:
+            os.chmod(temp, mode)
+        for attempt in range(REPLACE_TRIES):
+            try:
+                os.replace(temp, path)
+                break
+            except PermissionError:  # Windows: a reader has the file open
+                if attempt == REPLACE_TRIES - 1:
+                    raise
+                time.sleep(LOCK_POLL)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp)
+
+
+def dumps(data, indent=2):
+    """JSON as every writer here writes it: UTF-8 text, `indent` 2, trailing newline."""
+    return json.dumps(data, indent=indent, ensure_ascii=False) + "\n"
+
+
+def _load_object(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def update(path, change, indent=2, mode=None, **dump):
+    """Locked read-change-write of a JSON object (LOCK-2); returns what `change` returns.
+
+    Writes only when the canonical JSON differs, so a no-op change touches nothing.
+    """
+    path = Path(path)
+    with lock(path):
+        data = _load_object(path)
+        before = json.dumps(data, sort_keys=True)
+        result = change(data)
+        if json.dumps(data, sort_keys=True) != before:
+            text = json.dumps(data, indent=indent, ensure_ascii=dump.pop("ensure_ascii", False), **dump) + "\n"
+            write_atomic(path, text, mode=mode)
+    return result
+
+
+_json_cache = {}
+_json_cache_lock = threading.Lock()
+
+
+def _stat_key(path):
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+def read_json(path, comments=True):
+    """A JSON object from `path`: `{}` when missing, unreadable or not an object.
+
+    Top-level keys starting with `_` are comments and dropped unless `comments=False`.
+    The parse is cached by (mtime, size, inode): callers must not mutate the result.
+    """
+    path = str(path)
+    key = _stat_key(path)
+    if key is None:
+        return {}
+    cached = _json_cache.get(path)
+    if cached is not None and cached[0] == key:
+        data = cached[1]
+    else:
+        data = _load_object(path)
+        with _json_cache_lock:
+            _json_cache[path] = (key, data)
+    if comments:
+        return {k: v for k, v in data.items() if not k.startswith("_")}
+    return data
+
+
+def append_jsonl(path, record):
+    """Append `record` as one JSON line (UTF-8, non-ASCII unescaped).
+
+    The line goes out in a single O_APPEND write under an exclusive flock on the
+    file itself, so concurrent writers (threads or processes) never interleave.
+    """
+    line = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+    append_bytes(path, line)
+
+
+def append_bytes(path, data):
+    path = Path(path)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        if fcntl:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+    finally:
+        os.close(fd)  # closing releases the flock
+
+
+_warned = set()
+
+
+def _warn_once(path, what):
+    if path not in _warned:
+        _warned.add(path)
+        print(f"warning: {path}: skipped {what} (kept reading)", file=sys.stderr)
+
+
+def parse_lines(blob, path="<jsonl>"):
+    """Records from complete JSONL bytes; a corrupt or non-object line is skipped with one warning."""
+    records = []
+    for raw in blob.split(b"\n"):
+        if not raw.strip():
+            continue
+        try:
+            record = json.loads(raw)
+        except ValueError:
+            _warn_once(str(path), "a torn or corrupt line")
+            continue
+        if isinstance(record, dict):
+            records.append(record)
+        else:
+            _warn_once(str(path), "a line that is not a JSON object")
+    return records
+
+
+def read_jsonl_from(path, offset=0):
+    """Records appended after byte `offset`: `(records, new_offset)`.
+
+    Only whole lines count: a line still being written (no newline yet) is left
+    for the next read, so an index can follow a log that others append to.
+    A file shorter than `offset` (replaced or truncated) is read from the start.
+    """
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size < offset:
+                offset = 0
+            f.seek(offset)
+            blob = f.read(size - offset)
+    except FileNotFoundError:
+        return [], 0
+    end = blob.rfind(b"\n") + 1
+    return parse_lines(blob[:end], path), offset + end
+
+
+def read_jsonl(path):
+    """Every record of a JSONL file (torn or corrupt lines skipped); `[]` when missing."""
+    try:
+        blob = Path(path).read_bytes()
+    except FileNotFoundError:
+        return []
+    return parse_lines(blob, path)

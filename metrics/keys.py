@@ -1,0 +1,81 @@
+"""Endpoint keys (KEY-2..8): llm's own `keys.json`, overlaid by `BENCHWARMERS_KEY_<NAME>` variables.
+
+Secrets live only in llm's user folder or the environment. Nothing here prints,
+logs or returns a secret except `key()`/`keys()` to the caller that sends it.
+"""
+
+import os
+
+from metrics import fileio, paths
+
+ENV_PREFIX = "BENCHWARMERS_KEY_"
+
+
+def store_path():
+    return paths.llm_dir() / "keys.json"
+
+
+def stored():
+    """The key store as written (KEY-2): `{name: secret}`, `{}` when missing or unreadable."""
+    data = fileio.read_json(store_path(), comments=False)
+    return {k: v for k, v in data.items() if isinstance(v, str)}
+
+
+def env_keys():
+    """Keys from the environment (KEY-3): `BENCHWARMERS_KEY_MY_HUB` names `my-hub`."""
+    found = {}
+    for name, value in os.environ.items():
+        upper = name.upper()
+        if upper.startswith(ENV_PREFIX) and len(upper) > len(ENV_PREFIX) and value:
+            found[name[len(ENV_PREFIX):].lower().replace("_", "-")] = value
+    return found
+
+
+def keys():
+    """Stored keys overlaid by environment keys; the environment wins (KEY-4)."""
+    merged = stored()
+    merged.update(env_keys())
+    return merged
+
+
+def key(name):
+    """The secret for key name `name`, or `""`."""
+    if not name:
+        return ""
+    return keys().get(name, "")
+
+
+def is_set(name):
+    return bool(key(name))
+
+
+def set_key(name, value):
+    """Store one key (KEY-5): only the stored set plus this one, locked and atomic."""
+
+    def change(data):
+        data[name] = value
+
+    fileio.update(store_path(), change, mode=0o600)
+
+
+def delete_key(name):
+    def change(data):
+        data.pop(name, None)
+
+    fileio.update(store_path(), change, mode=0o600)
+
+
+def admin_key(endpoint, fallback=True):
+    """A hub's admin key (KEY-8): `admin_key` name if given, else `<key>-admin`; else the endpoint's own key."""
+    endpoint = endpoint or {}
+    own = endpoint.get("key") or ""
+    name = endpoint.get("admin_key") or (f"{own}-admin" if own else "")
+    secret = key(name)
+    if secret:
+        return secret
+    return key(own) if fallback else ""
+
+
+def names():
+    """Key names only, for listings that must never show a secret."""
+    return sorted(keys())

@@ -1,0 +1,151 @@
+"""Where an install keeps its state: the data folder (PATH-1..6, DATA-1..5) and llm's user folder (KEY-1).
+
+The data folder is resolved in order: env `BENCHWARMERS_HOME`, the pointer file
+`.benchwarmers-home` at the top of the checkout, then the checkout itself. The
+reference fixes it once at import; here `data()` re-resolves whenever the env
+value changes and `reload()` forces it (models.md improvement 12), so tests may
+set `BENCHWARMERS_HOME` at any time, in any import order.
+
+Every module asks this one for its paths: `paths.file("config", "gateway.json")`.
+
+    python -m metrics.paths      prints `<folder>  (<why>)`
+"""
+
+import os
+import shutil
+import sys
+import threading
+from pathlib import Path
+
+CODE = Path(__file__).resolve().parent.parent
+SHIPPED = CODE / "config"
+POINTER = CODE / ".benchwarmers-home"
+LAYOUT = ("config", "metrics", "perf", "runs", "suite/tasks")
+
+REASON_ENV = "BENCHWARMERS_HOME"
+REASON_POINTER = ".benchwarmers-home"
+REASON_CHECKOUT = "the checkout (no BENCHWARMERS_HOME or .benchwarmers-home)"
+
+_lock = threading.Lock()
+_cached = None  # (env value, pointer mtime, folder, reason)
+_made = set()
+
+
+def _pointer_state():
+    try:
+        return POINTER.stat().st_mtime_ns
+    except OSError:
+        return None
+
+
+def resolve():
+    """Work the data folder out afresh: `(folder, reason)`. Reads env and the pointer file."""
+    env = os.environ.get("BENCHWARMERS_HOME", "").strip()
+    if env:
+        return Path(os.path.expanduser(env)), REASON_ENV
+    try:
+        pointed = POINTER.read_text(encoding="utf-8").strip()
+    except OSError:
+        pointed = ""
+    if pointed:
+        return Path(os.path.expanduser(pointed)), REASON_POINTER
+    return CODE, REASON_CHECKOUT
+
+
+def located():
+    """`(folder, reason)`, cached until the env value or the pointer file changes."""
+    global _cached
+    key = (os.environ.get("BENCHWARMERS_HOME", ""), _pointer_state())
+    cached = _cached
+    if cached is None or cached[0] != key:
+        folder, reason = resolve()
+        cached = _cached = (key, folder, reason)
+    return cached[1], cached[2]
+
+
+def reload():
+    """Forget the cached answer; the next call resolves again."""
+    global _cached
+    _cached = None
+    _made.clear()
+
+
+def data():
+    """The data folder, its layout made and shipped defaults copied on first use."""
+    folder = located()[0]
+    if folder not in _made:
+        with _lock:
+            if folder not in _made:
+                make(folder)
+                _made.add(folder)
+    return folder
+
+
+def file(*parts):
+    """A path inside the data folder: `file("runs", "gateway", "calls.jsonl")`."""
+    return data().joinpath(*parts)
+
+
+def make(folder):
+    """Create the layout (DATA-2) and copy shipped defaults that are missing (never overwrite).
+
+    Returns how many files were copied.
+    """
+    folder = Path(folder)
+    for part in LAYOUT:
+        (folder / part).mkdir(parents=True, exist_ok=True)
+    if folder.resolve() == CODE:
+        return 0  # the checkout already holds config/ itself
+    copied = 0
+    if SHIPPED.is_dir():
+        for source in sorted(SHIPPED.rglob("*")):
+            if not source.is_file():
+                continue
+            target = folder / "config" / source.relative_to(SHIPPED)
+            if target.exists():
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                # "x" mode: another process copying at the same moment cannot be overwritten
+                with open(source, "rb") as src, open(target, "xb") as dst:
+                    shutil.copyfileobj(src, dst)
+                copied += 1
+            except FileExistsError:
+                pass
+    return copied
+
+
+def default_home():
+    """The per-user folder an installed command uses when no BENCHWARMERS_HOME is set (PATH-3, DATA-4)."""
+    home = Path.home()
+    if sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA")
+        return Path(base) / "benchwarmers" if base else home / "benchwarmers"
+    if sys.platform == "darwin":
+        return home / "Library" / "Application Support" / "benchwarmers"
+    base = os.environ.get("XDG_DATA_HOME")
+    return Path(base) / "benchwarmers" if base else home / ".local" / "share" / "benchwarmers"
+
+
+def llm_dir():
+    """llm's user folder (KEY-1): `LLM_USER_PATH`, else the OS's config folder for io.datasette.llm."""
+    env = os.environ.get("LLM_USER_PATH")
+    if env:
+        return Path(env)
+    home = Path.home()
+    if sys.platform == "win32":
+        base = os.environ.get("APPDATA")
+        return (Path(base) if base else home) / "io.datasette.llm"
+    if sys.platform == "darwin":
+        return home / "Library" / "Application Support" / "io.datasette.llm"
+    base = os.environ.get("XDG_CONFIG_HOME")
+    return (Path(base) if base else home / ".config") / "io.datasette.llm"
+
+
+def main():
+    folder, reason = located()
+    print(f"{folder}  ({reason})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,6 @@
+"""The dashboard (port 8122). Not built yet: see the dashboard issue."""
+
+import sys
+
+if __name__ == "__main__":
+    sys.exit("serve.py: the dashboard is not built yet; run `python gateway.py --demo` for the panel gateway.")

@@ -1,0 +1,136 @@
+"""Safe writes (LOCK-1..5): locked updates, atomic replace, whole JSONL lines under races."""
+
+import json
+import multiprocessing
+import os
+import threading
+
+import pytest
+
+from metrics import fileio
+
+THREADS = 32
+PROCESSES = 4
+LINES_PER_THREAD = 25
+
+
+def _append_many(path, proc):
+    def worker(t):
+        for i in range(LINES_PER_THREAD):
+            # a long, varied payload makes torn writes likely if appends were not whole
+            fileio.append_jsonl(path, {"p": proc, "t": t, "i": i, "pad": "é" * (50 + (i * 97) % 4000)})
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(THREADS)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+
+
+def _proc_main(path, proc, start):
+    start.wait()
+    _append_many(path, proc)
+
+
+def test_lock_jsonl_race_32_threads_in_4_processes_loses_and_tears_nothing(tmp_path):
+    path = tmp_path / "log.jsonl"
+    ctx = multiprocessing.get_context("spawn")
+    start = ctx.Event()
+    procs = [ctx.Process(target=_proc_main, args=(str(path), p, start)) for p in range(PROCESSES)]
+    for p in procs:
+        p.start()
+    start.set()
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    raw = path.read_bytes().split(b"\n")
+    assert raw[-1] == b""
+    records = [json.loads(line) for line in raw[:-1]]  # every line parses: none torn
+    assert len(records) == THREADS * PROCESSES * LINES_PER_THREAD
+    seen = {(r["p"], r["t"], r["i"]) for r in records}
+    assert len(seen) == len(records)
+
+
+def _increment_in_process(path, n):
+    for _ in range(n):
+        fileio.update(path, lambda d: d.__setitem__("n", d.get("n", 0) + 1))
+
+
+def test_lock5_anchor_threads_and_processes(tmp_path):
+    threaded = tmp_path / "threads.json"
+    threads = [threading.Thread(target=_increment_in_process, args=(threaded, 50)) for _ in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert json.loads(threaded.read_text())["n"] == 200
+
+    procs_file = tmp_path / "procs.json"
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_increment_in_process, args=(str(procs_file), 50)) for _ in range(3)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    assert json.loads(procs_file.read_text())["n"] == 150
+    assert not [n for n in os.listdir(tmp_path) if n.endswith(".part")]
+
+
+def test_lock1_timeout_message(tmp_path):
+    path = tmp_path / "busy.json"
+    with fileio.lock(path):
+        with pytest.raises(TimeoutError, match="busy.json stayed locked for 0.1s"):
+            with fileio.lock(path, timeout=0.1):
+                pass
+
+
+def test_lock2_update_writes_only_on_change(tmp_path):
+    path = tmp_path / "a.json"
+    assert fileio.update(path, lambda d: d.setdefault("x", 1)) == 1
+    before = os.stat(path).st_mtime_ns
+    os.utime(path, ns=(before - 10**9, before - 10**9))
+    fileio.update(path, lambda d: None)
+    assert os.stat(path).st_mtime_ns == before - 10**9
+    assert path.read_text() == '{\n  "x": 1\n}\n'
+    path.write_text("[1, 2]")
+    fileio.update(path, lambda d: d.update(y=2))
+    assert json.loads(path.read_text()) == {"y": 2}
+
+
+def test_lock3_atomic_replace_leaves_no_temp(tmp_path):
+    path = tmp_path / "atomic" / "f.txt"
+    fileio.write_atomic(path, "one")
+    fileio.write_atomic(path, "two")
+    assert path.read_text() == "two"
+    assert os.listdir(path.parent) == ["f.txt"]
+
+
+def test_readers_skip_torn_lines_and_warn_once(tmp_path, capsys):
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(b'{"a": 1}\n{"a": 2, "tor\n[1]\n{"a": 3}\n{"bad\n')
+    assert fileio.read_jsonl(path) == [{"a": 1}, {"a": 3}]
+    assert capsys.readouterr().err.count("skipped a torn or corrupt line") == 1
+
+
+def test_incremental_reader_leaves_an_unfinished_line(tmp_path):
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(b'{"a": 1}\n{"a": 2')
+    records, offset = fileio.read_jsonl_from(path, 0)
+    assert records == [{"a": 1}] and offset == 9
+    with open(path, "ab") as f:
+        f.write(b'}\n')
+    records, offset = fileio.read_jsonl_from(path, offset)
+    assert records == [{"a": 2}] and offset == path.stat().st_size
+    assert fileio.read_jsonl_from(tmp_path / "missing.jsonl", 5) == ([], 0)
+
+
+def test_read_json_comments_and_stat_cache(tmp_path):
+    path = tmp_path / "c.json"
+    path.write_text('{"_why": "x", "a": 1}')
+    assert fileio.read_json(path) == {"a": 1}
+    assert fileio.read_json(path, comments=False) == {"_why": "x", "a": 1}
+    path.write_text('{"a": 22}')
+    assert fileio.read_json(path) == {"a": 22}
+    path.write_text("nope")
+    assert fileio.read_json(path) == {}
+    assert fileio.read_json(tmp_path / "none.json") == {}

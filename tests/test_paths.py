@@ -1,0 +1,79 @@
+"""The data folder (PATH-1..6, DATA-1..5) and llm's user folder (KEY-1)."""
+
+import subprocess
+import sys
+
+from metrics import paths
+
+
+def test_path1_env_wins_and_is_stripped_and_expanded(monkeypatch, tmp_path):
+    monkeypatch.setenv("BENCHWARMERS_HOME", f"  {tmp_path}/x  ")
+    assert paths.located() == (tmp_path / "x", "BENCHWARMERS_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("BENCHWARMERS_HOME", "~/y")
+    assert paths.located()[0] == tmp_path / "y"
+
+
+def test_path1_pointer_then_checkout(monkeypatch, tmp_path):
+    monkeypatch.delenv("BENCHWARMERS_HOME")
+    pointer = tmp_path / ".benchwarmers-home"
+    monkeypatch.setattr(paths, "POINTER", pointer)
+    paths.reload()
+    assert paths.located() == (paths.CODE, paths.REASON_CHECKOUT)
+    pointer.write_text(f"\n {tmp_path}/pointed \n")
+    assert paths.located() == (tmp_path / "pointed", ".benchwarmers-home")
+    pointer.write_text("   ")
+    assert paths.located()[1] == paths.REASON_CHECKOUT
+
+
+def test_resolver_follows_env_changes_without_reimport(monkeypatch, tmp_path):
+    """models.md improvement 12: no import-order dependence."""
+    monkeypatch.setenv("BENCHWARMERS_HOME", str(tmp_path / "a"))
+    assert paths.data() == tmp_path / "a"
+    monkeypatch.setenv("BENCHWARMERS_HOME", str(tmp_path / "b"))
+    assert paths.file("config", "x.json") == tmp_path / "b" / "config" / "x.json"
+
+
+def test_path4_layout_and_shipped_defaults_copied_never_overwritten(home):
+    folder = paths.data()
+    for part in paths.LAYOUT:
+        assert (folder / part).is_dir()
+    gateway = folder / "config" / "gateway.json"
+    assert '"max_calls": 5' in gateway.read_text()
+    assert (folder / "config" / "model-roles.json").exists()
+    gateway.write_text('{"max_calls": 3}\n')
+    assert paths.make(folder) == 0
+    assert gateway.read_text() == '{"max_calls": 3}\n'
+
+
+def test_path5_cli_prints_folder_and_reason(home):
+    out = subprocess.run([sys.executable, "-m", "metrics.paths"], capture_output=True, text=True, check=True)
+    assert out.stdout == f"{home}  (BENCHWARMERS_HOME)\n"
+    out = subprocess.run([sys.executable, "metrics/paths.py"], capture_output=True, text=True, check=True, cwd=paths.CODE)
+    assert out.stdout.startswith(f"{home}  (")
+
+
+def test_path3_default_home_is_per_user(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    if sys.platform.startswith("linux"):
+        assert paths.default_home() == tmp_path / "benchwarmers"
+
+
+def test_key1_llm_dir(monkeypatch, tmp_path):
+    monkeypatch.setenv("LLM_USER_PATH", str(tmp_path / "l"))
+    assert paths.llm_dir() == tmp_path / "l"
+    monkeypatch.delenv("LLM_USER_PATH")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
+    if sys.platform.startswith("linux"):
+        assert paths.llm_dir() == tmp_path / "cfg" / "io.datasette.llm"
+
+
+def test_launcher_sets_home_for_installed_command(monkeypatch, tmp_path, capsys):
+    from metrics import launcher
+
+    monkeypatch.delenv("BENCHWARMERS_HOME")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    launcher.main(["paths"])
+    out = capsys.readouterr().out
+    if sys.platform.startswith("linux"):
+        assert out == f"{tmp_path / 'benchwarmers'}  (BENCHWARMERS_HOME)\n"
