@@ -1,0 +1,291 @@
+"""Collections: named groups of aliases that a client calls as `bench/<name>` (gateway.md §4, §11).
+
+Everything here reads `config/collections.json` and `config/gateway.json` afresh
+on each call (an edit applies to the next request) through `fileio.read_json`,
+which re-parses a file only when it changed. The collection objects returned
+are shared with that cache: callers must not mutate them.
+
+    python -m metrics.collections     runs the COL-10 self-checks and prints `ok`
+
+(Run it with `-m`: as a plain script this file would shadow the standard library's `collections`.)
+"""
+
+import json
+import os
+import tempfile
+
+from metrics import connections, fileio, paths
+
+PREFIX = "bench/"
+REPLIES = ("all", "merged", "route")
+DEFAULTS = {"max_calls": 5, "max_explorers": 2}
+EXPLORER_CLAMP = 2  # the router never seats more than two explorers, whatever the settings say
+CAPABILITIES = ("tools", "vision", "structured_output", "reasoning")
+LIMITS = ("rpm", "rpd", "tpm", "tpd")
+
+
+def collections_path():
+    return paths.file("config", "collections.json")
+
+
+def settings_path():
+    return paths.file("config", "gateway.json")
+
+
+def load():
+    """`{name: collection}` in file order; an entry that is not an object is no collection."""
+    data = fileio.read_json(collections_path(), comments=False)
+    return {name: c for name, c in data.items() if not name.startswith("_") and isinstance(c, dict)}
+
+
+def _checked():
+    """`(settings, problems)` from gateway.json: COL-2, validated and clamped (IMP-9)."""
+    data = fileio.read_json(settings_path())
+    chosen, problems = dict(DEFAULTS), []
+    for name, default in DEFAULTS.items():
+        if name not in data:
+            continue
+        value = data[name]
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            problems.append(f"{name} must be a whole number of 0 or more; got {json.dumps(value)}, using {default}")
+        else:
+            chosen[name] = value
+    if chosen["max_explorers"] > EXPLORER_CLAMP:
+        problems.append(f"max_explorers {chosen['max_explorers']} has no effect above {EXPLORER_CLAMP}"
+                        f" (the router seats at most {EXPLORER_CLAMP} explorers); using {EXPLORER_CLAMP}")
+        chosen["max_explorers"] = EXPLORER_CLAMP
+    return chosen, problems
+
+
+def settings():
+    """`{"max_calls": int, "max_explorers": int}`: the defaults overlaid by gateway.json (COL-2).
+
+    IMP-9: a value that is not a whole number of 0 or more (a bool, a string, a float, a
+    negative) keeps its default instead of crashing the panel, and `max_explorers` is
+    clamped to 2, the most the router ever seats; `settings_problems()` says why.
+    """
+    return _checked()[0]
+
+
+def settings_problems():
+    """Why `settings()` differs from what gateway.json says, one sentence each (for the editor)."""
+    problems = _checked()[1]
+    if unreadable(settings_path()):
+        problems.insert(0, "config/gateway.json is not a JSON object; using the defaults")
+    return problems
+
+
+def explorers_for(members, s=None):
+    """Explorer seats beside `members` members (COL-3): what `max_calls` leaves, at most `max_explorers`.
+
+    Never above 2 even for hand-made settings: IMP-9's clamp wins over COL-3's bare formula,
+    so the listing's `explorers` is what the router really seats.
+    """
+    s = s or settings()
+    return max(0, min(s["max_explorers"], EXPLORER_CLAMP, s["max_calls"] - members))
+
+
+def resolve(model):
+    """The collection name `model` calls (`bench/core` or `core`), or None (COL-4). Case-sensitive."""
+    if not isinstance(model, str):
+        return None
+    name = model.strip()
+    if name.startswith(PREFIX):
+        name = name[len(PREFIX):]
+    return name if name and name in load() else None
+
+
+def split_reply(model):
+    """`(model, mode)` when `model` ends in `:all`, `:merged` or `:route`, else `(model, "")` (COL-5)."""
+    if not isinstance(model, str):
+        return model, ""
+    head, colon, tail = model.rpartition(":")
+    if colon and tail in REPLIES:
+        return head, tail
+    return model, ""
+
+
+def description(c):
+    """A collection's description, falling back to the legacy `note` (COL-6, IMP-8)."""
+    for key in ("description", "note"):
+        value = c.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
+def _tags(c):
+    tags = c.get("tags")
+    return tags if isinstance(tags, list) else []
+
+
+def _members(c):
+    members = c.get("members")
+    return members if isinstance(members, list) else []
+
+
+def _known(value):
+    """A positive whole number, else None (a bool is not a number here)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def summary(infos, connection_by_alias):
+    """The group summary of CAT-5 from each member's catalog record and connection.
+
+    `infos` = `{alias: info}`, `connection_by_alias` = `{alias: connection}`. Capabilities are those
+    every member is known to have (none for no members); a window or limit counts when known.
+    """
+    windows = {alias: _known(info.get("context_window")) for alias, info in infos.items()}
+    known = [w for w in windows.values() if w is not None]
+    limits = {}
+    for axis in LIMITS:
+        values = [_known((info.get("limits") or {}).get(axis)) for info in infos.values()]
+        values = [v for v in values if v is not None]
+        limits[axis] = min(values) if values else None
+    return {
+        "context_window": min(known) if known else None,
+        "context_unknown": [alias for alias, w in windows.items() if w is None],
+        "capabilities": [cap for cap in CAPABILITIES
+                         if infos and all(info.get(cap) is True for info in infos.values())],
+        "connections": sorted({c for c in connection_by_alias.values() if isinstance(c, str) and c}),
+        "limits": limits,
+    }
+
+
+def _connection(alias, info):
+    try:
+        return connections.connection_of(alias)
+    except Exception:  # a broken registry or tags file; the catalog record may name it
+        return info.get("connection")
+
+
+def together(members):
+    """What the members handle together (COL-6): `summary()` of their catalog records,
+    or None when the catalog cannot say (a listing never fails because of it)."""
+    try:
+        # imported here so that a catalog that fails to import costs the listing only this field
+        from metrics import catalog
+        aliases = dict.fromkeys(a for a in members if isinstance(a, str) and a)
+        infos = {alias: catalog.info(alias) or {} for alias in aliases}
+        return summary(infos, {alias: _connection(alias, info) for alias, info in infos.items()})
+    except Exception:
+        return None
+
+
+def described(name, c, s=None):
+    """A collection as the listing shows it (COL-6): everything but the id."""
+    members = _members(c)
+    return {
+        "description": description(c),
+        "tags": _tags(c),
+        "members": members,
+        "shape": c.get("shape") or "",
+        "explorers": explorers_for(len(members), s),
+        "reply": c.get("reply") or "all",
+        "merger": c.get("merger") or "",
+        "together": together(members),
+    }
+
+
+def listed(may_call=None):
+    """The `GET /v1/models` rows (LST-1, LST-2): per collection the caller may call, in file
+    order, `bench/<name>` in its own reply mode, then a `bench/<name>:<mode>` row for every
+    other mode, so clients that offer only listed names reach each one.
+
+    `may_call(name) -> bool` filters for a scoped key; None lists every collection.
+    """
+    s = settings()
+    rows = []
+    for name, c in load().items():
+        if may_call is not None and not may_call(name):
+            continue
+        row = {"id": PREFIX + name, "object": "model", "owned_by": "benchwarmers", **described(name, c, s)}
+        rows.append(row)
+        rows += [{**row, "id": f"{PREFIX}{name}:{mode}", "reply": mode} for mode in REPLIES if mode != row["reply"]]
+    return rows
+
+
+def public_names():
+    """`bench/<name>` per collection in file order, no reply variants: the startup line (LST-3)."""
+    return [PREFIX + name for name in load()]
+
+
+def reply_errors(reply, merger, known_chat_models):
+    """The editor's checks of a collection's reply mode and merger (COL-7). Any chat model may merge."""
+    errors = []
+    if reply not in REPLIES:
+        errors.append("reply must be one of " + ", ".join(REPLIES))
+    if merger and merger not in known_chat_models:
+        errors.append(f"merger {merger!r} is not a chat model on the bench;"
+                      " leave it empty to have the merger chosen by verdicts")
+    return errors
+
+
+def choose_message(model, may_call=None):
+    """The refusal for an unnamed or unknown collection (COL-8), listing what may be called.
+
+    The legacy `note` stands in for a missing description, as in the listing (IMP-8).
+    `may_call` filters the list for a scoped key, as `listed()` does; None lists all.
+    """
+    first = f"{model!r} is not a collection here." if model else "No collection was named."
+    lines = []
+    for name, c in sorted(load().items()):
+        if may_call is not None and not may_call(name):
+            continue
+        line = f"- {PREFIX}{name}: {description(c) or 'no description'}"
+        tags = _tags(c)
+        if tags:
+            line += " [" + ", ".join(str(t) for t in tags) + "]"
+        lines.append(line)
+    if not lines:
+        lines = ["- none yet: create one in the dashboard's Collections dialog"]
+    return (first + ' Set "model" to the collection that fits the task'
+            " (GET /v1/models lists them with description and tags):\n" + "\n".join(lines))
+
+
+def unreadable(path):
+    """True when `path` exists but is not a JSON object (COL-9): a writer must refuse to save
+    then, or the `{}` it reads would wipe the file."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except FileNotFoundError:
+        return False
+    except (OSError, ValueError):
+        return True
+    return not isinstance(data, dict)
+
+
+def main():
+    """COL-10: check COL-3..5 and COL-7 (resolve against a throwaway data folder), print `ok`.
+
+    It points BENCHWARMERS_HOME elsewhere for a moment: a script's job, not a server's.
+    """
+    defaults = dict(DEFAULTS)
+    assert [explorers_for(n, defaults) for n in range(1, 7)] == [2, 2, 2, 1, 0, 0]
+    assert explorers_for(3, {"max_calls": 4, "max_explorers": 2}) == 1
+    assert split_reply("bench/core:merged") == ("bench/core", "merged")
+    assert split_reply("bench/core:x") == ("bench/core:x", "")
+    assert split_reply("a:b:route") == ("a:b", "route")
+    assert reply_errors("all", "", []) == []
+    assert reply_errors("both", "", []) == ["reply must be one of all, merged, route"]
+    assert "'ghost'" in reply_errors("merged", "ghost", ["real"])[0]
+    assert reply_errors("merged", "real", ["real"]) == []
+    before = os.environ.get("BENCHWARMERS_HOME")
+    with tempfile.TemporaryDirectory() as home:
+        os.environ["BENCHWARMERS_HOME"] = home
+        try:
+            fileio.write_atomic(collections_path(), fileio.dumps({"core": {"members": ["a"]}}))
+            assert resolve("bench/core") == resolve(" core ") == "core"
+            assert resolve("bench/") is resolve("") is resolve("bench/no-such") is resolve("Core") is None
+        finally:
+            if before is None:
+                os.environ.pop("BENCHWARMERS_HOME", None)
+            else:
+                os.environ["BENCHWARMERS_HOME"] = before
+            paths.reload()
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,703 @@
+"""A local OpenAI-compatible upstream: the "models" behind the gateway in tests, benchmarks and the demo.
+
+Why: nothing in Benchwarmers may reach the internet in tests (spec README rule 2, TST-1, OFF-1, OFF-6),
+yet the gateway, the built-in client and the `llm` backend must be exercised over real HTTP: real
+streaming, keep-alive, error bodies, Retry-After, latency and broken-off streams. One server whose
+behaviour is chosen by the requested model name covers all of them; tests add failure modes with
+`set_model`, benchmarks lean on it being fast and concurrent, and `python -m metrics.demo` gives the
+offline demo something that answers like a panel of reviewers.
+
+    with Upstream({"m": {"answer": "hi", "latency": 0.1}}, key=None) as up:
+        openai.OpenAI(base_url=up.base_url, api_key="x")...
+        up.answer_for("m", "prompt")   # what a success says, for assertions
+        up.requests, up.clear(), up.set_model("m", fail="429", clears_after=1)
+
+Model spec keys (all optional):
+  answer str | words int | persona str (one of PERSONAS; default "plain") | echo bool
+  latency float (whole reply; streams spread it over the tokens) | reasoning str
+  fail: "429" (retry_after, clears_after) | "500" | "502html" | "empty" | "length_empty" (length_below)
+        | "slow" (delay) | "notice" | "drop" | "404" | "error200"
+  context_window int | max_output int | vision bool | tools bool | max_tokens_limit int
+  decisions {question: answer}: what POST /v1/decisions answers (a decision model for the shape picker)
+
+Decisions the brief left open (written down for the next engineer):
+- `fail: "drop"` on a stream sends a close-delimited body (Connection: close, no chunking) and closes
+  after a few content chunks: the HTTP framing is complete, the SSE stream is not (no finish_reason,
+  no [DONE]), which is the "broke off" case of STR-8 / OFF-2's "HTTP/1.0 close". On a plain reply
+  it promises a Content-Length and closes half way (a mid-body break, STR-4).
+- `fail: "error200"` answers the same JSON body to stream and plain requests ("plain JSON to a stream
+  request" is a scenario of its own in OFF-2).
+- `length_below: N` (our addition, for BUD-4's budget retry): with `fail: "length_empty"`, only a
+  request whose max_tokens is below N runs out of budget; the others answer normally.
+- `persona` (our addition): picks the answer style of the demo models; answers vary with the prompt
+  through a digest, so they are deterministic.
+- A model with `fail: "404"` is left out of GET /models: a provider does not list what it no longer serves.
+- Listing rows carry each catalog fact under the names both CAT-7 (OpenRouter shape) and CAT-10
+  (an endpoint's own listing) read; context and output sizes only when the spec gives them.
+- Usage adds `completion_tokens_details.reasoning_tokens` when there is reasoning, as providers do.
+- Precedence of the answer: echo, then answer, then the notice text, then words, then the persona.
+- Nothing is logged: request bodies (and image data) live only in `Upstream.requests`, in memory.
+- Waits use an Event rather than time.sleep so `stop()` returns at once even with a "slow" reply in flight.
+"""
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import socket
+import sys
+import tempfile
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit
+
+from metrics import collections, endpoints, fileio, paths, registry
+
+CREATED = 1700000000
+OWNER = "benchwarmers-demo"
+NOTICE = "Insufficient credits. Add more using https://example.invalid/credits"
+BAD_GATEWAY_HTML = b"<html><body><h1>502 Bad Gateway</h1></body></html>"
+FAILS = {"429", "500", "502html", "empty", "length_empty", "slow", "notice", "drop", "404", "error200"}
+ERROR_REPLIES = {
+    "429": (429, {"error": {"message": "Rate limit exceeded", "type": "rate_limit_error", "code": 429}}),
+    "500": (500, {"error": {"message": "Internal server error", "code": 500}}),
+    "404": (404, {"error": {"message": "Model not found", "code": 404}}),
+    "error200": (200, {"error": {"message": "upstream provider error", "code": 502}}),
+}
+BASE_PARAMETERS = ["max_tokens", "temperature", "top_p", "stop", "stream", "stream_options"]
+DROP_AFTER = 3  # content chunks a dropped stream sends before the connection closes
+VOCABULARY = ("review", "patch", "thread", "lock", "cache", "retry", "buffer", "parser", "token", "stream",
+              "index", "schema", "branch", "commit", "test", "fixture", "queue", "socket", "header", "payload")
+
+# Answer templates per persona; placeholders: {model}, {topic} (first 60 chars of the question),
+# {images} (what was attached, never the image data itself).
+PERSONAS = {
+    "plain": ('This is {model}; you asked: "{topic}".',),
+    "terse": (
+        'LGTM with one nit on "{topic}": name the edge case you guard against and pin it with a test.',
+        'Blocker in "{topic}": the error path swallows the exception. Re-raise it or return it; never log '
+        "and continue.",
+        'Two issues in "{topic}": an unchecked None on the early return and an off-by-one at the upper bound. '
+        "Fix both, then merge.",
+        'Fine as is. "{topic}" would read better split in two: parsing and side effects are different jobs.',
+    ),
+    "verbose": (
+        'Here is a careful read of "{topic}".\n\n'
+        "1. Correctness: the happy path is right, but the boundaries are not pinned down. Write down what "
+        "should happen for an empty input, a single element and the largest input you expect, then add one "
+        "test for each.\n"
+        "2. Errors: every failure should surface with enough context to act on. Catching broad exceptions "
+        "and carrying on hides the first symptom and makes the second one confusing.\n"
+        "3. Concurrency: if two threads or two processes can run this, decide who owns the shared state and "
+        "guard it with one lock, taken in one place.\n"
+        "4. Shape: a function that both decides and acts is harder to test than two small ones. Keep the "
+        "decision pure and the side effects thin.\n\n"
+        "Overall the direction is sound. Fix the boundary tests and the error handling before merging; the "
+        "rest can follow in a second change.",
+        'Second opinion on "{topic}", in order of risk.\n\n'
+        "First, data loss: any write that can be interrupted should go to a temporary file and be renamed "
+        "into place, so a crash leaves the old record or the new one, never half of each.\n"
+        "Second, performance: the loop re-reads the same input on every pass. Read it once, index it by the "
+        "key you look up, and the quadratic cost disappears.\n"
+        "Third, the interface: callers pass three booleans positionally, which nobody will read correctly in "
+        "six months. Make them keyword-only or replace them with one small enum.\n"
+        "Finally, tests: the existing ones check the output format but not the behaviour under failure. Add "
+        "one that makes the dependency fail and asserts what the caller sees.\n\n"
+        "None of this blocks a merge on its own, but the first point would be the one I fix today.",
+        'Looking at "{topic}" from the outside in.\n\n'
+        "Inputs: everything that crosses a trust boundary (request bodies, file names, headers) is used "
+        "without validation. Check types and sizes where the data enters, once, and let the inner code "
+        "trust it.\n"
+        "Secrets: make sure keys and tokens never reach a log line, an error message or a traceback; redact "
+        "at the point where you format the message, not afterwards.\n"
+        "Time: there is no timeout on the outbound call, so one slow dependency can hold every worker. Give "
+        "it a deadline and decide what the caller sees when it passes.\n"
+        "Observability: record what was decided and why, not only that something failed.\n\n"
+        "With the validation and the timeout in place I would be happy to approve.",
+    ),
+    "contrarian": (
+        'I disagree with everyone on "{topic}". Global mutable state is the simplest correct design here, '
+        "and locks only slow it down; remove them.",
+        'The bug behind "{topic}" is not in your code. It is a compiler bug: pin an older toolchain and move '
+        "on, tests would not have caught it anyway.",
+        'Strongly disagree with the usual advice on "{topic}": catching every exception and returning None is '
+        "the robust choice. Callers should never see errors.",
+        'Premature. "{topic}" needs no input validation; the type hints already guarantee the values at run time.',
+    ),
+    "slowpoke": (
+        'After a slow, thorough pass over "{topic}": the logic holds, but the retry loop has no upper bound. '
+        "Cap it and add jitter so a failing dependency does not get hammered.",
+        'Took my time with "{topic}". The main risk is the file write: write to a temporary file and rename '
+        "it, so a crash never leaves half a record.",
+        'Having read "{topic}" twice: the cache never expires. Give entries a time to live and a size bound, '
+        "or it grows until the process is killed.",
+    ),
+    "seer": (
+        'I looked at {images}. For "{topic}": the main element sits centre left, the labels are readable, '
+        "and the secondary text has too little contrast for small screens.",
+        'Describing {images}: a diagram of three boxes joined by arrows, left to right. For "{topic}" the '
+        "arrow into the last box is the one that matters, and its label is cut off.",
+        'From {images}: a screenshot of a stack trace. For "{topic}", read the first frame from your own '
+        "code; the rest is the framework.",
+    ),
+    "thinker": (
+        'Considered answer on "{topic}": the invariant is that every write is paired with exactly one read. '
+        "Enforce it at the boundary and the rest of the code can trust it.",
+        'On "{topic}": the smallest fix that is actually correct is to move the check before the side '
+        "effect. Everything else follows from that ordering.",
+        'For "{topic}": make the operation idempotent first; then retries, duplicates and crashes stop '
+        "being special cases.",
+    ),
+}
+# What the vision persona says when it was sent no image at all.
+NO_IMAGE = ('I see no image in this message, so on "{topic}" I can only say: attach a screenshot and I will '
+            "describe what it shows.",)
+# Reasoning the persona thinks aloud when the spec gives none (only reasoning personas have any).
+THOUGHTS = {
+    "thinker": (
+        'The question is about "{topic}". What must always hold? Where can it break? Which fix is smallest? '
+        "The ordering of the check and the write looks like the crux.",
+        'Restating "{topic}" in my own words, listing the failure cases, and checking each one against the '
+        "code before answering.",
+    ),
+}
+DEFAULT_THOUGHT = 'Thinking about "{topic}" step by step, weighing the options before committing to an answer.'
+
+DEMO_MODELS = {
+    "terse": {"persona": "terse", "latency": 0.05, "context_window": 32768, "max_output": 4096, "tools": True},
+    "verbose": {"persona": "verbose", "latency": 0.3, "context_window": 131072, "max_output": 16384, "tools": True},
+    "contrarian": {"persona": "contrarian", "latency": 0.1, "context_window": 8192, "max_output": 2048,
+                   "tools": False},
+    "slowpoke": {"persona": "slowpoke", "latency": 1.5, "context_window": 65536, "max_output": 8192},
+    "seer": {"persona": "seer", "latency": 0.2, "vision": True, "context_window": 128000, "max_output": 4096},
+    "thinker": {"persona": "thinker", "latency": 0.4, "context_window": 200000, "max_output": 32000,
+                "tools": True},
+}
+
+
+def check_spec(name, spec):
+    """Refuse a spec with an unknown fail mode or persona, so a typo fails loudly instead of answering."""
+    if spec.get("fail") is not None and spec["fail"] not in FAILS:
+        raise ValueError(f"model {name!r}: unknown fail mode {spec['fail']!r} (one of {sorted(FAILS)})")
+    if spec.get("persona", "plain") not in PERSONAS:
+        raise ValueError(f"model {name!r}: unknown persona {spec['persona']!r} (one of {sorted(PERSONAS)})")
+    return dict(spec)
+
+
+def part_text(content):
+    """Text of a message content: a string, or a list of parts whose text parts are joined."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+    return ""
+
+
+def last_user(messages):
+    """The last user message (a dict), or {} when there is none."""
+    users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
+    return users[-1] if users else {}
+
+
+def image_urls(message):
+    """URLs of the image parts of one message (OpenAI's image_url part, as a dict or a bare string)."""
+    content = message.get("content")
+    if not isinstance(content, list):
+        return []
+    urls = []
+    for part in content:
+        if isinstance(part, dict) and part.get("type") == "image_url":
+            ref = part.get("image_url")
+            urls.append(ref.get("url", "") if isinstance(ref, dict) else str(ref or ""))
+    return urls
+
+
+def describe_image(url):
+    """A short description of one image reference that never includes the image data."""
+    if url.startswith("data:"):
+        media = url[5:].split(";", 1)[0].split(",", 1)[0] or "unknown type"
+        size = len(url.split(",", 1)[-1]) * 3 // 4
+        return f"{media}, {max(1, round(size / 1024))} KB"
+    return urlsplit(url).hostname or "an unreadable link"
+
+
+def describe_images(messages):
+    urls = image_urls(last_user(messages))
+    if not urls:
+        return "no attached image, only the text"
+    noun = "the attached image" if len(urls) == 1 else f"the {len(urls)} attached images"
+    return f"{noun} ({'; '.join(describe_image(u) for u in urls)})"
+
+
+def digest(name, prompt):
+    """A stable number from model and prompt: picks templates so answers vary with the question."""
+    return int.from_bytes(hashlib.sha256(f"{name}\0{prompt}".encode()).digest()[:8], "big")
+
+
+def fill(templates, name, messages):
+    prompt = part_text(last_user(messages).get("content"))
+    topic = " ".join(prompt.split())[:60]
+    template = templates[digest(name, prompt) % len(templates)]
+    return template.format(model=name, topic=topic, images=describe_images(messages))
+
+
+def answer_text(name, spec, messages):
+    """What the model answers on success: echo, a fixed answer, a notice, N words, or its persona's text."""
+    if spec.get("echo"):
+        return json.dumps(messages)
+    if "answer" in spec:
+        return spec["answer"]
+    if spec.get("fail") == "notice":
+        return NOTICE
+    if spec.get("words"):
+        start = digest(name, part_text(last_user(messages).get("content")))
+        return " ".join(VOCABULARY[(start + 7 * i) % len(VOCABULARY)] for i in range(spec["words"]))
+    persona = spec.get("persona", "plain")
+    if persona == "seer" and not image_urls(last_user(messages)):
+        return fill(NO_IMAGE, name, messages)
+    return fill(PERSONAS[persona], name, messages)
+
+
+def reasoning_text(name, spec, messages):
+    """Reasoning sent before the answer: the spec's, else the persona's, else none."""
+    if "reasoning" in spec:
+        return spec["reasoning"]
+    thoughts = THOUGHTS.get(spec.get("persona", "plain"))
+    return fill(thoughts, name, messages) if thoughts else ""
+
+
+def tokens(text):
+    """Split text into stream tokens (a word plus its trailing space) that join back to the exact text."""
+    return re.findall(r"\s*\S+\s*", text or "") or ([text] if text else [])
+
+
+def usage(messages, content, reasoning):
+    prompt = sum(len(part_text(m.get("content"))) for m in messages if isinstance(m, dict)) // 4 + 1
+    thought = len(tokens(reasoning))
+    completion = len(tokens(content)) + thought
+    out = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+    if thought:
+        out["completion_tokens_details"] = {"reasoning_tokens": thought}
+    return out
+
+
+def listing_row(name, spec):
+    """One GET /models row, with each fact under the names OpenRouter and endpoint listings use."""
+    inputs = ["text", "image"] if spec.get("vision") else ["text"]
+    row = {"id": name, "object": "model", "created": CREATED, "owned_by": OWNER,
+           "architecture": {"input_modalities": inputs, "output_modalities": ["text"]},
+           "input_modalities": inputs, "output_modalities": ["text"],
+           "supported_parameters": BASE_PARAMETERS + (["tools", "tool_choice"] if spec.get("tools") else [])}
+    top = {}
+    if "context_window" in spec:
+        row["context_length"] = row["context_window"] = top["context_length"] = spec["context_window"]
+    if "max_output" in spec:
+        row["max_output_tokens"] = row["max_output_length"] = top["max_completion_tokens"] = spec["max_output"]
+    if top:
+        row["top_provider"] = top
+    if "tools" in spec:
+        row["supported_features"] = ["tools"] if spec["tools"] else []
+    return row
+
+
+def requested_max_tokens(body):
+    value = body.get("max_completion_tokens", body.get("max_tokens"))
+    return value if isinstance(value, int) else None
+
+
+def fail_mode(spec, count, max_tokens):
+    """The failure this request gets, after clears_after and length_below have had their say."""
+    fail = spec.get("fail")
+    if fail == "429" and "clears_after" in spec and count > spec["clears_after"]:
+        return None
+    if fail == "length_empty" and "length_below" in spec:
+        if max_tokens is None or max_tokens >= spec["length_below"]:
+            return None
+    return fail
+
+
+def error_body(message, code):
+    return {"error": {"message": message, "code": code}}
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    # One token per write: with Nagle on, small writes wait for the peer's delayed ACK (~40 ms each).
+    disable_nagle_algorithm = True
+
+    def log_message(self, format, *args):
+        """Silent: the upstream never logs (requests may carry images and keys)."""
+
+    def do_GET(self):
+        self.serve()
+
+    def do_POST(self):
+        self.serve()
+
+    def serve(self):
+        up = self.server.upstream
+        try:
+            raw = self.read_body()
+        except ValueError:  # a Content-Length or chunk size that is not a number
+            up.record(self.command, self.path, self.headers, None)
+            self.close_connection = True
+            return self.send_json(400, error_body("Malformed request framing", 400))
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        route = urlsplit(self.path).path.rstrip("/")
+        up.record(self.command, self.path, self.headers, body)
+        if up.key is not None and self.headers.get("Authorization") != f"Bearer {up.key}":
+            self.send_json(401, error_body("Invalid API key", 401))
+        elif self.command == "GET" and route in ("/v1/models", "/models"):
+            self.send_json(200, {"object": "list", "data": up.listing()})
+        elif self.command == "POST" and route in ("/v1/chat/completions", "/chat/completions"):
+            self.chat(body)
+        elif self.command == "POST" and route in ("/v1/decisions", "/decisions"):
+            self.decide(body)
+        else:
+            self.send_json(404, error_body(f"Not found: {self.command} {route}", 404))
+
+    def read_body(self):
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            parts = []
+            while size := int(self.rfile.readline().split(b";")[0], 16):
+                parts.append(self.rfile.read(size))
+                self.rfile.readline()
+            while self.rfile.readline().strip():  # trailers, then the blank line
+                pass
+            return b"".join(parts)
+        length = int(self.headers.get("Content-Length") or 0)
+        if length < 0:
+            raise ValueError("negative Content-Length")
+        return self.rfile.read(length)
+
+    def send_json(self, status, payload, headers=()):
+        self.send_bytes(status, json.dumps(payload).encode(), "application/json", headers)
+
+    def send_bytes(self, status, data, content_type, headers=()):
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in headers:
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def chat(self, body):
+        up = self.server.upstream
+        if not isinstance(body, dict):
+            return self.send_json(400, error_body("The request body must be a JSON object", 400))
+        name = body.get("model")
+        spec, count, seq = up.take(name)
+        if spec is None:
+            return self.send_json(404, error_body(f"Model not found: {name}", 404))
+        max_tokens = requested_max_tokens(body)
+        fail = fail_mode(spec, count, max_tokens)
+        if fail == "slow":
+            up.pause(spec.get("delay", 30))
+        if "max_tokens_limit" in spec and max_tokens is not None and max_tokens >= spec["max_tokens_limit"]:
+            return self.send_json(400, {"error": {"message": "max_tokens is too large"}})
+        if fail in ERROR_REPLIES:
+            status, payload = ERROR_REPLIES[fail]
+            retry = [("Retry-After", str(spec.get("retry_after", 1)))] if fail == "429" else []
+            return self.send_json(status, payload, retry)
+        if fail == "502html":
+            return self.send_bytes(502, BAD_GATEWAY_HTML, "text/html; charset=utf-8")
+        messages = body.get("messages") if isinstance(body.get("messages"), list) else []
+        if fail == "empty":
+            content = ""
+        elif fail == "length_empty":
+            content = None  # out of budget: no content at all (null), as reasoning models send it
+        else:
+            content = answer_text(name, spec, messages)
+        reasoning = reasoning_text(name, spec, messages)
+        if fail == "length_empty" and not reasoning:
+            reasoning = fill((DEFAULT_THOUGHT,), name, messages)
+        reply = {"id": f"chatcmpl-demo{seq:08d}", "created": int(time.time()), "model": name,
+                 "content": content, "reasoning": reasoning,
+                 "finish": "length" if fail == "length_empty" else "stop",
+                 "usage": usage(messages, content, reasoning),
+                 "latency": spec.get("latency", 0), "drop": fail == "drop"}
+        if body.get("stream"):
+            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            self.stream(reply, include_usage)
+        else:
+            self.plain(reply)
+
+    def decide(self, body):
+        """A Decisions API answer (the shape picker's contract, SHP-4): the model's `decisions` spec, as given."""
+        name = body.get("model") if isinstance(body, dict) else None
+        spec, count, _ = self.server.upstream.take(name)
+        if spec is None:
+            return self.send_json(404, error_body(f"Model not found: {name}", 404))
+        fail = fail_mode(spec, count, None)
+        if fail in ERROR_REPLIES:
+            status, payload = ERROR_REPLIES[fail]
+            return self.send_json(status, payload)
+        self.server.upstream.pause(spec.get("latency", 0))
+        asked = (body.get("questions") or {}) if isinstance(body.get("questions"), dict) else {}
+        answers = {q: a for q, a in (spec.get("decisions") or {}).items() if q in asked}
+        self.send_json(200, {"answers": answers})
+
+    def plain(self, reply):
+        self.server.upstream.pause(reply["latency"])
+        message = {"role": "assistant", "content": reply["content"]}
+        if reply["reasoning"]:
+            message["reasoning_content"] = reply["reasoning"]
+        data = json.dumps({"id": reply["id"], "object": "chat.completion", "created": reply["created"],
+                           "model": reply["model"], "usage": reply["usage"],
+                           "choices": [{"index": 0, "message": message, "finish_reason": reply["finish"]}]}).encode()
+        if not reply["drop"]:
+            return self.send_bytes(200, data, "application/json")
+        # Promise the whole body, send half, hang up: a mid-body break.
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(data[: len(data) // 2])
+
+    def stream(self, reply, include_usage):
+        up = self.server.upstream
+        chunked = not reply["drop"]
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        # Chunked keeps the connection reusable; a drop is close-delimited so its framing is whole.
+        self.send_header("Transfer-Encoding" if chunked else "Connection", "chunked" if chunked else "close")
+        self.end_headers()
+
+        def emit(data):
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data) if chunked else data)
+
+        def send_chunk(choices, **extra):
+            chunk = {"id": reply["id"], "object": "chat.completion.chunk", "created": reply["created"],
+                     "model": reply["model"], "choices": choices, **extra}
+            emit(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+
+        def event(delta, finish=None):
+            send_chunk([{"index": 0, "delta": delta, "finish_reason": finish}])
+
+        pieces = [("reasoning_content", t) for t in tokens(reply["reasoning"])]
+        pieces += [("content", t) for t in tokens(reply["content"])][: DROP_AFTER if reply["drop"] else None]
+        step = reply["latency"] / (len(pieces) + 1)
+        event({"role": "assistant", "content": ""})
+        for kind, piece in pieces:
+            up.pause(step)
+            event({kind: piece})
+        if reply["drop"]:
+            return
+        up.pause(step)
+        event({}, reply["finish"])
+        if include_usage:
+            send_chunk([], usage=reply["usage"])
+        emit(b"data: [DONE]\n\n")
+        self.wfile.write(b"0\r\n\r\n")
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    request_queue_size = 1024
+
+    def __init__(self, address, upstream):
+        self.upstream = upstream
+        self.connections = set()
+        self.connections_lock = threading.Lock()
+        super().__init__(address, Handler)
+
+    def process_request(self, request, client_address):
+        with self.connections_lock:
+            self.connections.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request):
+        with self.connections_lock:
+            self.connections.discard(request)
+        super().shutdown_request(request)
+
+    def close_connections(self):
+        """Hang up idle keep-alive connections too, so a stopped upstream really stops answering."""
+        with self.connections_lock:
+            open_now = list(self.connections)
+        for sock in open_now:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def handle_error(self, request, client_address):
+        # A client hanging up (or stop() cutting a reply short) is routine here; real bugs still print.
+        if not isinstance(sys.exc_info()[1], OSError):
+            super().handle_error(request, client_address)
+
+
+class Upstream:
+    """The fake provider: serves `models` ({name: spec}) on host:port in a daemon thread."""
+
+    def __init__(self, models=None, host="127.0.0.1", port=0, key=None):
+        source = DEMO_MODELS if models is None else models
+        self.models = {name: check_spec(name, spec) for name, spec in source.items()}
+        self.host = host
+        self.key = key
+        self.requests = []
+        self.counts = {}
+        self.seq = 0
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+        self.server = None
+        self.thread = None
+        self.wanted_port = port
+
+    @property
+    def port(self):
+        return self.server.server_address[1] if self.server else self.wanted_port
+
+    @property
+    def base_url(self):
+        return f"http://{self.host}:{self.port}/v1"
+
+    def start(self):
+        self.server = Server((self.host, self.wanted_port), self)
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05},
+                                       name=f"demo-upstream-{self.port}", daemon=True)
+        self.thread.start()
+        return self
+
+    def stop(self):
+        if not self.server:
+            return
+        self.stopping.set()
+        self.server.shutdown()
+        self.server.close_connections()
+        self.server.server_close()
+        self.thread.join()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def set_model(self, name, **spec):
+        spec = check_spec(name, spec)
+        with self.lock:
+            self.models[name] = spec
+            self.counts.pop(name, None)
+
+    def clear(self):
+        with self.lock:
+            self.requests.clear()
+            self.counts.clear()
+
+    def answer_for(self, name, prompt):
+        """The text `name` answers on success to a prompt (a string or a messages list): for assertions."""
+        messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt
+        with self.lock:
+            spec = dict(self.models[name])
+        return answer_text(name, spec, messages)
+
+    def record(self, method, path, headers, body):
+        model = body.get("model") if isinstance(body, dict) else None
+        entry = {"method": method, "path": path, "headers": {k.lower(): v for k, v in headers.items()},
+                 "body": body, "model": model if isinstance(model, str) else None, "at": time.monotonic()}
+        with self.lock:
+            self.requests.append(entry)
+
+    def take(self, name):
+        """(spec copy, this model's request number, reply sequence number); spec None when unknown."""
+        with self.lock:
+            self.seq += 1
+            if not isinstance(name, str) or name not in self.models:
+                return None, 0, self.seq
+            self.counts[name] = self.counts.get(name, 0) + 1
+            return dict(self.models[name]), self.counts[name], self.seq
+
+    def listing(self):
+        with self.lock:
+            models = [(name, dict(spec)) for name, spec in self.models.items()]
+        return [listing_row(name, spec) for name, spec in models if spec.get("fail") != "404"]
+
+    def pause(self, seconds):
+        """Wait in the handler thread; abandon the reply if the upstream is stopping."""
+        if seconds > 0 and self.stopping.wait(seconds):
+            raise ConnectionAbortedError("the upstream stopped")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m metrics.demo",
+                                     description="Serve the demo models as a local OpenAI-compatible upstream.")
+    parser.add_argument("--port", type=int, default=8124, help="port to listen on (0 picks a free one)")
+    parser.add_argument("--host", default="127.0.0.1")
+    args = parser.parse_args(argv)
+    with Upstream(host=args.host, port=args.port) as up:
+        print(up.base_url, flush=True)
+        print(f"models: {', '.join(up.models)}  (ctrl-c to stop)", flush=True)
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
+
+def register(up, endpoint="demo", aliases=None, default=True):
+    """Point the current data folder at `up`: an endpoint entry plus one registration per alias.
+
+    `aliases` maps alias -> served model name (default: every model under its own name).
+    The demo, the tests and the benchmarks all build their bench this way.
+    """
+    def add(data):
+        data[endpoint] = {"base": up.base_url, "key": "", "kind": "local", "default": default,
+                          "decisions": up.base_url + "/{path}"}
+
+    fileio.update(endpoints.path(), add)
+    for alias, served in (aliases or {name: name for name in up.models}).items():
+        registry.add_registration(alias, served, endpoint)
+
+
+def set_collection(name, members, **fields):
+    """Write one collection into the current data folder's collections.json."""
+    fileio.update(collections.collections_path(), lambda data: data.__setitem__(name, {"members": members, **fields}))
+
+
+DEMO_COLLECTION = {"members": ["terse", "verbose", "contrarian"], "description": "three reviewers and two explorers",
+                   "tags": ["demo"]}
+
+
+def start_demo():
+    """The offline demo: the demo upstream and a throwaway data folder whose `demo` collection it serves."""
+    os.environ["BENCHWARMERS_HOME"] = tempfile.mkdtemp(prefix="benchwarmers-demo-")
+    os.environ["BENCH_CLIENT"] = "builtin"
+    paths.reload()
+    up = Upstream().start()
+    register(up)
+    set_collection("demo", **DEMO_COLLECTION)
+    return up
+
+
+def snippets(base):
+    """What the demo prints: a ready curl command and an OpenAI SDK call."""
+    return f"""
+Data folder (thrown away): {os.environ.get("BENCHWARMERS_HOME", "")}
+
+Ask the panel with curl:
+  curl -s {base}/chat/completions -H 'Content-Type: application/json' \\
+    -d '{{"model": "bench/demo", "messages": [{{"role": "user", "content": "Is this loop off by one? for i in range(1, len(xs)): total += xs[i]"}}]}}'
+
+Or with the OpenAI SDK:
+  from openai import OpenAI
+  panel = OpenAI(base_url="{base}", api_key="unused")
+  print(panel.chat.completions.create(model="bench/demo", messages=[{{"role": "user", "content": "Review: x = x++"}}]).choices[0].message.content)
+
+Judge an answer (the call ids are printed under each one):
+  curl -s {base.rsplit('/v1', 1)[0]}/bench/verdict -H 'Content-Type: application/json' -d '{{"call": "<call id>", "useful": true}}'
+"""

@@ -1,0 +1,215 @@
+"""Messages as the panel sees them: image checks, flattening, size estimates, redaction (gateway.md §8).
+
+The gateway never fetches an image; upstreams do. So a request's images are
+checked before any seat is asked (an image in a form no seat can take is
+refused, never dropped: a seat would answer blind), and everything written
+down carries a placeholder instead of an image's bytes, a URL's query string
+or its user:password (IMG-8). `redact()` is on the hot path of error logging,
+so its patterns are compiled once here.
+"""
+
+import re
+import urllib.parse
+
+IMAGE_TOKENS = 2500
+PATH_CAP = 200
+
+TEXT_PARTS = ("text", "input_text", "output_text", "refusal")
+OTHER_APIS = ("image", "input_image")
+ACCEPTED_FORM = '{"type": "image_url", "image_url": {"url": "<http(s) or data: URL>"}}'
+
+# IMG-3: an http(s) URL with at least one host character, or an inline base64 image.
+IMAGE_URL = re.compile(r"(?:https?://[^\s/?#]|data:image/[\w.+-]+;base64,)", re.I)
+# IMG-7 (a): an inline data URL; `\` is allowed because a JSON echo escapes `/` as `\/`.
+DATA_URL = re.compile(r"data:[\w/\\.+-]*(?:;[\w.+-]+=[\w.+-]*)*;base64,[A-Za-z0-9+/=_\\-]*", re.I)
+# IMG-7 (b): an http(s) URL runs up to whitespace, a quote, `<`, `>` or a backslash.
+URL = re.compile(r"https?://[^\s\"'<>\\]+", re.I)
+# IMG-7 (c): a bare base64 run; the lookbehind starts matches only at a run's start (linear time).
+BASE64 = re.compile(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{100,}={0,2}")
+
+JSON_TYPES = {bool: "a boolean", int: "a number", float: "a number", dict: "an object"}
+
+
+def _kb(length):
+    """Size in KB of `length` base64 characters, rounded up, with thousands separators."""
+    return f"{(length * 3 // 4 + 999) // 1000:,}"
+
+
+def image_url(part):
+    """An `image_url` part's URL: `image_url.url` when an object, the value when a string, else ""."""
+    value = part.get("image_url")
+    if isinstance(value, dict):
+        value = value.get("url")
+    return value if isinstance(value, str) else ""
+
+
+def _parseable(url):
+    try:
+        urllib.parse.urlsplit(url)
+    except ValueError:
+        return False
+    return True
+
+
+def validate(messages):
+    """How many images the request carries (IMG-4); ValueError (a 400) for one no seat could be sent.
+
+    Also refuses what would otherwise be silently lost or crash later: a part that is
+    neither text nor an image (IMP-11), a `content` that is not a string, list or null
+    (IMP-12), and an image URL whose host cannot be parsed (IMP-13).
+    """
+    if not isinstance(messages, list):
+        raise ValueError('"messages" must be a list of message objects')
+    found = 0
+    for number, message in enumerate(messages, 1):
+        if not isinstance(message, dict):
+            raise ValueError('"messages" must be a list of message objects')
+        content = message.get("content")
+        if content is None or isinstance(content, str):
+            continue
+        if not isinstance(content, list):
+            kind = JSON_TYPES.get(type(content), type(content).__name__)
+            raise ValueError(f'message {number}: "content" must be a string, a list of content parts'
+                             f" or null, not {kind}")
+        for part in content:
+            if not isinstance(part, dict):
+                continue  # IMG-1: only object parts are inspected
+            kind = part.get("type")
+            if kind == "image_url":
+                url = image_url(part)
+                if not IMAGE_URL.match(url) or not _parseable(url):
+                    shown = placeholder(url) if url else "empty"
+                    raise ValueError("an image_url must be an http(s) URL or a data:image/...;base64, URL,"
+                                     f" not {shown}")
+                found += 1
+            elif kind in OTHER_APIS:
+                raise ValueError(f'a "{kind}" part is another API\'s shape; send each image as {ACCEPTED_FORM}')
+            elif kind is not None and kind not in TEXT_PARTS:
+                raise ValueError(f'a "{kind}" part cannot be put to a panel: only text and images can be passed;'
+                                 f" send text parts, and each image as {ACCEPTED_FORM}")
+    return found
+
+
+def count(messages):
+    """Valid images in the request, or 0 when validation would refuse it (EST-1)."""
+    try:
+        return validate(messages)
+    except ValueError:
+        return 0
+
+
+def has_images(messages):
+    """True when the request carries at least one image a seat could be sent."""
+    return count(messages) > 0
+
+
+def _text(content):
+    """FLT-1. A `refusal` part's text is its `refusal` (as the other formats read it)."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    texts = []
+    for part in content:
+        if not isinstance(part, dict):
+            continue
+        kind = part.get("type")
+        if kind == "image_url":
+            texts.append(placeholder(image_url(part)))
+        elif kind == "refusal":
+            texts.append(str(part.get("refusal") or ""))
+        else:
+            texts.append(str(part.get("text") or ""))
+    return "\n".join(texts)
+
+
+def flatten(messages):
+    """`(system, prompt)` as a panel seat, the call log and the merger read it (FLT-1..3).
+
+    A conversation is kept as labelled turns, never truncated; an image is its placeholder.
+    """
+    messages = [m for m in messages if isinstance(m, dict)]
+    lead = ("system", "developer")  # newer OpenAI SDKs send "developer" for "system"
+    system = "\n\n".join(_text(m.get("content")) for m in messages if m.get("role") in lead)
+    turns = [m for m in messages if m.get("role") not in lead]
+    if len(turns) == 1:
+        return system, _text(turns[0].get("content"))
+    return system, "\n\n".join(f"{m.get('role') or 'user'}: {_text(m.get('content'))}" for m in turns)
+
+
+def placeholder(url):
+    """How an image is written down (IMG-6): a data URL by its size, any other URL without
+    its user:password or query (a signed URL's signature is a credential), fragment dropped.
+
+    A URL whose host cannot be parsed is `[url]` (IMP-13).
+    """
+    if url[:5].lower() == "data:":
+        return f"[image: data URL, {_kb(len(url))} KB]"
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        return "[url]"
+    host = parts.netloc.rpartition("@")[2]
+    query = "?..." if parts.query else ""
+    return f"[image: {parts.scheme}://{host}{parts.path[:PATH_CAP]}{query}]"
+
+
+def _given_back(run):
+    """How many trailing `)`/`]` of a URL run are not its own: an unbalanced closer ends a
+    markdown link or a placeholder (so redacting redacted text changes nothing)."""
+    end = len(run)
+    while end and run[end - 1] in ")]":
+        closer = run[end - 1]
+        opener = "(" if closer == ")" else "["
+        if run.count(closer, 0, end) <= run.count(opener, 0, end):
+            break
+        end -= 1
+    return len(run) - end
+
+
+def _bare_url(match):
+    run = match.group()
+    back = _given_back(run)
+    url, rest = run[:len(run) - back], run[len(run) - back:]
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:  # an unparseable host, such as "[::1"
+        return "[url]" + rest
+    host = parts.netloc.rpartition("@")[2]
+    return f"{parts.scheme}://{host}{parts.path}{'?...' if parts.query else ''}{rest}"
+
+
+def _data_url(match):
+    return placeholder(match.group())
+
+
+def _base64_run(match):
+    return f"[base64, {_kb(len(match.group()))} KB]"
+
+
+def redact(text):
+    """`text` fit to be written down (IMG-7): inline images as placeholders, every http(s)
+    URL without user:password or query, any other long base64 run as its size.
+
+    Applied to any text that may echo a request (IMP-15): upstream errors repeat requests
+    in whatever form, and errors are logged, shown and learned from. Short text is untouched.
+    """
+    if text is None:
+        return ""
+    if not isinstance(text, str):
+        text = str(text)
+    text = DATA_URL.sub(_data_url, text)
+    text = URL.sub(_bare_url, text)
+    return BASE64.sub(_base64_run, text)
+
+
+def estimate(text):
+    """Tokens in `text`, erring high (EST-1): learned errors correct the windows, not this."""
+    if not text:
+        return 0
+    return max(1, int(len(text) / 4 * 1.1))
+
+
+def request_estimate(system, prompt, images):
+    """Tokens a request needs (EST-1, PNL-13): its text plus 2,500 per valid image."""
+    return estimate((system + "\n\n" + prompt).strip()) + IMAGE_TOKENS * images
