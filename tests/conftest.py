@@ -26,3 +26,53 @@ def home(tmp_path, monkeypatch):
 @pytest.fixture
 def llmdir(home):
     return paths.llm_dir()
+
+
+# Models the gateway tests seat: each answers something recognisable, or fails in one known way.
+TEST_MODELS = {
+    "alpha": {"answer": "Alpha: the loop skips the first item.", "latency": 0.02, "context_window": 32000,
+              "vision": False},
+    "beta": {"answer": "Beta: the code looks correct to me.", "latency": 0.05, "context_window": 32000,
+             "vision": False},
+    "gamma": {"answer": "Gamma: off by one at index zero.", "latency": 0.01, "context_window": 32000},
+    "slow": {"answer": "Slow: I agree with the others, eventually.", "latency": 0.6, "context_window": 32000},
+    "gone": {"fail": "404"},
+    "blank": {"fail": "empty", "context_window": 32000},
+    "seer": {"answer": "Seer: the screenshot shows a stack trace.", "vision": True, "context_window": 128000},
+    "tiny": {"answer": "Tiny: too small for most prompts.", "context_window": 3000, "vision": True},
+    "merger": {"answer": "Merged: alpha and gamma agree there is a bug; beta dissents.", "context_window": 128000,
+               "latency": 0.05},
+    "noticer": {"fail": "notice", "context_window": 32000},
+    "picker": {"decisions": {"shape": {"choice": "review", "confidence": 0.9}}},
+}
+
+
+@pytest.fixture
+def upstream():
+    from metrics.demo import Upstream
+
+    with Upstream(models={name: dict(spec) for name, spec in TEST_MODELS.items()}) as up:
+        yield up
+
+
+@pytest.fixture
+def bench(home, upstream, monkeypatch):
+    """A data folder whose endpoint is the local upstream, every test model registered, catalog warmed."""
+    from metrics import catalog, demo, fileio
+
+    monkeypatch.setenv("BENCH_CLIENT", "builtin")
+    demo.register(upstream, aliases={name: name for name in TEST_MODELS if name != "picker"})
+    fileio.write_atomic(paths.file("config", "gateway.json"), '{"max_calls": 5, "max_explorers": 0}\n')
+    catalog.warm(refresh=True)
+    return upstream
+
+
+@pytest.fixture
+def gateway(bench):
+    """The real gateway on a free port; yields its base URL (`http://127.0.0.1:<port>`)."""
+    import gateway as gateway_module
+
+    server = gateway_module.serve("127.0.0.1", 0)
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()

@@ -1,0 +1,211 @@
+"""What the bench knows about each model: context window, output cap, vision, tools (CAT, the core).
+
+One record per alias, built from layers where a later one wins:
+
+1. the last catalog refresh, `config/model-catalog.json` (written only by the refresh job);
+2. the serving endpoint's own model listing (CAT-10), held in memory per endpoint;
+3. what providers taught us, `config/model-learned.json` (CAT-1): a context window
+   only when it is smaller, a capability only when it was seen working;
+4. the user's `config/model-overrides.json`, which always wins (an override of
+   false beats a probe's true, CAT-4).
+
+`sources` says where each value came from. `vision` and `tools` are tri-state:
+true, false, or None for unknown.
+
+A listing is fetched only by `listing()` or `warm()`, at most once per endpoint
+per process unless asked to refresh. `info()` reads what is already in memory
+and never waits on the network, so the gateway's hot path cannot stall on a
+model list; a server calls `warm()` once at start.
+"""
+
+import re
+import threading
+
+from metrics import endpoints, fileio, paths, registry
+
+FIELDS = ("context_window", "max_output", "vision", "tools")
+CAPABILITIES = ("vision", "tools")
+
+_listings = {}  # (endpoint name, listing url) -> {id: row}
+_locks = {}
+_locks_guard = threading.Lock()
+
+
+def _positive(value):
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def _first_positive(*values):
+    return next((v for v in map(_positive, values) if v is not None), None)
+
+
+def listing_facts(row):
+    """The fields an endpoint's listing row states (CAT-10, and the OpenRouter names of CAT-7)."""
+    if not isinstance(row, dict):
+        return {}
+    top = row.get("top_provider") if isinstance(row.get("top_provider"), dict) else {}
+    arch = row.get("architecture") if isinstance(row.get("architecture"), dict) else {}
+    facts = {
+        "context_window": _first_positive(row.get("context_length"), row.get("context_window"),
+                                          top.get("context_length")),
+        "max_output": _first_positive(row.get("max_output_length"), row.get("max_output_tokens"),
+                                      top.get("max_completion_tokens")),
+    }
+    inputs = row.get("input_modalities") or arch.get("input_modalities")
+    if isinstance(inputs, list):
+        facts["vision"] = "image" in inputs
+    features = row.get("supported_features")
+    parameters = row.get("supported_parameters")
+    if isinstance(features, list):
+        facts["tools"] = "tools" in features
+    elif isinstance(parameters, list):
+        facts["tools"] = "tools" in parameters
+    return {name: value for name, value in facts.items() if value is not None}
+
+
+def _lock_for(key):
+    with _locks_guard:
+        return _locks.setdefault(key, threading.Lock())
+
+
+def _key(name):
+    found = endpoints.load().get(name)
+    return (name, endpoints.listing_url(found)) if found else None
+
+
+def listing(name, refresh=False, timeout=endpoints.LIST_TIMEOUT):
+    """Endpoint `name`'s models `{id: row}`, fetched once per process (again only with `refresh`).
+
+    An endpoint that cannot be asked lists nothing until the next refresh.
+    """
+    key = _key(name)
+    if key is None:
+        return {}
+    with _lock_for(key):
+        if refresh or key not in _listings:
+            try:
+                _listings[key] = endpoints.models(name, timeout)
+            except Exception:
+                _listings[key] = {}
+        return _listings[key]
+
+
+def cached(name):
+    """What `listing()` already holds for `name`; never fetches."""
+    try:
+        key = _key(name)
+    except RuntimeError:
+        return {}
+    return _listings.get(key, {}) if key else {}
+
+
+def forget():
+    """Drop every listing held in memory (after endpoints change, or between tests)."""
+    _listings.clear()
+
+
+def warm(names=None, timeout=endpoints.LIST_TIMEOUT, refresh=False):
+    """Fetch every endpoint's listing at once, in parallel; `{name: models listed}`."""
+    names = list(endpoints.load()) if names is None else list(names)
+    counts = {}
+
+    def fetch(name):
+        counts[name] = len(listing(name, refresh=refresh, timeout=timeout))
+
+    threads = [threading.Thread(target=fetch, args=(name,), daemon=True) for name in names]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return counts
+
+
+def _date(ev):
+    at = ev.get("at") if isinstance(ev, dict) else None
+    return at[:10] if isinstance(at, str) else "?"
+
+
+def info(alias, fetch=False):
+    """`{context_window, max_output, vision, tools, ..., sources}` for `alias` (CAT-1, CAT-4, CAT-10).
+
+    With `fetch`, the endpoint's listing is read first if it is not in memory yet.
+    """
+    record = dict.fromkeys(FIELDS)
+    sources = {}
+    refreshed = fileio.read_json(paths.file("config", "model-catalog.json")).get("models")
+    entry = refreshed.get(alias) if isinstance(refreshed, dict) else None
+    if isinstance(entry, dict):
+        said = entry.get("sources") if isinstance(entry.get("sources"), dict) else {}
+        for field in FIELDS:
+            if entry.get(field) is not None:
+                record[field] = entry[field]
+                sources[field] = said.get(field, "catalog")
+
+    reg = registry.registration(alias)
+    name = endpoints.endpoint_name(reg)
+    if name:
+        rows = listing(name) if fetch else cached(name)
+        for field, value in listing_facts(rows.get(reg.get("model_name") or alias)).items():
+            record[field] = value
+            sources[field] = f"{name} listing"
+
+    learned = fileio.read_json(paths.file("config", "model-learned.json")).get(alias)
+    learned = learned if isinstance(learned, dict) else {}
+    ev = learned.get("context_window")
+    window = _positive(ev.get("value")) if isinstance(ev, dict) else None
+    current = _positive(record["context_window"])
+    if window is not None and (current is None or window < current):
+        record["context_window"] = window
+        sources["context_window"] = f"learned {_date(ev)}"
+    caps = learned.get("capabilities") if isinstance(learned.get("capabilities"), dict) else {}
+    for cap in CAPABILITIES:
+        if isinstance(caps.get(cap), dict) and caps[cap].get("value") is True:
+            record[cap] = True
+            sources[cap] = f"probe {_date(caps[cap])}"
+
+    overrides = fileio.read_json(paths.file("config", "model-overrides.json")).get(alias)
+    for field, value in (overrides.items() if isinstance(overrides, dict) else ()):
+        if field != "limits" and value is not None:
+            record[field] = value
+            sources[field] = "you"
+    record["sources"] = sources
+    return record
+
+
+def window(alias):
+    """The known context window in tokens, or None."""
+    return _positive(info(alias)["context_window"])
+
+
+def max_output(alias):
+    """The known output cap in tokens, or None."""
+    return _positive(info(alias)["max_output"])
+
+
+def can_see(alias):
+    """Whether an image may be put to `alias` (CAT-4, GWC-3): vision known true, and not on the Responses API."""
+    return info(alias)["vision"] is True and endpoints.entry_of(alias).get("api") != "responses"
+
+
+def can_call_tools(alias):
+    """Whether tool requests may be routed to `alias`: tools known true (CAT-4)."""
+    return info(alias)["tools"] is True
+
+
+REGION_PREFIX = re.compile(r"^(?:llm7|us|eu|apac|global)\.")
+TAILS = re.compile(r"(?:@[\w.]+|-v\d+:\d+|-\d{4}-\d{2}-\d{2}|-\d{8}|-latest|-high|-medium|-low|-minimal)$")
+
+
+def norm_model(model_id):
+    """A model id without vendor, `:free`, region prefix, date, version or effort tails (SRC-6).
+
+    `openai/gpt-oss-120b:free` → `gpt-oss-120b`; `gemini-3.8-flash-high` → `gemini-3.8-flash`.
+    One function for every swap check and catalog match (models.md improvement 6).
+    """
+    name = str(model_id or "").lower().rsplit("/", 1)[-1].replace(":free", "")
+    name = REGION_PREFIX.sub("", name)
+    while True:
+        shorter = TAILS.sub("", name)
+        if shorter == name:
+            return name
+        name = shorter

@@ -1,0 +1,1001 @@
+"""The built-in model client: one call to one registered model (CL, REQ, STR, RET, BUD, SWAP, ERR, BK).
+
+`chat(alias, prompt)` sends one request to the endpoint `alias` is registered on
+and reads the reply as it streams. What it guarantees:
+
+- one deadline (`timeout`) bounds everything: connecting, every read (the socket
+  timeout is the time left, so a server trickling bytes cannot hold a call), and
+  retry waits;
+- rate limits, server errors and connection failures are retried, honouring a
+  usable Retry-After;
+- redirects are never followed, so a key only ever reaches the registration's host,
+  and an error text that echoes the key shows `[key]` instead;
+- error texts are a contract: downstream classifiers read them (ERR);
+- every call writes a ledger line, even one that ended before anything was sent.
+
+Connections are kept alive in a pool shared by threads: a connection serves one
+call at a time and goes back only when its reply was read to the end and the
+server did not ask to close. A panel pays connection set-up once, not per seat.
+
+Only the chat completions API is spoken so far. `APIS` maps an endpoint's `api`
+to its (build, read) pair; the native Anthropic, Gemini and Responses ones slot
+in there. Steps other modules own slot into `PREFLIGHT` (sign-in renewal before
+`require_key`; the free-tier guard, then pacing, after `name_connection`), and
+quota records hear every response through `OBSERVERS` (RET-7).
+
+Improvements over the reference (models.md, "Improvements worth making"):
+- 3: an unknown `BENCH_CLIENT` value is ignored with a warning, not taken as the llm path;
+- 6: swaps are judged with `catalog.norm_model`, the one normaliser;
+- 14: a plain JSON reply calls `on_delta` once with its reasoning and once with its text,
+  so streaming callers behave the same for both kinds of reply (STR-11 said none);
+- 15: a short success reply that reads as a provider notice is flagged in the ledger line.
+
+    python -m metrics.client ALIAS "PROMPT"    one call (timeout 120 s); prints the answer or the error
+    python -m metrics.client --selftest        the reply parsers' self-checks
+"""
+
+import http.client
+import json
+import os
+import random
+import select
+import socket
+import ssl
+import sys
+import threading
+import time
+from email.utils import parsedate_to_datetime
+from urllib.parse import urlsplit
+
+from metrics import catalog, connections, endpoints, fileio, keys, learn, ledger, notices, paths, registry
+
+DEFAULT_TIMEOUT = 420
+CLI_TIMEOUT = 120
+RETRIES = 2
+RETRYABLE = (408, 409, 429)
+READ_SIZE = 65_536
+MAX_REPLY = 32_000_000
+EXCERPT = 1000
+BUDGET_FAILED_CHARS = 200
+TIMEOUT_SLACK = 0.5
+MIN_SOCKET_TIMEOUT = 0.01
+MAX_RETRY_AFTER = 60
+DRAIN = 0.25  # how long the end of a body may take after [DONE] before the connection is dropped
+IDLE_PER_HOST = 32
+USER_AGENT = "benchwarmers"
+BACKENDS = ("builtin", "llm")
+BODY_OWN_FIELDS = ("model", "messages", "stream", "stream_options")
+
+STOP = threading.Event()  # set by a server shutting down: every call in flight ends as timed out (CL-7)
+DONE = object()  # the `[DONE]` marker of a stream
+
+
+class Stop(Exception):
+    """Ends a call before anything is sent; `text` is its error, `refused` marks a guard or pacing refusal."""
+
+    def __init__(self, text, refused=False):
+        super().__init__(text)
+        self.text = text
+        self.refused = refused
+
+
+class TimedOut(TimeoutError):
+    """The deadline passed, or STOP was set, while waiting for the reply."""
+
+
+class TooLarge(ValueError):
+    """The reply grew past MAX_REPLY bytes."""
+
+
+class HTTPError(OSError):
+    """A non-2xx answer to `get()` (a redirect included: it is never followed)."""
+
+    def __init__(self, url, code, headers, body):
+        super().__init__(f"{url} answered {code}")
+        self.url = url
+        self.code = code
+        self.headers = headers
+        self.body = body
+
+
+# ---------------------------------------------------------------- connections
+
+_tls_context = None
+
+
+def _tls():
+    global _tls_context
+    if _tls_context is None:
+        _tls_context = ssl.create_default_context()
+    return _tls_context
+
+
+def _usable(conn):
+    """An idle connection is usable while nothing is waiting to be read: readable means closed (or junk)."""
+    if conn.sock is None:
+        return False
+    try:
+        return not select.select([conn.sock], [], [], 0)[0]
+    except (OSError, ValueError):
+        return False
+
+
+class Pool:
+    """Idle keep-alive connections per (scheme, host, port), shared by threads."""
+
+    def __init__(self, per_host=IDLE_PER_HOST):
+        self.per_host = per_host
+        self._idle = {}
+        self._lock = threading.Lock()
+
+    def take(self, key):
+        """An idle connection to `key` that still looks open, or None."""
+        while True:
+            with self._lock:
+                idle = self._idle.get(key)
+                conn = idle.pop() if idle else None
+            if conn is None or _usable(conn):
+                return conn
+            conn.close()
+
+    def give(self, key, conn):
+        with self._lock:
+            idle = self._idle.setdefault(key, [])
+            if len(idle) < self.per_host:
+                idle.append(conn)
+                return
+        conn.close()
+
+    def clear(self):
+        """Close every idle connection."""
+        with self._lock:
+            idle, self._idle = self._idle, {}
+        for conns in idle.values():
+            for conn in conns:
+                conn.close()
+
+
+POOL = Pool()
+
+
+def _split(url):
+    """`((scheme, host, port), request target)`; ValueError for a URL that cannot be sent to."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"cannot send to '{url}'")
+    port = parts.port or (443 if scheme == "https" else 80)
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    return (scheme, parts.hostname, port), target
+
+
+def _connection(key):
+    scheme, host, port = key
+    if scheme == "https":
+        return http.client.HTTPSConnection(host, port, context=_tls())
+    return http.client.HTTPConnection(host, port)
+
+
+def _roundtrip(conn, method, target, data, headers, wait):
+    conn.timeout = wait  # bounds connecting when the connection is new
+    if conn.sock is None:
+        conn.connect()
+        # http.client writes headers and body separately: without this, Nagle's
+        # algorithm can hold the body back until the headers are acknowledged.
+        conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    conn.sock.settimeout(wait)
+    conn.request(method, target, body=data, headers=headers)
+    sock = conn.sock  # kept: a `Connection: close` reply takes it off `conn` but it is still read
+    return conn.getresponse(), sock
+
+
+def _exchange(method, url, headers, data, left):
+    """Send one request: `(pool key, connection, response, socket)` once the status line and headers are in.
+
+    A pooled connection that fails before any answer (the server had closed it)
+    is retried once on a fresh one; that is not counted as an attempt.
+    """
+    key, target = _split(url)
+    conn = POOL.take(key)
+    if conn is not None:
+        try:
+            return (key, conn, *_roundtrip(conn, method, target, data, headers, _socket_timeout(left())))
+        except ConnectionError:
+            conn.close()
+        except BaseException:
+            conn.close()
+            raise
+    conn = _connection(key)
+    try:
+        return (key, conn, *_roundtrip(conn, method, target, data, headers, _socket_timeout(left())))
+    except BaseException:
+        conn.close()
+        raise
+
+
+def _socket_timeout(left):
+    return max(left, MIN_SOCKET_TIMEOUT)
+
+
+def _complete(resp):
+    """Whether the whole body was read. http.client's `read1` leaves a Content-Length reply
+    open after its last byte (length 0, not closed), so both count."""
+    return resp.isclosed() or resp.length == 0
+
+
+def _finish(key, conn, resp):
+    """Put the connection back only when its reply was read to the end and the server keeps it open."""
+    if _complete(resp) and not resp.will_close and conn.sock is not None:
+        resp.close()
+        POOL.give(key, conn)
+    else:
+        conn.close()
+
+
+def _chunks(call, resp, sock):
+    """The body as it arrives, at most 64 KiB per read, each read bounded by the time left (STR-2, STR-3)."""
+    total = 0
+    while True:
+        call.check()
+        sock.settimeout(_socket_timeout(call.left()))
+        try:
+            data = resp.read1(READ_SIZE)
+        except TimeoutError as exc:
+            raise TimedOut() from exc
+        if not data:
+            return
+        total += len(data)
+        if total > MAX_REPLY:
+            raise TooLarge("the reply is over 32 MB")
+        yield data
+
+
+def _drain(call, resp, sock):
+    """Read the end of a body after `[DONE]` for a moment, so the connection can be kept."""
+    end = min(call.limit(), time.monotonic() + DRAIN)
+    try:
+        while not _complete(resp) and time.monotonic() < end:
+            sock.settimeout(_socket_timeout(end - time.monotonic()))
+            if not resp.read1(READ_SIZE):
+                return
+    except (OSError, http.client.HTTPException):
+        return
+
+
+def get(url, headers=None, timeout=60):
+    """GET `url` through the pool and return the body bytes (model lists).
+
+    Any non-2xx answer, a redirect included, raises HTTPError; network errors raise
+    OSError, the deadline TimeoutError, a body over 32 MB ValueError.
+    """
+    call = Call(timeout=timeout)
+    key, conn, resp, sock = _exchange("GET", url, {"User-Agent": USER_AGENT, **(headers or {})}, None, call.left)
+    try:
+        blob = b"".join(_chunks(call, resp, sock))
+    finally:
+        _finish(key, conn, resp)
+    if resp.status >= 300:
+        raise HTTPError(url, resp.status, resp.headers, blob)
+    return blob
+
+
+# ---------------------------------------------------------------- one call's state
+
+
+class Call:
+    """One call's deadline and bookkeeping, shared with the builders, readers and PREFLIGHT hooks."""
+
+    def __init__(self, alias="", timeout=DEFAULT_TIMEOUT, first_token=None, on_delta=None, on_chunk=None):
+        self.alias = alias
+        self.started = time.monotonic()
+        self.wall = time.time()
+        self.deadline = self.started + timeout
+        self.first_deadline = self.started + first_token if first_token else None
+        self.on_delta = on_delta
+        self.on_chunk = on_chunk
+        self.registration = {}
+        self.base = ""
+        self.endpoint = ""
+        self.entry = {}
+        self.api = "chat"
+        self.connection = ""
+        self.secret = ""
+        self.url = ""
+        self.headers = {}
+        self.payload = {}
+        self.releases = []  # run after the ledger line is written (a pacing ticket, LED-8)
+        self.attempts = 0
+        self.sent_at = None
+        self.status = 0
+        self.first_piece = None
+        self.fell_back = False
+        self.swap = False
+
+    def limit(self):
+        """The deadline, cut to the first-piece window until a first piece arrives (STR-13)."""
+        if self.first_piece is None and self.first_deadline is not None:
+            return min(self.deadline, self.first_deadline)
+        return self.deadline
+
+    def left(self):
+        return self.limit() - time.monotonic()
+
+    def check(self):
+        if STOP.is_set() or self.left() <= 0:
+            raise TimedOut()
+
+    def piece(self):
+        if self.first_piece is None:
+            self.first_piece = round(time.monotonic() - self.started, 2)
+
+    def delta(self, kind, text):
+        """A new piece of `text` ("text" or "reasoning"): the first sets first_token_s; `on_delta` hears it."""
+        if not text:
+            return
+        self.piece()
+        if self.on_delta:
+            try:
+                self.on_delta(kind, text)
+            except Exception:
+                self.on_delta = None  # a raising listener is dropped; the call goes on (STR-11)
+
+    def chunk(self, event):
+        if self.on_chunk:
+            try:
+                self.on_chunk(event)
+            except Exception:
+                self.on_chunk = None
+
+
+def _reply(**values):
+    reply = {"text": "", "reasoning": "", "error": "", "timed_out": False, "status": 0, "model": "",
+             "usage": {}, "finish": "", "tool_calls": 0}
+    reply.update(values)
+    return reply
+
+
+def _reason(exc):
+    return str(exc) or type(exc).__name__
+
+
+# ---------------------------------------------------------------- reading replies
+
+
+def sse(chunks):
+    """JSON values of a server-sent event stream, `DONE` for `[DONE]` (STR-6).
+
+    Lines are split on bytes, so a character split across reads survives.
+    """
+    pending = b""
+    data = []
+    for chunk in chunks:
+        lines = (pending + chunk).split(b"\n")
+        pending = lines.pop()
+        for raw in lines:
+            yield from _sse_line(raw, data)
+    if pending:
+        yield from _sse_line(pending, data)
+    yield from _flush(data)
+
+
+def _sse_line(raw, data):
+    line = raw.rstrip(b"\r").decode("utf-8", "replace")
+    if not line:
+        yield from _flush(data)
+    elif line.startswith("data:"):
+        value = line[5:]
+        data.append(value[1:] if value.startswith(" ") else value)
+
+
+def _flush(data):
+    """One event from its data lines; line by line when they do not parse together (no blank lines between events)."""
+    if not data:
+        return
+    lines = list(data)
+    data.clear()
+    joined = "\n".join(lines)
+    if joined.strip() == "[DONE]":
+        yield DONE
+        return
+    try:
+        yield json.loads(joined)
+        return
+    except ValueError:
+        pass
+    for line in lines:
+        if line.strip() == "[DONE]":
+            yield DONE
+            continue
+        try:
+            yield json.loads(line)
+        except ValueError:
+            pass
+
+
+def _text_of(content):
+    """Content as text: a string, or the concatenated `text` of a list of parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return ""
+
+
+def _reasoning_of(message):
+    value = message.get("reasoning_content") or message.get("reasoning")
+    return value if isinstance(value, str) else ""
+
+
+def _event_error(event):
+    error = event.get("error")
+    code = error.get("code") if isinstance(error, dict) else None
+    return f"Error: Error code: {code or 'stream'} - {event!r}"
+
+
+def _chat_stream(call, events):
+    """Read a chat completions stream (STR-7, STR-8)."""
+    reply = _reply()
+    text, thought, tools = [], [], set()
+    saw_choice = done = False
+    for event in events:
+        if event is DONE:
+            done = True
+            break
+        if not isinstance(event, dict):
+            continue
+        choices = event.get("choices")
+        choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else None
+        if event.get("error") or (choice and choice.get("finish_reason") == "error"):
+            return _reply(error=_event_error(event))
+        call.chunk(event)
+        if event.get("model"):
+            reply["model"] = event["model"]
+        if isinstance(event.get("usage"), dict) and event["usage"]:
+            reply["usage"] = event["usage"]
+        if choice is None:
+            continue
+        saw_choice = True
+        delta = choice.get("delta") or choice.get("message") or {}
+        if isinstance(delta, dict):
+            reasoning = _reasoning_of(delta)
+            if reasoning:
+                thought.append(reasoning)
+                call.delta("reasoning", reasoning)
+            content = _text_of(delta.get("content"))
+            if content:
+                text.append(content)
+                call.delta("text", content)
+            for item in delta.get("tool_calls") if isinstance(delta.get("tool_calls"), list) else ():
+                if isinstance(item, dict):
+                    tools.add(item.get("index") if item.get("index") is not None else item.get("id"))
+                    call.piece()
+        if choice.get("finish_reason"):
+            reply["finish"] = choice["finish_reason"]
+    if not saw_choice:
+        return _reply(error="Error: client failed: the reply had no choices: the stream sent none")
+    answer = "".join(text)
+    if not done and not reply["finish"]:
+        # A cut answer is never returned as the model's work.
+        return _reply(error=f"Error: client failed: the stream broke off before it finished "
+                            f"({len(answer)} characters in)")
+    reply.update(text=answer, reasoning="".join(thought), tool_calls=len(tools))
+    return reply
+
+
+def _as_chunk(obj, reply, message, tool_calls):
+    """The one chunk `on_chunk` hears for a plain JSON reply (STR-12)."""
+    delta = {"role": "assistant"}
+    if reply["text"]:
+        delta["content"] = reply["text"]
+    for field in ("reasoning_content", "reasoning"):
+        if isinstance(message.get(field), str) and message[field]:
+            delta[field] = message[field]
+    if tool_calls:
+        delta["tool_calls"] = [{"index": i, **call} for i, call in enumerate(tool_calls)]
+    return {"id": obj.get("id") or "chatcmpl-benchwarmers", "object": "chat.completion.chunk",
+            "created": obj.get("created") or int(time.time()), "model": reply["model"],
+            "usage": reply["usage"] or None,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": reply["finish"] or "stop"}]}
+
+
+def _chat_json(call, blob):
+    """Read a whole chat completions reply (STR-9)."""
+    try:
+        obj = json.loads(blob)
+    except ValueError:
+        return _reply(error="Error: client failed: the reply was not JSON: "
+                            + blob[:EXCERPT].decode("utf-8", "replace"))
+    if not isinstance(obj, dict):
+        return _reply(error="Error: client failed: unexpected reply: "
+                            + blob.decode("utf-8", "replace")[:EXCERPT])
+    choices = obj.get("choices")
+    if obj.get("error") and not choices:
+        error = obj["error"]
+        code = error.get("code") if isinstance(error, dict) else None
+        return _reply(error=f"Error: Error code: {code or 200} - {obj!r}")
+    choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
+    message = choice.get("message") or choice.get("delta")
+    if not isinstance(message, dict):
+        return _reply(error=f"Error: client failed: the reply had no choices: {repr(obj)[:EXCERPT]}")
+    tool_calls = [t for t in message.get("tool_calls") or [] if isinstance(t, dict)]
+    reply = _reply(text=_text_of(message.get("content")), reasoning=_reasoning_of(message),
+                   model=obj.get("model") if isinstance(obj.get("model"), str) else "",
+                   usage=obj["usage"] if isinstance(obj.get("usage"), dict) else {},
+                   finish=choice.get("finish_reason") or "", tool_calls=len(tool_calls))
+    call.delta("reasoning", reply["reasoning"])
+    call.delta("text", reply["text"])
+    if tool_calls:
+        call.piece()
+    if call.on_chunk:
+        call.chunk(_as_chunk(obj, reply, message, tool_calls))
+    return reply
+
+
+def read_chat(call, resp, sock):
+    """A chat completions reply: a stream by its content type or its first bytes, else one JSON object (STR-5)."""
+    if "text/event-stream" in (resp.getheader("Content-Type") or "").lower():
+        return _chat_stream(call, sse(_chunks(call, resp, sock)))
+    blob = b"".join(_chunks(call, resp, sock))
+    if blob.lstrip().startswith(b"data:"):
+        return _chat_stream(call, sse([blob]))
+    return _chat_json(call, blob)
+
+
+# ---------------------------------------------------------------- building requests
+
+
+def build_chat(call, prompt, system, messages, body):
+    """POST `<base>/chat/completions` with the alias's options and the caller's own fields (REQ-1, CL-4)."""
+    if messages is None:
+        messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
+    payload = {"model": call.registration.get("model_name") or call.alias, "messages": messages}
+    payload.update((k, v) for k, v in registry.options(call.alias).items() if k not in BODY_OWN_FIELDS)
+    if body:
+        if "max_completion_tokens" in body:
+            payload.pop("max_tokens", None)  # some APIs refuse both
+        payload.update((k, v) for k, v in body.items() if k not in BODY_OWN_FIELDS)
+    payload["stream"] = True
+    payload["stream_options"] = {"include_usage": True}
+    return call.base + "/chat/completions", payload
+
+
+# api name -> (build(call, prompt, system, messages, body) -> (url, payload), read(call, resp, sock) -> reply)
+APIS = {"chat": (build_chat, read_chat)}
+
+
+# ---------------------------------------------------------------- pre-flight
+
+
+def require_key(call):
+    """A registration that names a key sends nothing until the key is set: a keyless 401 would be misread (CL-2 d)."""
+    name = call.registration.get("api_key_name") or ""
+    if not name:
+        return  # a local runtime: no auth header at all
+    call.secret = keys.key(name)
+    if not call.secret:
+        raise Stop(f"Error: client failed: no key named '{name}' is set (llm keys set {name})")
+
+
+def name_connection(call):
+    """The connection the call is counted under (CONN-2); `?` when naming fails, which never fails the call (CL-6)."""
+    try:
+        call.connection = connections.connection_of(call.alias)
+    except Exception:
+        call.connection = "?"
+
+
+# Run in order after the request is built; a hook raises Stop to end the call
+# unsent (Stop(text, refused=True) for a refusal) and may append to
+# `call.releases`. Sign-in renewal goes before require_key; the free-tier guard
+# (AL-5), then pacing (PACE), after name_connection.
+PREFLIGHT = [require_key, name_connection]
+
+# fn(alias, connection, base, status, headers, body) for every response: success
+# headers before the body is read (body None), errors with their parsed JSON body
+# (None when not JSON). Failures are swallowed (RET-7, QUO-8).
+OBSERVERS = []
+
+
+def _prepare(call, prompt, system, messages, body):
+    """Pre-flight (CL-2): the first failure raises Stop and nothing is sent."""
+    reg = registry.registration(call.alias)
+    if reg is None:
+        raise Stop(f"Error: client failed: no model is registered as '{call.alias}'")
+    call.registration = reg
+    api_base = reg.get("api_base") or ""
+    call.base = api_base.rstrip("/")
+    if not call.base.lower().startswith(("http://", "https://")):
+        raise Stop(f"Error: client failed: endpoint base must be http(s), not '{api_base}'")
+    try:
+        found = endpoints.load()
+    except RuntimeError as exc:
+        raise Stop(f"Error: client failed: {exc}") from exc
+    call.endpoint = endpoints.endpoint_name(reg) or ""
+    call.entry = found.get(call.endpoint, {})
+    call.api = call.entry.get("api") or "chat"
+    if call.api not in APIS:
+        raise Stop(f"Error: client failed: the {call.api} API is not supported yet")
+    call.url, call.payload = APIS[call.api][0](call, prompt, system, messages, body)
+    for hook in PREFLIGHT:
+        hook(call)
+    call.headers = {"Content-Type": "application/json", "User-Agent": USER_AGENT}
+    call.headers.update(reg.get("headers") or {})
+    if call.api == "anthropic":
+        call.headers["anthropic-version"] = endpoints.ANTHROPIC_VERSION
+    if call.secret:
+        call.headers.update(endpoints.auth_headers(call.api, call.secret))
+
+
+# ---------------------------------------------------------------- sending
+
+
+def _observe(call, resp, body):
+    if not OBSERVERS:
+        return
+    parsed = None
+    if body:
+        try:
+            parsed = json.loads(body)
+        except ValueError:
+            pass
+    for observer in OBSERVERS:
+        try:
+            observer(call.alias, call.connection, call.base, resp.status, resp.headers, parsed)
+        except Exception:
+            pass
+
+
+def _error_body(call, resp, sock):
+    """An error reply's body; one that breaks off or runs out of time reads as empty (RET-3)."""
+    try:
+        return b"".join(_chunks(call, resp, sock))
+    except (OSError, ValueError, http.client.HTTPException):
+        return b""
+
+
+def _shown(body):
+    """An error body as the error text shows it: a JSON value's Python repr, else the stripped text."""
+    if not body.strip():
+        return ""
+    try:
+        return repr(json.loads(body))[:EXCERPT]
+    except ValueError:
+        return body.decode("utf-8", "replace").strip()[:EXCERPT]
+
+
+def _http_error(resp, body):
+    """RET-3's text for an HTTP error."""
+    text = f"Error: Error code: {resp.status}"
+    shown = _shown(body)
+    if shown:
+        text += f" - {shown}"
+    if resp.getheader("Retry-After"):
+        text += f" Retry-After: {resp.getheader('Retry-After')}"
+    if 300 <= resp.status < 400:
+        text += f" (redirect to {resp.getheader('Location', '')} not followed)"
+    return text
+
+
+def retry_after(headers):
+    """The server's usable wait in seconds (RET-2): `retry-after-ms`, else `Retry-After`; None unless 0 < wait ≤ 60."""
+    for name, scale in (("retry-after-ms", 0.001), ("Retry-After", 1)):
+        raw = (headers.get(name) or "").strip()
+        if not raw:
+            continue
+        try:
+            wait = float(raw) * scale
+        except ValueError:
+            try:
+                wait = parsedate_to_datetime(raw).timestamp() - time.time()
+            except (TypeError, ValueError, IndexError):
+                continue
+        if 0 < wait <= MAX_RETRY_AFTER:
+            return wait
+    return None
+
+
+def backoff(k):
+    """Wait before retry k = 0, 1, ...: min(0.5·2^k, 8) s less up to 25 % jitter."""
+    return min(0.5 * 2 ** k, 8) * (1 - 0.25 * random.random())
+
+
+def _stream_refused(call, status, body):
+    """RET-5: a 400/422 that objects to streaming is sent once more without it; True when it will be."""
+    if call.fell_back or call.api != "chat" or status not in (400, 422) or "stream" not in call.payload:
+        return False
+    said = body.decode("utf-8", "replace").lower()
+    if "stream" not in said:
+        return False
+    call.fell_back = True
+    dropped = ("stream_options",) if "stream_options" in said else ("stream", "stream_options")
+    call.payload = {k: v for k, v in call.payload.items() if k not in dropped}
+    return True
+
+
+def _read_reply(call, read, key, conn, resp, sock):
+    try:
+        reply = read(call, resp, sock)
+    except TimedOut:
+        reply = _reply(timed_out=True)
+    except TooLarge as exc:
+        reply = _reply(error=f"Error: client failed: {exc}")
+    except (OSError, http.client.HTTPException) as exc:
+        # Never retried: chunks may already have been relayed (STR-4).
+        reply = _reply(error=f"Error: client failed: the reply broke off part way ({_reason(exc)})")
+    if not _complete(resp) and not reply["error"] and not reply["timed_out"]:
+        _drain(call, resp, sock)
+    _finish(key, conn, resp)
+    return reply
+
+
+def _attempts(call, read, retries):
+    """Send `call.payload` until it succeeds, fails for good, or time runs out (RET-1..6)."""
+    tried = 0
+    while True:
+        if STOP.is_set() or call.left() <= 0:
+            return _reply(timed_out=True)
+        try:
+            data = json.dumps(call.payload).encode()
+        except (TypeError, ValueError) as exc:
+            return _reply(error=f"Error: client failed: the request cannot be sent as JSON: {exc}")
+        call.attempts += 1
+        if call.sent_at is None:
+            call.sent_at = time.time()
+        wait = None
+        try:
+            key, conn, resp, sock = _exchange("POST", call.url, call.headers, data, call.left)
+        except ValueError as exc:
+            return _reply(error=f"Error: client failed: {exc}")
+        except (OSError, http.client.HTTPException) as exc:
+            if isinstance(exc, TimeoutError) and call.left() <= TIMEOUT_SLACK:
+                return _reply(timed_out=True)
+            reply = _reply(error=f"Error: client failed: Connection error. ({_reason(exc)})")
+        else:
+            call.status = resp.status
+            if resp.status < 300:
+                _observe(call, resp, None)
+                return _read_reply(call, read, key, conn, resp, sock)
+            body = _error_body(call, resp, sock)
+            _finish(key, conn, resp)
+            _observe(call, resp, body)
+            if _stream_refused(call, resp.status, body):
+                continue  # counted as an attempt, not as a retry
+            reply = _reply(error=_http_error(resp, body))
+            if resp.status not in RETRYABLE and resp.status < 500:
+                return reply
+            wait = retry_after(resp.headers)
+        if tried >= retries:
+            return reply
+        wait = wait or backoff(tried)
+        if time.monotonic() + wait >= call.limit():
+            return reply  # a real error says more than a timeout
+        if STOP.wait(wait):
+            return _reply(timed_out=True)
+        tried += 1
+
+
+def _send(call, read, retries):
+    reply = _attempts(call, read, retries)
+    reply["status"] = call.status
+    return reply
+
+
+def _as_int(value):
+    if isinstance(value, bool):
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _budget_cut(call, reply):
+    """BUD-1: an empty answer that ran out of output budget, on a call that relayed nothing."""
+    return (call.api in ("chat", "anthropic") and not call.on_chunk and not reply["error"]
+            and not reply["timed_out"] and not reply["text"] and not reply["tool_calls"]
+            and reply["finish"] == "length")
+
+
+def _budget_retry(call, read, retries, first):
+    """BUD-2/3: once more with twice the budget (capped at the catalog's max_output)."""
+    key = "max_completion_tokens" if "max_completion_tokens" in call.payload else "max_tokens"
+    current = _as_int(call.payload.get(key, (first["usage"] or {}).get("completion_tokens")))
+    if current is None or current <= 0:
+        return first
+    new = current * 2
+    try:
+        cap = catalog.max_output(call.alias)
+    except Exception:
+        cap = None
+    if cap:
+        new = min(new, cap)
+    if new <= current:
+        return first
+    call.payload = {**call.payload, key: new}
+    second = _send(call, read, retries)
+    if second["error"] or second["timed_out"]:
+        # The retry's failure (a budget over the cap, say) is not the model's: the empty answer stands.
+        failed = (second["error"] or "timed out")[:BUDGET_FAILED_CHARS]
+        first["budget_retry"] = {key: [current, new], "answered": False, "failed": failed}
+        return first
+    second["budget_retry"] = {key: [current, new], "answered": bool(second["text"])}
+    return second
+
+
+def _note_swap(call, reply):
+    """SWAP-1/2: whether the reply names another model than the one registered; noted, never an error."""
+    served = call.registration.get("model_name") or ""
+    model = reply["model"]
+    if not served or not model or model == served or catalog.norm_model(model) == catalog.norm_model(served):
+        return False
+    try:
+        known = (learn.learned(call.alias).get("served_as") or {}).get("served")
+        if known != model:
+            learn.note_served_as(call.alias, served, model)
+            print(f"note: {call.alias} asked for {served} and was served {model} (a silent swap?)", file=sys.stderr)
+    except Exception:
+        pass
+    return True
+
+
+# ---------------------------------------------------------------- the call
+
+
+def _status(res, refused):
+    """LED-3."""
+    if refused:
+        return "refused"
+    if res["timed_out"]:
+        return "timeout"
+    if res["error"]:
+        return "error"
+    return "ok" if res["text"] or res["tool_calls"] else "empty"
+
+
+def _account(call, res, purpose, refused):
+    """The ledger line (LED-1), then whatever PREFLIGHT asked to release once it exists (LED-8)."""
+    status = _status(res, refused)
+    record = ledger.line(
+        call.sent_at or call.wall, call.alias, call.connection, call.endpoint, res["model"], status,
+        res["attempts"], res["usage"], res["seconds"], purpose or os.environ.get("BENCH_PURPOSE", ""),
+        swap=call.swap, budget_retry=res.get("budget_retry"),
+        notice=notices.notice(res["text"]) if status == "ok" else "",
+    )
+    if ledger.write(record):
+        for release in call.releases:
+            try:
+                release()
+            except Exception:
+                pass
+
+
+def chat(alias, prompt, system="", timeout=DEFAULT_TIMEOUT, messages=None, on_delta=None, purpose="",
+         body=None, on_chunk=None, first_token=None, retries=None):
+    """One call to `alias`; never raises for a model's failure.
+
+    Returns `text`, `reasoning`, `error` ("" on success), `timed_out`, `status`
+    (last HTTP status, 0 if none), `model` (as the reply named it), `usage`,
+    `finish`, `tool_calls` (count), `first_token_s`, `attempts` (requests sent),
+    `seconds`; and `budget_retry` when BUD applied.
+
+    `messages` (OpenAI shape) replace `system` + `prompt`; `body` adds the caller's
+    own request fields; `on_delta(kind, piece)` hears text and reasoning as they
+    arrive, `on_chunk(chunk)` every stream chunk (a proxy); `first_token` ends the
+    call as timed out when no first piece came within that many seconds.
+    """
+    call = Call(alias, timeout, first_token, on_delta, on_chunk)
+    reply, refused = _reply(), False
+    try:
+        _prepare(call, prompt, system, messages, body)
+        read = APIS[call.api][1]
+        reply = _send(call, read, RETRIES if retries is None else retries)
+        if _budget_cut(call, reply):
+            reply = _budget_retry(call, read, RETRIES if retries is None else retries, reply)
+        if not reply["error"] and not reply["timed_out"]:
+            call.swap = _note_swap(call, reply)
+    except Stop as stop:
+        reply, refused = _reply(error=stop.text), stop.refused
+    finally:
+        if call.secret and call.secret in reply["error"]:
+            reply["error"] = reply["error"].replace(call.secret, "[key]")  # an upstream echoing it (KEY-7)
+        reply.update(first_token_s=call.first_piece, attempts=call.attempts,
+                     seconds=round(time.monotonic() - call.started, 1))
+        _account(call, reply, purpose, refused)
+    return reply
+
+
+def output(res, timeout):
+    """The text the suite and probes classify (CL-9)."""
+    if res.get("timed_out"):
+        return f"<<TIMED OUT after {timeout:g}s>>"
+    if res.get("error"):
+        return res["error"]
+    return res["text"] + "\n" if res.get("text") else ""
+
+
+# ---------------------------------------------------------------- backend choice
+
+_warned = set()
+
+
+def chosen():
+    """`(backend, where the choice came from)` (BK-2), read on every call.
+
+    An unknown `BENCH_CLIENT` is ignored with one warning (models.md improvement 3).
+    """
+    value = os.environ.get("BENCH_CLIENT", "").strip().lower()
+    if value in BACKENDS:
+        return value, "environment"
+    if value and value not in _warned:
+        _warned.add(value)
+        print(f"warning: BENCH_CLIENT={value!r} is not a backend (one of {', '.join(BACKENDS)}); ignored",
+              file=sys.stderr)
+    setting = fileio.read_json(paths.file("config", "client.json")).get("client")
+    if setting in BACKENDS:
+        return setting, "settings"
+    return "builtin", "default"
+
+
+def backend(alias=""):
+    """`builtin` or `llm` for `alias` (BK-3): non-chat APIs and renewing sign-ins always use the built-in client."""
+    if alias:
+        entry = endpoints.entry_of(alias)
+        connect = entry.get("connect") if isinstance(entry.get("connect"), dict) else {}
+        if (entry.get("api") or "chat") != "chat" or connect.get("refreshes"):
+            return "builtin"
+    return chosen()[0]
+
+
+# ---------------------------------------------------------------- command line
+
+USAGE = (
+    'usage: python metrics/client.py ALIAS "PROMPT"\n\n'
+    "Makes one call to ALIAS (a model registered in config/extra-openai-models.yaml) through the "
+    "built-in client with a 120 s timeout, and prints the answer, the error, or <<TIMED OUT after 120s>>. "
+    "Exits 1 on an error or a timeout, else 0. `--selftest` checks the reply parsers and prints ok."
+)
+
+
+def selftest():
+    split = "é".encode()
+    events = list(sse([b'data: {"a": 1}\r\n\r\n', b'data: {"b": "' + split[:1], split[1:] + b'"}\n\n',
+                       b'event: x\n: comment\ndata: {"c": 3}\ndata: {"d": 4}\n\n', b"data: [DONE]\n\n"]))
+    assert events == [{"a": 1}, {"b": "é"}, {"c": 3}, {"d": 4}, DONE], events
+    call = Call()
+    stream = [{"model": "m", "choices": [{"delta": {"reasoning_content": "hm"}}]},
+              {"choices": [{"delta": {"content": [{"type": "text", "text": "hi"}]}, "finish_reason": "stop"}]},
+              {"choices": [], "usage": {"completion_tokens": 2}}, DONE]
+    got = _chat_stream(call, iter(stream))
+    assert (got["text"], got["reasoning"], got["finish"], got["usage"]) == ("hi", "hm", "stop", {"completion_tokens": 2})
+    assert "broke off before it finished (2 characters in)" in _chat_stream(call, iter(stream[:1] + [
+        {"choices": [{"delta": {"content": "hi"}}]}]))["error"]
+    assert _chat_stream(call, iter([{"choices": []}, DONE]))["error"].endswith("the stream sent none")
+    assert _chat_stream(call, iter([{"error": {"code": 429}}]))["error"].startswith("Error: Error code: 429 - {")
+    assert _chat_json(call, b"{}")["error"] == "Error: client failed: the reply had no choices: {}"
+    assert _chat_json(call, b"<html>")["error"] == "Error: client failed: the reply was not JSON: <html>"
+    assert _chat_json(call, b'{"error": {"message": "x"}}')["error"].startswith("Error: Error code: 200 - {'error'")
+    assert _chat_json(call, b'{"choices": [{"message": {"content": "ok", "tool_calls": [{}, 1]}}]}')["tool_calls"] == 1
+    assert retry_after({"Retry-After": "2"}) == 2 and retry_after({"retry-after-ms": "1500"}) == 1.5
+    assert retry_after({"Retry-After": "120"}) is None and retry_after({}) is None
+    assert 0.375 <= backoff(0) <= 0.5 and backoff(9) <= 8
+    return "ok"
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if argv == ["--selftest"]:
+        print(selftest())
+        return 0
+    if len(argv) != 2:
+        print(USAGE)
+        return 2
+    if hasattr(sys.stdout, "reconfigure"):
+        sys.stdout.reconfigure(encoding="utf-8", errors="replace")
+    res = chat(argv[0], argv[1], timeout=CLI_TIMEOUT)
+    text = output(res, CLI_TIMEOUT)
+    print(text, end="" if text.endswith("\n") else "\n")
+    return 1 if res["error"] or res["timed_out"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,315 @@
+"""Endpoints: where models are served and which key opens them (EP-1..16).
+
+`DATA/config/endpoints.json` maps a name to an entry (`base`, `key` NAME,
+`default`, `kind`, `hub`, `api`, `headers`, `unlisted_models`, `models_url`,
+`decisions`, `admin_key`, `connect`). The file holds key names, never secrets.
+
+`load()` raises on a damaged file (EP-1) so no writer mistakes it for an empty
+one. The lookups used by pages and naming (`endpoint_name`, `entry_of`,
+`find_hub`) treat a damaged file as "no endpoints" instead: a half-edited file
+must not crash a panel, and `load()` still says what is wrong to whoever asks.
+
+Model listings go through the built-in client's connection pool, which never
+follows a redirect, so a key never reaches another host (models.md improvement 4).
+
+    python -m metrics.endpoints             each endpoint: base, key set or missing, models served
+    python -m metrics.endpoints --selftest  the built-in checks
+"""
+
+import json
+import os
+import re
+import sys
+from urllib.parse import urlsplit
+
+from metrics import keys, paths, registry
+
+KINDS = ("provider", "aggregator", "hub", "local")
+HUBS = ("openwebui", "litellm", "cliproxy")
+HUB_LABELS = {"openwebui": "Open WebUI", "litellm": "LiteLLM", "cliproxy": "CLI Proxy API"}
+APIS = ("chat", "responses", "anthropic", "gemini")
+NAME_RULE = re.compile(r"^[a-z0-9][a-z0-9-]{1,31}$")
+LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
+ANTHROPIC_VERSION = "2023-06-01"
+GEMINI_PAGE_SIZE = 1000
+LIST_TIMEOUT = 30
+
+NO_ENDPOINTS = (
+    "no endpoints configured: add one on the dashboard's Endpoints page, or run "
+    "`python scripts/init.py --endpoint NAME BASE_URL`, or create {path} with for example "
+    '{{"name": {{"base": "https://.../v1", "key": "name", "default": true}}}}'
+)
+
+
+def path():
+    return paths.file("config", "endpoints.json")
+
+
+_cache = (None, None)  # ((path, mtime_ns, size, inode), endpoints)
+
+
+def load():
+    """`{name: entry}` (EP-1): `{}` when missing; RuntimeError when unreadable or not an object.
+
+    Cached by the file's stat; callers must not mutate the result.
+    """
+    global _cache
+    where = str(path())
+    try:
+        st = os.stat(where)
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise RuntimeError(f"{where} cannot be read: {exc}") from exc
+    key = (where, st.st_mtime_ns, st.st_size, st.st_ino)
+    if _cache[0] == key:
+        return _cache[1]
+    try:
+        with open(where, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, ValueError) as exc:
+        raise RuntimeError(f"{where} cannot be read: {exc}") from exc
+    if not isinstance(data, dict):
+        raise RuntimeError(f"{where} is not a JSON object of endpoints")
+    found = {name: entry for name, entry in data.items() if not name.startswith("_") and isinstance(entry, dict)}
+    _cache = (key, found)
+    return found
+
+
+def _readable():
+    try:
+        return load()
+    except RuntimeError:
+        return {}
+
+
+def default():
+    """The default endpoint's name (EP-2): the first marked `default`, else the first; RuntimeError with none."""
+    found = load()
+    if not found:
+        raise RuntimeError(NO_ENDPOINTS.format(path=path()))
+    for name, entry in found.items():
+        if entry.get("default"):
+            return name
+    return next(iter(found))
+
+
+def entry(name=None):
+    """The entry for `name` (the default when None); `{}` when there is no such endpoint."""
+    return load().get(name or default(), {})
+
+
+def base(name=None):
+    """The endpoint's base URL without a trailing `/` (EP-13)."""
+    return str(entry(name).get("base") or "").rstrip("/")
+
+
+def key(name=None):
+    """The secret for the endpoint's key name, or `""` (EP-13)."""
+    return keys.key(entry(name).get("key") or "")
+
+
+def _inferred_kind(url):
+    parts = urlsplit(str(url or ""))
+    if parts.path.rstrip("/").endswith("/api"):
+        return "hub"
+    if (parts.hostname or "") in LOCAL_HOSTS:
+        return "local"
+    return "provider"
+
+
+def kind_of(found):
+    """The kind of an entry: its own when valid, else inferred from its base URL (EP-3)."""
+    stated = found.get("kind")
+    return stated if stated in KINDS else _inferred_kind(found.get("base"))
+
+
+def kind(name):
+    """`provider`, `aggregator`, `hub` or `local` for endpoint `name` (EP-3)."""
+    return kind_of(load().get(name, {}))
+
+
+def hub(name):
+    """For a hub endpoint its hub (`openwebui` unless stated), else `""` (EP-4)."""
+    found = load().get(name, {})
+    if kind_of(found) != "hub":
+        return ""
+    return found.get("hub") if found.get("hub") in HUBS else "openwebui"
+
+
+def find_hub(which):
+    """The endpoint name whose hub is `which`, default first; None when none (EP-5). Never raises."""
+    found = _readable()
+    if not found:
+        return None
+    first = default()
+    for name in [first] + [n for n in found if n != first]:
+        if hub(name) == which:
+            return name
+    return None
+
+
+def recorded_whole(name):
+    """Whether the served check records this endpoint's whole listing (EP-6): the default hub or local runtime."""
+    try:
+        return name == default() and kind(name) in ("hub", "local")
+    except RuntimeError:
+        return False
+
+
+def auth_headers(api, secret):
+    """The header carrying `secret` for `api` (EP-7)."""
+    if api == "anthropic":
+        return {"x-api-key": secret}
+    if api == "gemini":
+        return {"x-goog-api-key": secret}
+    return {"Authorization": f"Bearer {secret}"}
+
+
+def valid_name(name):
+    """Endpoint names: 2-32 of lower-case letters, digits and `-`, not starting with `-` (EP-8)."""
+    return bool(NAME_RULE.match(name or ""))
+
+
+def endpoint_name(reg):
+    """The endpoint a registration is on (EP-9): same base and key name, else same base; else None."""
+    if not reg:
+        return None
+    wanted = str(reg.get("api_base") or "").rstrip("/")
+    key_name = reg.get("api_key_name") or ""
+    same_base = [(name, e) for name, e in _readable().items() if str(e.get("base") or "").rstrip("/") == wanted]
+    for name, found in same_base:
+        if (found.get("key") or "") == key_name:
+            return name
+    return same_base[0][0] if same_base else None
+
+
+def entry_of(alias):
+    """The entry of the endpoint `alias` is registered on; `{}` when unknown (EP-10)."""
+    name = endpoint_name(registry.registration(alias))
+    return _readable().get(name, {}) if name else {}
+
+
+def listing_url(found):
+    """Where an entry's model list is read (EP-11)."""
+    url = found.get("models_url")
+    if url:
+        return url
+    url = str(found.get("base") or "").rstrip("/") + "/models"
+    return url + f"?pageSize={GEMINI_PAGE_SIZE}" if found.get("api") == "gemini" else url
+
+
+def listing_headers(found, secret=""):
+    headers = dict(found.get("headers") or {})
+    api = found.get("api") or "chat"
+    if api == "anthropic":
+        headers["anthropic-version"] = ANTHROPIC_VERSION
+    if secret:
+        headers.update(auth_headers(api, secret))
+    return headers
+
+
+def rows_of(found, body):
+    """`{id: row}` from a parsed listing body (EP-11)."""
+    if found.get("api") == "gemini":
+        rows = {}
+        for row in (body.get("models") if isinstance(body, dict) else None) or []:
+            if isinstance(row, dict) and "generateContent" in (row.get("supportedGenerationMethods") or []):
+                name = str(row.get("name") or "").removeprefix("models/")
+                if name:
+                    rows[name] = {**row, "id": name}
+        return rows
+    items = body.get("data") if isinstance(body, dict) else body
+    return {
+        row["id"]: row
+        for row in items or []
+        if isinstance(row, dict) and row.get("id") and row.get("visibility", "list") == "list"
+    }
+
+
+def list_models(found, secret="", timeout=LIST_TIMEOUT):
+    """GET an entry's model list: `{id: row}` (EP-11). HTTP and network errors propagate; redirects are errors."""
+    from metrics import client  # late: the client imports this module
+
+    blob = client.get(listing_url(found), listing_headers(found, secret), timeout)
+    return rows_of(found, json.loads(blob))
+
+
+def models(name=None, timeout=LIST_TIMEOUT):
+    """`{id: row}` an endpoint serves: its `unlisted_models` overlaid by the live listing (EP-12). Raises if unreachable."""
+    found = entry(name)
+    served = {model: {"id": model} for model in found.get("unlisted_models") or [] if isinstance(model, str)}
+    served.update(list_models(found, keys.key(found.get("key") or ""), timeout))
+    return served
+
+
+def snapshot_key(served, endpoint):
+    """How the served snapshot names a model (EP-14): bare on the default endpoint, else `served@endpoint`."""
+    try:
+        on_default = endpoint == default()
+    except RuntimeError:
+        on_default = False
+    return served if on_default else f"{served}@{endpoint}"
+
+
+def version_note(which, version, checked):
+    """Advice when a hub's release is not one the bench was checked against (EP-15); `""` when it is."""
+    label = HUB_LABELS.get(which, which)
+    tried = ", ".join(checked)
+    if not version:
+        return f"{label} did not report a version; the bench was checked against {tried}."
+    release = str(version).strip().removeprefix("v")
+    if any(release == prefix or release.startswith(prefix + ".") for prefix in checked):
+        return ""
+    return f"{label} {release} is not a release the bench was checked against ({tried}); most things should still work."
+
+
+def describe(name, found, default_name):
+    """One line of the listing command (EP-16)."""
+    mark = " (default)" if name == default_name else ""
+    key_name = found.get("key") or ""
+    key_state = ("key set" if keys.key(key_name) else "key MISSING") if key_name else "no key"
+    try:
+        served = f"{len(models(name))} served"
+    except Exception as exc:
+        served = f"unreachable ({type(exc).__name__})"
+    return f"{name}{mark}  {str(found.get('base') or '').rstrip('/')}  {key_state}  {served}"
+
+
+def selftest():
+    assert _inferred_kind("http://10.0.0.5:3000/api/") == "hub"
+    assert _inferred_kind("http://127.0.0.1:11434/v1") == "local"
+    assert _inferred_kind("https://api.example.com/v1") == "provider"
+    assert auth_headers("anthropic", "s") == {"x-api-key": "s"}
+    assert auth_headers("gemini", "s") == {"x-goog-api-key": "s"}
+    assert auth_headers("chat", "s") == {"Authorization": "Bearer s"}
+    assert valid_name("my-hub") and not valid_name("a") and not valid_name("-x") and not valid_name("A1")
+    assert listing_url({"base": "https://g.example/v1beta/", "api": "gemini"}).endswith("/models?pageSize=1000")
+    assert rows_of({}, {"data": [{"id": "a"}, {"id": "b", "visibility": "hidden"}, {"id": ""}]}) == {"a": {"id": "a"}}
+    gemini = {"models": [{"name": "models/g", "supportedGenerationMethods": ["generateContent"]},
+                         {"name": "models/e", "supportedGenerationMethods": ["embedContent"]}]}
+    assert list(rows_of({"api": "gemini"}, gemini)) == ["g"]
+    assert version_note("litellm", "v1.74.3", ["1.74"]) == ""
+    assert "1.80.0" in version_note("litellm", "1.80.0", ["1.74"])
+    assert "did not report" in version_note("openwebui", "", ["0.6"])
+    return "ok"
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if argv == ["--selftest"]:
+        print(selftest())
+        return 0
+    try:
+        found = load()
+        default_name = default()
+    except RuntimeError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    for name, each in found.items():
+        print(describe(name, each, default_name))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,521 @@
+"""The panel: one request asked of every seat at once (gateway.md §7, §9).
+
+`run()` seats the collection's members plus explorer seats, asks them all in
+parallel, writes each seat to the offload log the moment it answers, merges when
+asked, and returns `(content, bench)`. It is format-blind: the gateway's routes
+turn requests into `run()` arguments and the result into each API's reply.
+
+Streaming callers pass `on_part`, which hears the reply piece by piece: the
+heading once the seats are decided, each seat's section the moment that seat
+finishes, then the footer. A merged reply streams the merger's own words as it
+writes them (beyond the reference, which sent the merged answer in one piece);
+if the merger breaks off part way, the every-answer fallback follows its partial
+text in the stream, while the non-streamed reply carries the fallback alone.
+
+Refusals raise before any seat is called: `ValueError` (400), `TooLarge` (413),
+`UnknownCollection` (404), `LookupError` (503).
+
+Decisions where the spec is silent or improved (gateway.md §20):
+- IMP-3: members past `max_calls` are named in `skipped` (why says the cap).
+- IMP-2: nominees that cannot sit because the collection leaves no explorer seat
+  are named in `skipped`; the router's notes about nominees go to `bench.notes`.
+- IMP-4: a nominee whose known context window is too small is skipped with why.
+- IMP-5: the explorer count is fixed before the vision skips (the reference's
+  vision behaviour); a skipped blind member does not free an explorer seat.
+- IMP-15: every seat error is redacted, not only those of image requests.
+"""
+
+import concurrent.futures
+import datetime
+import queue
+import secrets
+import sys
+import threading
+import time
+
+from metrics import (
+    catalog,
+    client,
+    collections,
+    endpoints,
+    fileio,
+    images,
+    learn,
+    llm_backend,
+    notices,
+    offload,
+    paths,
+    registry,
+    roles,
+    route,
+    shape as shapes,
+)
+
+SEAT_TIMEOUT = 420
+LARGE = 8000
+SEAT_ERROR_KEPT = 500
+SECTION_ERROR = 300
+TASK_CHARS = 90
+SEAT_KEYS = ("call", "seat", "alias", "status", "seconds", "answer", "error")
+VERDICT_HINT = 'POST /bench/verdict {"call", "useful": true|false, "note", "real": [...], "false": [...]}'
+
+MERGE_SYSTEM = (
+    "Several models answered the same request; their answers follow, each under its label and model name. "
+    "Write one answer from theirs. Say where they agreed, where they disagreed and who said what, naming "
+    "the models as they are labelled. Keep every dissent: a point one model made against the others stays "
+    "in, attributed. Do not treat a claim as settled because several models made it."
+)
+
+# One pool for every panel's seats: threads are reused instead of started per seat.
+_pool = concurrent.futures.ThreadPoolExecutor(max_workers=512, thread_name_prefix="seat")
+
+
+class TooLarge(ValueError):
+    """The prompt does not fit a member's context window (413)."""
+
+
+class UnknownCollection(LookupError):
+    """The collection is not (or no longer) in collections.json (404)."""
+
+
+def panel_id():
+    return "p" + datetime.datetime.now().strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+
+
+def local_iso():
+    return datetime.datetime.now().astimezone().isoformat(timespec="seconds")
+
+
+def retired():
+    return fileio.read_json(paths.file("config", "retired.json"))
+
+
+def retired_why(record):
+    why = "retired from the bench"
+    at = record.get("at") if isinstance(record, dict) else ""
+    if isinstance(at, str) and at:
+        why += f" on {at[:10]}"
+    return why + "; take it out of the collection (Restore in its model popup brings it back)"
+
+
+def cannot_see(alias):
+    """`""` when `alias` takes images, else why not (IMG-5). Unknown counts as cannot."""
+    if endpoints.entry_of(alias).get("api") == "responses":
+        return "is reached through the Responses API, to which the gateway sends no images yet"
+    info = catalog.info(alias)
+    vision = info.get("vision")
+    if vision is True:
+        return ""
+    if vision is None:
+        return "the catalog does not say whether it takes images; tick Vision / OCR in its model popup"
+    source = (info.get("sources") or {}).get("vision") or "the catalog"
+    return f"does not take images (says {source})"
+
+
+def window(alias):
+    value = catalog.info(alias).get("context_window")
+    return value if isinstance(value, int) and value > 0 else None
+
+
+def too_small(alias, needed):
+    """The alias's known window when it is below `needed`, else None (unknown windows never refuse)."""
+    size = window(alias)
+    return size if size is not None and size < needed else None
+
+
+def seat_label(key):
+    return "explorer 2" if key == "explorer2" else "".join(c for c in key if not c.isdigit())
+
+
+def ask_seat(alias, system, prompt, messages=None, on_delta=None):
+    """Ask one seat (SEAT-1..5); a model failure never raises, it comes back as status `error`."""
+    started = time.monotonic()
+    answer, error = "", ""
+    try:
+        if messages is not None or client.backend(alias) == "builtin":
+            result = client.chat(alias, prompt, system=system, timeout=SEAT_TIMEOUT, messages=messages,
+                                 on_delta=on_delta, purpose="gateway")
+        else:
+            result = llm_backend.ask(alias, prompt, system=system, timeout=SEAT_TIMEOUT)
+        answer = result.get("text") or ""
+        error = f"no answer in {SEAT_TIMEOUT:g}s" if result.get("timed_out") else (result.get("error") or "")
+    except Exception as exc:  # one seat failing must not lose the others
+        answer, error = "", f"{type(exc).__name__}: {exc}"
+    if not error:
+        phrase = notices.notice(answer)
+        if phrase:
+            error = f"provider notice in a success reply ({phrase}): {answer.strip()[:200]}"
+            answer = ""
+    if error:
+        error = images.redact(error)
+        try:
+            learn.record(alias, error, "gateway")
+        except Exception:
+            pass
+    status = "error" if error else ("empty" if not answer.strip() else "ok")
+    if error:
+        answer = ""
+    return {"status": status, "answer": answer, "error": error[-SEAT_ERROR_KEPT:],
+            "seconds": round(time.monotonic() - started, 1)}
+
+
+def section(seat):
+    if seat["answer"]:
+        body = seat["answer"]
+    elif seat["error"]:
+        body = f"_error: {seat['error'][:SECTION_ERROR]}_"
+    else:
+        body = "_empty reply — usually a token budget, not incapacity_"
+    label = seat["seat"]
+    return f"## {label} — {seat['alias']}\n`{seat['call']}` · {seat['status']} · {seat['seconds']}s\n\n{body}\n"
+
+
+FOOTER = (
+    "---\n"
+    "Once you have checked an answer against the code, record a verdict for its seat, useful or not.\n"
+    "Send `POST /bench/verdict` to this same server (see `bench.verdict`), or run "
+    '`python -m metrics.offload verdict <call id> --useful|--not-useful --note "..."`.'
+)
+
+
+def heading(name, panel, members, explorers, shape, shape_by, skipped):
+    top = (f"Bench bench/{name} {panel} · {members} members + {explorers} explorers · "
+           f"explorer shape {shape} ({shape_by})\n")
+    if skipped:
+        top += "\nNot asked: " + "; ".join(f"{s['alias']} ({s['why']})" for s in skipped) + "\n"
+    return top
+
+
+def seat_record(call, label, alias, result):
+    return {"call": call, "seat": label, "alias": alias, "status": result["status"],
+            "seconds": result["seconds"], "answer": result["answer"], "error": result["error"]}
+
+
+def log_seat(seat, task):
+    """Write one seat to the offload log (PNL-20): called the moment the seat finishes."""
+    note = offload.note_for(seat["seat"], seat["status"], seat["seconds"], seat["error"])
+    offload.add(seat["alias"], task, None, note, call=seat["call"], status=seat["status"],
+                seconds=seat["seconds"])
+
+
+class Plan:
+    """Everything decided before a model is asked: who sits, the shape, the texts."""
+
+    def __init__(self, name, messages, nominees=(), reply="", caller="local"):
+        self.name = name
+        self.caller = caller
+        self.messages = messages
+        self.image_count = images.validate(messages)
+        self.system, self.prompt = images.flatten(messages)
+        if not self.prompt.strip():
+            raise ValueError("no user message to put to the collection")
+        collection = collections.load().get(name)
+        if not isinstance(collection, dict):
+            raise UnknownCollection(collections.choose_message(name))
+        self.collection = collection
+        self.settings = collections.settings()
+        self.whole = (self.system + "\n\n" + self.prompt).strip()
+        self.needed = images.request_estimate(self.system, self.prompt, self.image_count)
+        self.skipped = []
+        self.notes = []
+        self._seat_members(collection.get("members") or [], nominees)
+        self.merged = (reply or collection.get("reply") or "all") == "merged"
+        self._merger_choice()
+        self._shape()
+        self.panel = panel_id()
+        self.task = images.redact(" ".join(self.prompt.split())[:TASK_CHARS]) + f" (bench/{name}, {self.shape})"
+        self._seats()
+
+    def skip(self, seat, alias, why):
+        self.skipped.append({"seat": seat, "alias": alias, "why": why})
+
+    def _seat_members(self, raw, nominees):
+        gone = retired()
+        members = list(dict.fromkeys(a for a in raw if isinstance(a, str) and a))
+        for alias in members:
+            if alias in gone:
+                self.skip("member", alias, retired_why(gone[alias]))
+        members = [a for a in members if a not in gone]
+        cap = self.settings["max_calls"]
+        for alias in members[cap:]:
+            self.skip("member", alias, f"past max_calls ({cap}) in config/gateway.json")
+        members = members[:cap]
+        self.members_before_vision = members
+
+        wanted = list(dict.fromkeys(a for a in nominees if a not in members))
+        skipped_aliases = {s["alias"] for s in self.skipped}
+        for alias in wanted:
+            if alias in gone and alias not in skipped_aliases:
+                self.skip("with", alias, retired_why(gone[alias]))
+        wanted = [a for a in wanted if a not in gone]
+
+        self.explorer_count = collections.explorers_for(len(members), self.settings)
+        if self.image_count:
+            for seat, group in (("member", members), ("with", wanted)):
+                for alias in group:
+                    why = cannot_see(alias)
+                    if why:
+                        self.skip(seat, alias, why)
+            blind = {s["alias"] for s in self.skipped}
+            members = [a for a in members if a not in blind]
+            wanted = [a for a in wanted if a not in blind]
+        else:
+            specialists = [a for a in members if roles.role_of(a) == "vision"]
+            for alias in specialists:
+                self.skip("member", alias,
+                          "a vision specialist: sits only when the request carries images")
+            members = [a for a in members if a not in specialists]
+        self.members = members
+
+        small = sorted((too_small(a, self.needed), a) for a in members if too_small(a, self.needed))
+        if small:
+            raise TooLarge(self._too_large_message(small))
+        for alias in wanted:
+            size = too_small(alias, self.needed)
+            if size:
+                self.skip("with", alias, f"its context window ({size:,} tokens) is below this prompt's "
+                                         f"{self.needed:,}")
+        wanted = [a for a in wanted if not too_small(a, self.needed)]
+        if wanted and not self.explorer_count:
+            for alias in wanted:
+                self.skip("with", alias, f"bench/{self.name} leaves no explorer seat (its members fill max_calls)")
+            wanted = []
+        self.nominees = wanted
+
+    def _too_large_message(self, small):
+        images_clause = " (each image counted as 2,500)" if self.image_count else ""
+        listed = ", ".join(f"{alias} {size:,}" for size, alias in small)
+        return (f"prompt is about {self.needed:,} tokens{images_clause}; too large for {listed} (context windows) "
+                f"in bench/{self.name}. Trim it under {small[0][0]:,} tokens, or choose a collection whose "
+                "members have larger windows (GET /v1/models lists each collection's context_window).")
+
+    def _merger_choice(self):
+        merger = self.collection.get("merger") or ""
+        gone = retired()
+        if merger in gone:
+            if self.merged:
+                self.skip("merger", merger, retired_why(gone[merger]) + "; the merger is chosen by verdicts")
+            merger = ""
+        self.merger = merger
+
+    def _shape(self):
+        own = self.collection.get("shape") or ""
+        if self.image_count and not own:
+            self.shape, self.shape_by = "vision", "the request carries images"
+        elif self.explorer_count == 0:
+            self.shape, self.shape_by = own or "general", "no explorer seats to fill"
+        elif own:
+            self.shape, self.shape_by = own, "set on the collection"
+        else:
+            self.shape, self.shape_by = shapes.pick(self.whole)
+
+    def avoid(self):
+        avoid = set(route.cooling())
+        for alias in registry.registrations():
+            if too_small(alias, self.needed):
+                avoid.add(alias)
+            elif self.image_count and cannot_see(alias):
+                avoid.add(alias)
+        return avoid
+
+    def _seats(self):
+        self.seats = [(f"member{i}", alias) for i, alias in enumerate(self.members, 1)]
+        self.router = None
+        if self.explorer_count > 0:
+            self.router = route.panel(shape=self.shape, large=len(self.whole) > LARGE, nominees=self.nominees,
+                                      members=self.members, explorers=self.explorer_count, avoid=self.avoid())
+            for key in ("explorer", "explorer2"):
+                pick = self.router.get(key)
+                if pick:
+                    self.seats.append((key, pick["model"]))
+            self.notes = [n for n in self.router.get("notes") or []
+                          if any(a in n for a in self.nominees)]
+        if not self.seats:
+            if self.image_count:
+                raise ValueError(self._blind_message())
+            raise LookupError(f"collection '{self.name}' has no members and no explorer could be seated"
+                              + "".join(f"; {s['alias']} not asked: {s['why']}" for s in self.skipped))
+
+    def _blind_message(self):
+        listed = "; ".join(f"{s['alias']} {s['why']}" for s in self.skipped) or "no members"
+        return (f"no seat in bench/{self.name} can see images, and none is asked rather than answer blind: "
+                f"{listed}. No model that takes images was free for an explorer seat. Add one to the collection, "
+                "or call a collection whose together.capabilities on GET /v1/models lists vision.")
+
+    def explorers_seated(self):
+        return sum(1 for key, _ in self.seats if key.startswith("explorer"))
+
+
+def merge_prompt(plan, answered):
+    request = images.redact(plan.whole)
+    blocks = [f"## {s['seat']} — {s['alias']}\n\n{s['answer']}" for s in answered]
+    return "THE REQUEST\n\n" + request + "\n\nTHE ANSWERS\n\n" + "\n\n".join(blocks)
+
+
+def merger_candidates(plan):
+    if plan.merger:
+        return [plan.merger]
+    record = offload.shape_record(plan.shape)
+    judged = [a for a in plan.members_before_vision if record.get(a, {}).get("judged")]
+    judged.sort(key=lambda a: (-record[a]["useful"], -record[a]["useful"] / record[a]["judged"]))
+    candidates = list(judged)
+    try:
+        primary = route.panel(shape=plan.shape, large=len(plan.whole) > LARGE).get("primary")
+        if primary:
+            candidates.append(primary["model"])
+    except Exception:
+        pass
+    candidates += plan.members_before_vision
+    return list(dict.fromkeys(candidates))
+
+
+def merge(plan, seats, on_part=None):
+    """Ask one more model to write a single answer (MRG-1..8): `(merger seat or None, answer, note)`."""
+    answered = [s for s in seats if s["status"] == "ok"]
+    if not answered:
+        return None, "", "no seat answered"
+    text = merge_prompt(plan, answered)
+    need = images.estimate(MERGE_SYSTEM + "\n\n" + text)
+    fits = [a for a in merger_candidates(plan) if not too_small(a, need)]
+    if not fits:
+        return None, "", f"no merger has the context window for the merge (about {need:,} tokens)"
+    alias = fits[0]
+    on_delta = None
+    if on_part is not None:
+        def on_delta(kind, piece):
+            if kind == "text":
+                on_part(piece)
+    result = ask_seat(alias, MERGE_SYSTEM, text, on_delta=on_delta)
+    seat = seat_record(f"{plan.panel}.merger", "merger", alias, result)
+    log_seat(seat, plan.task)
+    if seat["status"] != "ok":
+        note = f"the merger {alias} came back {seat['status']}"
+        if seat["error"]:
+            note += f": {seat['error'][:120]}"
+        return seat, "", note
+    return seat, seat["answer"], ""
+
+
+def run(name, messages, nominees=(), reply="", caller="local", on_part=None):
+    """Seat, ask, log and merge one panel; returns `(content, bench)` (PNL-1..22, MRG-*, RPL-*)."""
+    plan = Plan(name, messages, nominees, reply, caller)
+    top = heading(name, plan.panel, len(plan.members), plan.explorers_seated(), plan.shape, plan.shape_by,
+                  plan.skipped)
+    streaming_all = on_part is not None and not plan.merged
+    if streaming_all:
+        on_part(top)
+
+    seat_messages = messages if plan.image_count else None
+    futures = {}
+    for key, alias in plan.seats:
+        future = _pool.submit(ask_seat, alias, plan.system, plan.prompt, seat_messages)
+        futures[future] = (key, alias)
+    finished = {}
+    for future in concurrent.futures.as_completed(futures):
+        key, alias = futures[future]
+        seat = seat_record(f"{plan.panel}.{key}", seat_label(key), alias, future.result())
+        log_seat(seat, plan.task)
+        finished[key] = seat
+        if streaming_all:
+            on_part("\n" + section(seat))
+    seats = [finished[key] for key, _ in plan.seats]
+    every = top + "\n" + "\n".join(section(s) for s in seats) + "\n" + FOOTER
+
+    bench = {"panel": plan.panel, "collection": f"bench/{name}", "shape": plan.shape, "shape_by": plan.shape_by,
+             "seats": seats, "verdict": VERDICT_HINT}
+    if plan.skipped:
+        bench["skipped"] = plan.skipped
+    if plan.notes:
+        bench["notes"] = plan.notes
+    merger = None
+    if plan.merged:
+        content, merger = merged_content(plan, seats, bench, every, on_part)
+    else:
+        content = every
+        if streaming_all:
+            on_part("\n" + FOOTER)
+    write_call_log(plan, seats, merger)
+    return content, bench
+
+
+def merged_content(plan, seats, bench, every, on_part):
+    """The merged reply, or every answer with a one-line note when the merge cannot be had (MRG-6..8)."""
+    streamed = []
+
+    def relay(piece):
+        streamed.append(piece)
+        on_part(piece)
+
+    try:
+        merger, answer, note = merge(plan, seats, relay if on_part else None)
+    except Exception as exc:
+        merger, answer, note = None, "", f"the merge failed ({type(exc).__name__}: {exc})"
+    if merger:
+        bench["merger"] = merger
+    if answer:
+        bench["reply"] = "merged"
+        listed = ", ".join(f"{s['alias']} {s['status']}" for s in seats)
+        tail = (f"\n\n---\nMerged by {merger['alias']} (`{merger['call']}`) from: {listed}. "
+                "Every seat's answer and call id is in the response's `bench` field.")
+        if on_part:
+            on_part(tail)
+        return answer + tail, merger
+    bench["reply"] = "all"
+    bench["note"] = note
+    content = f"_Merged reply unavailable: {note}. Every answer follows._\n\n" + every
+    if on_part:
+        on_part(("\n\n" if streamed else "") + content)
+    return content, merger
+
+
+def write_call_log(plan, seats, merger):
+    """One line per panel in runs/gateway/calls.jsonl (CLG-1), after seats and merge."""
+    order = ("call", "seat", "alias", "status", "answer", "error", "seconds")
+    logged = [{k: s[k] for k in order} for s in seats + ([merger] if merger else [])]
+    line = {"panel": plan.panel, "at": local_iso(), "model": f"bench/{plan.name}", "shape": plan.shape,
+            "shape_by": plan.shape_by, "key": plan.caller, "system": images.redact(plan.system),
+            "prompt": images.redact(plan.prompt), "seats": logged}
+    if plan.skipped:
+        line["skipped"] = plan.skipped
+    fileio.append_jsonl(paths.file("runs", "gateway", "calls.jsonl"), line)
+
+
+def warm_up():
+    """What a server does once at start, so the first panel pays no one-off cost:
+    the endpoints' model listings (catalog), the offload index, the router's records."""
+    for step in (catalog.warm, offload.index().refresh, route.records):
+        try:
+            step()
+        except Exception as exc:
+            print(f"warning: warming up {step.__qualname__} failed ({type(exc).__name__}: {exc})", file=sys.stderr)
+
+
+def start(name, messages, nominees=(), reply="", caller="local"):
+    """Run a panel on its own thread (STR-2); returns a queue of events.
+
+    Events: `("part", text)`, then `("done", (content, bench))` or `("error", exception)`.
+    """
+    events = queue.Queue()
+
+    def work():
+        try:
+            events.put(("done", run(name, messages, nominees, reply, caller,
+                                    on_part=lambda text: events.put(("part", text)))))
+        except Exception as exc:
+            events.put(("error", exc))
+
+    threading.Thread(target=work, name=f"panel-{name}", daemon=True).start()
+    return events
+
+
+def refusal(exc):
+    """The status and message a panel exception is answered with (gateway.md §14)."""
+    if isinstance(exc, TooLarge):
+        return 413, str(exc)
+    if isinstance(exc, ValueError):
+        return 400, str(exc)
+    if isinstance(exc, UnknownCollection):
+        return 404, exc.args[0] if exc.args else str(exc)
+    if isinstance(exc, LookupError):
+        return 503, exc.args[0] if exc.args else str(exc)
+    return 500, f"the panel failed ({type(exc).__name__}: {exc})"

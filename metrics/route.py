@@ -1,0 +1,639 @@
+"""The explorer router: who fills the explorer seats, and who is primary, second and reserve (RTR-1..13).
+
+A collection's members answer every request; the explorer seats go to the
+models the bench has not asked for longest, so every model keeps getting fresh
+evidence. The suite's recall picks a primary (the merger's fallback), a second
+opinion from another family, and a reserve on another connection.
+
+The gateway calls `panel()` for its explorer seats (and its primary, for the
+merger) and `cooling()` for the aliases to avoid; `available()`, `records()`,
+`family()` and the CLI show the same facts to people.
+
+`panel()` runs on every gateway request with explorer seats, so nothing on that
+path touches the network or re-reads a big file that has not changed:
+
+- Served names (RTR-1): each endpoint's listing is cached per data folder and
+  refreshed in a background thread at most every `SERVED_REFRESH` seconds.
+  Until a listing is cached (first call, or the endpoints changed) nothing is
+  filtered. `refresh_served()` refreshes now; `served_lookup` is the seam a
+  test replaces (TST-0).
+- Suite recall (RTR-9): the tasks folder is walked (stat only) at most every
+  `SUITE_RECHECK` seconds; only answers whose file or task changed are scored
+  again. Why a time window rather than a walk per call: a walk stats every
+  saved answer (thousands of files), and answers change when a suite run saves
+  them, minutes apart. So a new answer counts within `SUITE_RECHECK` seconds.
+- Perf history (RTR-1, RTR-3) is parsed again only when `perf/history.csv`'s
+  stat changes. IMP-17: the latest row per (alias, prompt) wins; an alias is
+  available when it has no history or one of its latest rows answered.
+- Connections, tags and families are recomputed only when one of the files
+  they come from changes (CONN-3: registrations, provider-tags.json,
+  decision-models.json, endpoints.json; connections.json for `preferred`).
+- Offload figures come from `offload.summary()`, an in-memory index whose
+  `last_date` counts every offload (the same date `offload.last_used()` gives).
+
+Decisions where the spec is silent:
+- `considered` lists the aliases left for automatic seats after RTR-3's
+  exclusions; `untried` those of them with no offload; `contenders` the second-
+  opinion contenders (RTR-7); the exclusion lists are aliases. Seats are records.
+- Nominees, members and `avoid` are mapped through alias renames (ALI-1), so an
+  old name still means its model.
+- An ad hoc nominee must be registered to be seated (an unregistered name could
+  only fail).
+- The CLI's default is a large prompt (RTR-12 has only `--small`).
+
+    python -m metrics.route [--shape S] [--small] [--with ALIAS]...
+"""
+
+import argparse
+import concurrent.futures
+import csv
+import datetime
+import os
+import sys
+import threading
+import time
+
+from metrics import aliases, connections, endpoints, fileio, learn, offload, paths, registry, roles
+from suite import scoring
+
+NEVER = 9999
+EXPLORER_CLAMP = 2
+SECOND_SHARE = 0.85
+SECOND_TASKS = 2
+SERVED_REFRESH = 600
+SERVED_TIMEOUT = 20
+SUITE_RECHECK = 10.0
+KEPT_OUT = frozenset({"claim", "seeded", "rebench"})  # a guess scores half on these (SU-20)
+
+
+def _stat(path):
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+_where = {}  # data folder -> {name: path string}; built once so the hot path makes no Path objects
+
+
+def _files(folder):
+    found = _where.get(folder)
+    if found is None:
+        join = os.path.join
+        found = _where[folder] = {
+            "perf": join(folder, "perf", "history.csv"),
+            "renames": join(folder, "config", "alias-history.json"),
+            "tags": join(folder, "config", "provider-tags.json"),
+            "decisions": join(folder, "config", "decision-models.json"),
+            "endpoints": join(folder, "config", "endpoints.json"),
+            "connections": join(folder, "config", "connections.json"),
+            "tasks": join(folder, "suite", "tasks"),
+            "alerts": join(folder, "metrics", "alerts.json"),
+        }
+    return found
+
+
+def _renamed(current, alias):
+    try:
+        return current(alias)
+    except ValueError:  # a loop in alias-history.json: keep the name as written
+        return alias
+
+
+def family(served):
+    """One model in two chairs is not a second opinion (RTR-10).
+
+    The served name's last `/` segment, before any `:`, lower-cased, without `-`, `_`, `.`.
+    """
+    name = str(served or "").rsplit("/", 1)[-1].split(":", 1)[0].lower()
+    return name.replace("-", "").replace("_", "").replace(".", "")
+
+
+# -- served names (RTR-1) ---------------------------------------------------------------------
+
+_served = {}  # data folder -> {"names": endpoint names, "lists": {name: frozenset | None}, "union", "at"}
+_served_lock = threading.Lock()
+_refreshing = set()
+
+
+def served_lookup(name):
+    """The ids endpoint `name` serves now (EP-12); raises when it cannot be asked. A seam tests replace (TST-0)."""
+    return set(endpoints.models(name, timeout=SERVED_TIMEOUT))
+
+
+def _listing(name):
+    try:
+        return frozenset(served_lookup(name))
+    except Exception:  # an endpoint that cannot be asked lists nothing
+        return None
+
+
+def _refresh(folder):
+    """Ask every endpoint at once (one slow endpoint costs one timeout, not one each) and cache the answers."""
+    try:
+        entries = endpoints.load()
+    except RuntimeError:
+        entries = {}
+    names = list(entries)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(names))) as pool:
+        lists = dict(zip(names, pool.map(_listing, names)))
+    union = frozenset().union(*(found for found in lists.values() if found))
+    state = {"names": tuple(entries), "lists": lists, "union": union, "at": time.monotonic()}
+    if str(paths.data()) == folder:  # the data folder may have changed while the endpoints were asked
+        with _served_lock:
+            _served[folder] = state
+
+
+def _refresh_in_background(folder):
+    with _served_lock:
+        if folder in _refreshing:
+            return
+        _refreshing.add(folder)
+
+    def work():
+        try:
+            _refresh(folder)
+        finally:
+            with _served_lock:
+                _refreshing.discard(folder)
+
+    threading.Thread(target=work, name="route-served", daemon=True).start()
+
+
+def refresh_served(block=True):
+    """Ask every endpoint for its listing now; with `block=False` in a background thread.
+
+    Returns the served-names filter (see `served_names`) when blocking, else None.
+    """
+    folder = str(paths.data())
+    if not block:
+        _refresh_in_background(folder)
+        return None
+    _refresh(folder)
+    return served_names(refresh=False)
+
+
+def served_names(refresh=True, folder=None):
+    """Every id the endpoints list (cached), or None = do not filter (RTR-1, SRV-2).
+
+    None when no listing is cached yet for the current endpoints, or the default
+    endpoint could not be asked. A stale or missing listing starts a background refresh.
+    """
+    try:
+        entries = endpoints.load()
+        default = endpoints.default() if entries else None
+    except RuntimeError:
+        return None
+    if not entries:
+        return None
+    folder = folder or str(paths.data())
+    state = _served.get(folder)
+    current = state is not None and state["names"] == tuple(entries)
+    if refresh and (not current or time.monotonic() - state["at"] >= SERVED_REFRESH):
+        _refresh_in_background(folder)
+    if not current or state["lists"].get(default) is None:
+        return None
+    return state["union"]
+
+
+# -- perf history (RTR-1, RTR-3, IMP-17) ------------------------------------------------------
+
+_perf = {}  # data folder -> ((history stat, alias-history stat), {alias: {prompt: answered}}, failing, too_big)
+
+
+def _perf_state(folder):
+    """The latest row per (alias, prompt) of perf/history.csv (IMP-17), aliases renamed (ALI-1), and from it
+    the aliases whose latest rows all failed and those whose latest `large` row failed.
+
+    Rows without a model or a whole-number `answered` are skipped.
+    """
+    where = _files(folder)
+    key = (_stat(where["perf"]), _stat(where["renames"]))
+    cached = _perf.get(folder)
+    if cached is not None and cached[0] == key:
+        return cached
+    latest = {}
+    if key[0] is not None:
+        current = aliases.resolver()
+        try:
+            with open(where["perf"], encoding="utf-8", newline="") as f:
+                for row in csv.DictReader(f):
+                    model = (row.get("model") or "").strip()
+                    try:
+                        answered = int(str(row.get("answered") or "").strip())
+                    except ValueError:
+                        continue
+                    if model:
+                        latest.setdefault(_renamed(current, model), {})[(row.get("prompt") or "").strip()] = answered
+        except OSError:
+            latest = {}
+    failing = frozenset(a for a, rows in latest.items() if not any(n > 0 for n in rows.values()))
+    too_big = frozenset(a for a, rows in latest.items() if rows.get("large") == 0)
+    cached = _perf[folder] = (key, latest, failing, too_big)
+    return cached
+
+
+# -- suite recall (RTR-9) ---------------------------------------------------------------------
+
+_suite = {}  # data folder -> {"checked", "files": {path: (stamps, (found, of, answered) | None)}, "raw", "totals"}
+_suite_lock = threading.Lock()
+
+
+def _walk(tasks):
+    """`[(task.json path, its stat, output path, alias, its stat)]`; stat calls only."""
+    found = []
+    try:
+        folders = sorted((e for e in os.scandir(tasks) if e.is_dir()), key=lambda e: e.name)
+    except OSError:
+        return found
+    for folder in folders:
+        spec_path = os.path.join(folder.path, "task.json")
+        spec_stat = _stat(spec_path)
+        if spec_stat is None:
+            continue
+        try:
+            outputs = sorted(os.scandir(os.path.join(folder.path, "output")), key=lambda e: e.name)
+        except OSError:
+            continue
+        for out in outputs:
+            if not out.name.endswith(".md"):
+                continue
+            try:
+                if not out.is_file():
+                    continue
+                st = out.stat()
+            except OSError:  # removed since the folder was listed
+                continue
+            found.append((spec_path, spec_stat, out.path, out.name[:-3], (st.st_mtime_ns, st.st_size, st.st_ino)))
+    return found
+
+
+def _score_file(spec_path, out_path):
+    """(found, of, answered) for one saved answer, or None when its task does not count."""
+    spec = fileio.read_json(spec_path)
+    try:
+        if spec.get("draft") or spec.get("shape") in KEPT_OUT:
+            return None
+        with open(out_path, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+        result = scoring.score(spec, text)
+    except Exception:  # an unreadable answer or a broken task scores nothing, never breaks routing
+        return None
+    return (result["found"], result["of"], result["kind"] == "answered")
+
+
+def _rescan(state, tasks):
+    """Walk the tasks; score only answers whose file or task changed since the last walk."""
+    files = {}
+    raw = {}
+    for spec_path, spec_stat, out_path, alias, out_stat in _walk(tasks):
+        stamps = (spec_stat, out_stat)
+        known = state["files"].get(out_path)
+        scored = known[1] if known and known[0] == stamps else _score_file(spec_path, out_path)
+        files[out_path] = (stamps, scored)
+        if scored and scored[2]:
+            sums = raw.setdefault(alias, [0, 0, 0])
+            sums[0] += scored[0]
+            sums[1] += scored[1]
+            sums[2] += 1
+    state["files"] = files
+    state["raw"] = raw
+
+
+def _suite_recall(folder):
+    """`{alias: (found, of, tasks)}` over answered saved outputs of counted tasks, aliases renamed (RTR-9).
+
+    Drafts and `claim`/`seeded`/`rebench` tasks are left out; every answer is scored by today's scorer.
+    """
+    where = _files(folder)
+    with _suite_lock:  # concurrent panels wait for one walk rather than each scoring the same answers
+        state = _suite.get(folder)
+        if state is None:
+            state = _suite[folder] = {"checked": None, "files": {}, "raw": {}, "renames": None, "totals": {}}
+        now = time.monotonic()
+        if state["checked"] is None or now - state["checked"] >= SUITE_RECHECK:
+            _rescan(state, where["tasks"])
+            state["checked"] = now
+            state["renames"] = None
+        renames = (_stat(where["renames"]),)
+        if state["renames"] != renames:
+            current = aliases.resolver()
+            totals = {}
+            for alias, (found, of, tasks) in state["raw"].items():
+                sums = totals.setdefault(_renamed(current, alias), [0, 0, 0])
+                sums[0] += found
+                sums[1] += of
+                sums[2] += tasks
+            state["totals"] = {alias: tuple(sums) for alias, sums in totals.items()}
+            state["renames"] = renames
+        return state["totals"]
+
+
+# -- records (RTR-2, RTR-11) ------------------------------------------------------------------
+
+_static = (None, None, {})  # (registrations, other inputs' stats, {alias: (connection, full_tag, family, paid)})
+
+
+def _statics(regs, folder):
+    """Connection, tag, family and paid per registered alias, recomputed only when an input changes.
+
+    `registry.registrations()` hands back the same object until its file changes, so identity tells.
+    """
+    global _static
+    where = _files(folder)
+    key = (folder,) + tuple(_stat(where[name]) for name in ("tags", "decisions", "endpoints", "connections"))
+    if _static[0] is regs and _static[1] == key:
+        return _static[2]
+    preferred = set(connections.facts()["preferred"])
+    table = {}
+    for alias, reg in regs.items():
+        tag = connections.full_tag_of(alias)
+        table[alias] = (tag.split("/", 1)[0], tag, family(reg.get("model_name") or alias), tag in preferred)
+    _static = (regs, key, table)
+    return table
+
+
+_ages = (None, {})  # (today, {offload date: days since})
+
+
+def _age_table():
+    """`{date: days since}` for today, filled as dates are met (a date's age changes only at midnight)."""
+    global _ages
+    today = datetime.date.today()
+    if _ages[0] != today:
+        _ages = (today, {})
+    return _ages
+
+
+def _stale_days(date, ages):
+    today, known = ages
+    days = known.get(date)
+    if days is None:
+        try:
+            days = max(0, (today - datetime.date.fromisoformat(str(date)[:10])).days) if date else NEVER
+        except ValueError:
+            days = NEVER
+        known[date] = days
+    return days
+
+
+def _records(regs, folder):
+    """`{alias: record}` for every registered alias, in registration order, plus `{alias: paid}`."""
+    statics = _statics(regs, folder)
+    recall = _suite_recall(folder)
+    summary = offload.summary()  # renames already folded; last_date counts every offload, judged or not
+    records, paid = {}, {}
+    nothing = {}
+    ages = _age_table()
+    for alias in regs:
+        connection, tag, fam, is_paid = statics[alias]
+        found, of, tasks = recall.get(alias, (0, 0, 0))
+        figures = summary.get(alias, nothing)
+        records[alias] = {
+            "model": alias,
+            "connection": connection,
+            "full_tag": tag,
+            "family": fam,
+            "found": found,
+            "of": of,
+            "tasks": tasks,
+            "recall": found / of if of else None,
+            "offloads": figures.get("offloads", 0),
+            "helped": figures.get("useful", 0),
+            "judged": figures.get("judged", 0),
+            "stale_days": _stale_days(figures.get("last_date"), ages),
+        }
+        paid[alias] = is_paid
+    return records, paid
+
+
+def records():
+    """One record per registered alias, in registration order (RTR-2)."""
+    return list(_records(registry.registrations(), str(paths.data()))[0].values())
+
+
+# -- the pool (RTR-1) and the cooling set (RTR-13) --------------------------------------------
+
+_pool = (None, [])  # ((registrations, served names, perf state), pool)
+
+
+def _available(regs, folder):
+    global _pool
+    served = served_names(folder=folder)
+    perf = _perf_state(folder)
+    key = (regs, served, perf)
+    cached_key, pool = _pool
+    if cached_key is not None and all(a is b for a, b in zip(cached_key, key)):
+        return pool
+    failing = perf[2]
+    pool = [alias for alias, reg in regs.items()
+            if (served is None or (reg.get("model_name") or alias) in served) and alias not in failing]
+    _pool = (key, pool)
+    return pool
+
+
+def available():
+    """Registered aliases the endpoints still list and whose latest perf rows are not all failures (RTR-1)."""
+    return list(_available(registry.registrations(), str(paths.data())))
+
+
+def cooling():
+    """Aliases not to spend an explorer seat on (RTR-13): a `retiring` alert or an active cooldown.
+
+    Failures reading either are ignored.
+    """
+    out = set()
+    try:
+        for alert in fileio.read_json(_files(str(paths.data()))["alerts"]).values():
+            if isinstance(alert, dict) and alert.get("kind") == "retiring":
+                named = [alert.get("alias")] + list(alert.get("aliases") or [])
+                out.update(a for a in named if isinstance(a, str) and a)
+    except Exception:
+        pass
+    try:
+        out.update(learn.cooling())
+    except Exception:
+        pass
+    current = aliases.resolver()
+    return {_renamed(current, alias) for alias in out}
+
+
+# -- the panel (RTR-3..8) ---------------------------------------------------------------------
+
+def panel(shape="general", large=False, nominees=(), members=None, explorers=2, avoid=()):
+    """Seat a panel for one request (RTR-3..8).
+
+    `members` is the sitting list (then no primary or second is chosen); `explorers`
+    the seats to fill (at most 2); `nominees` the request's `with`; `avoid` aliases
+    no explorer seat may go to (nominees ignore it). Raises ValueError for an unknown shape.
+    """
+    table = roles.load()
+    if shape not in table["shapes"]:
+        raise ValueError(f"unknown shape '{shape}'; known: {', '.join(sorted(table['shapes']))}")
+    admitted = table["shapes"][shape]
+    folder = str(paths.data())
+    regs = registry.registrations()
+    recs, paid = _records(regs, folder)
+    current = aliases.resolver()
+    notes = []
+
+    ad_hoc = set(table["ad_hoc"])
+    pool = _available(regs, folder)
+    held = [a for a in pool if a in ad_hoc]
+    rest = [a for a in pool if a not in ad_hoc]
+    too_big = []
+    if large:
+        failed_large = _perf_state(folder)[3]
+        too_big = [a for a in rest if a in failed_large]
+        rest = [a for a in rest if a not in failed_large]
+    wrong_role = [a for a in rest if (table["models"].get(a) or "general") not in admitted]
+    rest = [a for a in rest if a not in wrong_role]
+
+    def fam(alias):
+        return recs[alias]["family"] if alias in recs else family(alias)
+
+    def conn(alias):
+        return recs[alias]["connection"] if alias in recs else connections.connection_of(alias)
+
+    scored = [a for a in rest if recs[a]["of"] > 0]
+    primary = second = None
+    contenders = []
+    if members is None:
+        if scored:
+            primary = max(scored, key=lambda a: (recs[a]["found"], recs[a]["recall"], paid[a]))
+            bar = SECOND_SHARE * recs[primary]["recall"]
+            contenders = [a for a in scored if a != primary and fam(a) != fam(primary)
+                          and recs[a]["tasks"] >= SECOND_TASKS and recs[a]["recall"] >= bar]
+            if contenders:
+                second = max(contenders, key=lambda a: (recs[a]["stale_days"], paid[a], recs[a]["found"]))
+            else:
+                others = [a for a in scored if a != primary]
+                if others:
+                    second = max(others, key=lambda a: (recs[a]["found"], paid[a]))
+        chosen = [a for a in (primary, second) if a]
+    else:
+        chosen = list(dict.fromkeys(_renamed(current, a) for a in members))
+    families = {fam(a) for a in chosen}
+
+    seats = []
+    nominated = set()
+    count = max(0, min(EXPLORER_CLAMP, int(explorers or 0)))
+    for name in list(dict.fromkeys(nominees or ()))[:count]:
+        alias = _renamed(current, name)
+        if alias in chosen:
+            notes.append(f"{alias} is already on the panel; not seated twice")
+            continue
+        if alias not in rest and alias in ad_hoc and alias in regs:
+            notes.append(f"{alias} is ad hoc (never chosen automatically): seated because it was named; "
+                         "it may be costly")
+        elif alias in too_big:
+            notes.append(f"{alias} failed the large prompt in its latest perf run: seated because it was named")
+        elif alias in wrong_role:
+            role = table["models"].get(alias) or "general"
+            notes.append(f"{alias} has role {role}, which shape {shape} does not admit: seated because it was named")
+        elif alias not in rest:
+            notes.append(f"{alias} is not available (not registered, no longer served, or failing its perf runs); "
+                         "its seat goes to the stalest model")
+            continue
+        seats.append(alias)
+        nominated.add(alias)
+        chosen.append(alias)
+        families.add(fam(alias))
+
+    skip = {_renamed(current, a) for a in avoid or ()}
+    while len(seats) < count:
+        free = [a for a in rest if a not in chosen and fam(a) not in families and a not in skip]
+        if not free:
+            notes.append("no model left for an explorer seat (the rest are seated, of a seated family, or avoided)")
+            break
+        pick = max(free, key=lambda a: (recs[a]["stale_days"], paid[a], -(recs[a]["recall"] or 0)))
+        seats.append(pick)
+        chosen.append(pick)
+        families.add(fam(pick))
+
+    used = {conn(a) for a in chosen}
+    spare = [a for a in scored if a not in chosen]
+    apart = [a for a in spare if fam(a) not in families and recs[a]["connection"] not in used]
+    reserve = max(apart or spare, key=lambda a: (recs[a]["found"], paid[a]), default=None)
+
+    def record(alias):
+        if alias is None:
+            return None
+        found = dict(recs[alias]) if alias in recs else _unregistered(alias)
+        if alias in nominated:
+            found["nominated"] = True
+        return found
+
+    seats += [None] * (EXPLORER_CLAMP - len(seats))
+    return {
+        "primary": record(primary),
+        "second": record(second),
+        "explorer": record(seats[0]),
+        "explorer2": record(seats[1]),
+        "reserve": record(reserve),
+        "considered": rest,
+        "untried": [a for a in rest if not recs[a]["offloads"]],
+        "contenders": contenders,
+        "excluded_for_size": too_big,
+        "excluded_for_role": wrong_role,
+        "held_ad_hoc": held,
+        "shape": shape,
+        "notes": notes,
+    }
+
+
+def _unregistered(alias):
+    tag = connections.full_tag_of(alias)
+    return {"model": alias, "connection": tag.split("/", 1)[0], "full_tag": tag, "family": family(alias),
+            "found": 0, "of": 0, "tasks": 0, "recall": None, "offloads": 0, "helped": 0, "judged": 0,
+            "stale_days": NEVER}
+
+
+# -- CLI (RTR-12) -----------------------------------------------------------------------------
+
+def describe(rec):
+    """One line about a seated record."""
+    if rec is None:
+        return "—"
+    used = "never used" if rec["stale_days"] >= NEVER else f"last used {rec['stale_days']} day(s) ago"
+    suite = (f"found {rec['found']}/{rec['of']} in {rec['tasks']} task(s) (recall {rec['recall']:.2f})"
+             if rec["of"] else "no suite score")
+    helped = f"{rec['helped']}/{rec['judged']} helped" if rec["judged"] else "none judged"
+    mark = " (named)" if rec.get("nominated") else ""
+    return (f"{rec['model']}{mark}  [{rec['full_tag']}]  {suite}; {rec['offloads']} offload(s), {helped}; {used}")
+
+
+def render(result, large):
+    lines = [f"shape {result['shape']}, {'large' if large else 'small'} prompt"]
+    for key, label in (("primary", "primary"), ("second", "second"), ("explorer", "explorer"),
+                       ("explorer2", "explorer 2"), ("reserve", "reserve")):
+        lines.append(f"{label:<11}{describe(result[key])}")
+    for note in result["notes"]:
+        lines.append(f"note: {note}")
+    for key, label in (("held_ad_hoc", "held back (ad hoc)"), ("excluded_for_size", "excluded for size"),
+                       ("excluded_for_role", "excluded for role")):
+        if result[key]:
+            lines.append(f"{label}: {', '.join(result[key])}")
+    lines.append(f"untried: {len(result['untried'])} of {len(result['considered'])} considered")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m metrics.route",
+                                     description="Show the panel the router would seat.")
+    parser.add_argument("--shape", default="general", help="the task's shape (default general)")
+    parser.add_argument("--small", action="store_true", help="a small prompt (default: a large one)")
+    parser.add_argument("--with", dest="nominees", action="append", default=[], metavar="ALIAS",
+                        help="seat this alias in an explorer chair (repeatable)")
+    args = parser.parse_args(argv)
+    refresh_served()  # a one-shot process: ask the endpoints now rather than show an unfiltered pool
+    try:
+        result = panel(args.shape, large=not args.small, nominees=args.nominees, avoid=cooling())
+    except ValueError as exc:
+        sys.exit(str(exc))
+    print(render(result, not args.small))
+
+
+if __name__ == "__main__":
+    main()
