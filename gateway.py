@@ -60,7 +60,8 @@ class Handler(BaseHTTPRequestHandler):
         problem = guard.host_problem(self.headers, self.port)
         if problem:
             return self.refuse(403, problem)
-        self.who = "local"
+        if not self.identify():
+            return
         if path in ("/v1/models", "/models"):
             return self.send_json(200, listing())
         if path.startswith("/v1/models/"):
@@ -99,7 +100,8 @@ class Handler(BaseHTTPRequestHandler):
                                       guard.GATEWAY_CAP)
         if problem:
             return self.refuse(*problem)
-        self.who = "local"
+        if not self.identify():
+            return
         body = self.read_json()
         if body is None:
             return
@@ -239,6 +241,15 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
 
     # -- answering -----------------------------------------------------------
+
+    def identify(self):
+        """Who is calling (GW-2, GW-3 step 2): sets `self.who`, or refuses and returns False."""
+        who, refusal = guard.identify(self.headers, self.path)
+        if refusal:
+            self.refuse(*refusal)
+            return False
+        self.who = who
+        return True
 
     def write_now(self, data):
         self.wfile.write(data)
