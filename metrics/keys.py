@@ -79,3 +79,15 @@ def admin_key(endpoint, fallback=True):
 def names():
     """Key names only, for listings that must never show a secret."""
     return sorted(keys())
+
+
+def hide(text, mark="***"):
+    """`text` with every known secret replaced by `mark` (KEY-7): an upstream may echo the key it was sent.
+
+    Longest first, so a key that contains another is hidden whole; secrets under 8 characters are
+    left alone (they would blank out ordinary words).
+    """
+    for secret in sorted(set(keys().values()), key=len, reverse=True):
+        if len(secret) >= 8:
+            text = text.replace(secret, mark)
+    return text

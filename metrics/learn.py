@@ -134,9 +134,7 @@ def parse(text):
 
 def redact(text):
     """`text` with every known key and anything secret-shaped replaced by `***` (KEY-7)."""
-    for secret in sorted(set(keys.keys().values()), key=len, reverse=True):
-        if len(secret) >= 8:
-            text = text.replace(secret, "***")
+    text = keys.hide(text)
 
     def hide(match):
         return (match.group(1) or match.group(2) or "") + "***"

@@ -350,17 +350,9 @@ def _body_text(response):
         return text
 
 
-def hide_keys(text):
-    """`text` with every known key replaced by `***`: an upstream may echo the key it was sent (KEY-7)."""
-    for secret in keys.keys().values():
-        if len(secret) >= 8:
-            text = text.replace(secret, "***")
-    return text
-
-
 def error_text(exc, model=None):
     """The built-in client's wording for what went wrong (ERR table, RET-3, RET-4, STR-7), keys hidden."""
-    return hide_keys(_error_text(exc, model))
+    return keys.hide(_error_text(exc, model))
 
 
 def _error_text(exc, model):
@@ -569,7 +561,7 @@ def seat_result(run, timeout=TIMEOUT):
     elif run.failure:
         fields.update(error=run.failure)
     elif run.returncode != 0 and not log_only(run.returncode, run.stdout, run.stderr):
-        fields.update(error=hide_keys(run.stderr.strip()) or f"llm exited {run.returncode}")
+        fields.update(error=keys.hide(run.stderr.strip()) or f"llm exited {run.returncode}")
     else:
         fields.update(text=run.stdout.strip())
     return _result("subprocess", run.seconds, **fields)
@@ -583,7 +575,7 @@ def suite_text(run, timeout=CLI_TIMEOUT):
         return f"Error: client failed: llm did not start ({run.failure})"
     if run.returncode != 0 and not log_only(run.returncode, run.stdout, run.stderr):
         detail = (run.stderr.strip() or run.stdout.strip()).replace("\r\n", "\n").replace("\n", " ")
-        return f"Error: llm exited {run.returncode}: {hide_keys(detail)[:EXIT_DETAIL]}"
+        return f"Error: llm exited {run.returncode}: {keys.hide(detail)[:EXIT_DETAIL]}"
     return run.stdout or run.stderr
 
 
