@@ -3,4 +3,6 @@
 import sys
 
 if __name__ == "__main__":
-    sys.exit("serve.py: the dashboard is not built yet; run `python gateway.py --demo` for the panel gateway.")
+    print("serve.py: the dashboard is not built yet; run `python gateway.py --demo` for the panel gateway.",
+          file=sys.stderr)
+    sys.exit(2)

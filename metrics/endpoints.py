@@ -268,6 +268,8 @@ def describe(name, found, default_name):
     """One line of the listing command (EP-16)."""
     mark = " (default)" if name == default_name else ""
     key_name = found.get("key") or ""
+    # EP-16 names only `key set` / `key MISSING`; an entry naming no key (a local runtime) needs none,
+    # so it says `no key` rather than reporting a key as missing.
     key_state = ("key set" if keys.key(key_name) else "key MISSING") if key_name else "no key"
     try:
         served = f"{len(models(name))} served"

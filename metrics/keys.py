@@ -4,6 +4,7 @@ Secrets live only in llm's user folder or the environment. Nothing here prints,
 logs or returns a secret except `key()`/`keys()` to the caller that sends it.
 """
 
+import json
 import os
 
 from metrics import fileio, paths
@@ -49,20 +50,34 @@ def is_set(name):
     return bool(key(name))
 
 
+def _change_store(change):
+    """A locked read-change-write of keys.json (KEY-5, LOCK-2/3), written 0600.
+
+    A store that exists but is not a JSON object is refused, not replaced: reading it
+    as `{}` and writing back would throw away every other secret in it (the spec is
+    silent on writers here; this is EP-1's rule for endpoints.json applied to keys).
+    """
+    where = store_path()
+    with fileio.lock(where):
+        try:
+            data = json.loads(where.read_text(encoding="utf-8") or "{}")  # a blank file holds nothing to lose
+        except FileNotFoundError:
+            data = {}
+        except (OSError, ValueError) as exc:
+            raise RuntimeError(f"{where} cannot be read ({type(exc).__name__}); fix or move it, then retry") from None
+        if not isinstance(data, dict):
+            raise RuntimeError(f"{where} is not a JSON object of keys; fix or move it, then retry")
+        change(data)
+        fileio.write_atomic(where, fileio.dumps(data), mode=0o600)
+
+
 def set_key(name, value):
-    """Store one key (KEY-5): only the stored set plus this one, locked and atomic."""
-
-    def change(data):
-        data[name] = value
-
-    fileio.update(store_path(), change, mode=0o600)
+    """Store one key (KEY-5): only the stored set plus this one (never env keys), locked and atomic."""
+    _change_store(lambda data: data.__setitem__(name, value))
 
 
 def delete_key(name):
-    def change(data):
-        data.pop(name, None)
-
-    fileio.update(store_path(), change, mode=0o600)
+    _change_store(lambda data: data.pop(name, None))
 
 
 def admin_key(endpoint, fallback=True):

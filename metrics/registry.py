@@ -2,8 +2,10 @@
 
 The canonical file is `DATA/config/extra-openai-models.yaml`, the format llm's
 own `extra-openai-models.yaml` uses, so `sync_to_llm()` can hand the llm CLI an
-exact copy. It is read with a line parser, never a YAML library (REG-2): the
-writers here emit a fixed shape (REG-1) and anything else is skipped.
+exact copy (and `push_options()` the per-alias request defaults, REG-8). Those two,
+`pull_from_llm()` and `in_sync()` are what `scripts/sync_config.py` runs (REG-9).
+It is read with a line parser, never a YAML library (REG-2): the writers here
+emit a fixed shape (REG-1) and anything else is skipped.
 
 Reads are cached by the file's stat, so the client's hot path does not re-parse
 the file on every call. Callers must not mutate what the readers return.
@@ -104,10 +106,38 @@ def registry():
     ]
 
 
+def options_path():
+    return paths.file("config", "model-options.json")
+
+
 def options(alias):
     """Request defaults for `alias` from `config/model-options.json` (REG-8), `{}` when none or not an object."""
-    value = fileio.read_json(paths.file("config", "model-options.json")).get(alias)
+    value = fileio.read_json(options_path()).get(alias)
     return value if isinstance(value, dict) else {}
+
+
+def push_options():
+    """Hand every alias's request defaults to llm (REG-8); returns how many options were pushed.
+
+    The reference runs `llm models options set <alias> <name> <value>` once per option when
+    `llm` is on PATH. That command only writes `LLMDIR/model_options.json`; this writes the
+    same file in one locked, atomic update instead (a subprocess per option costs about half
+    a second each), whether or not the CLI is installed, since the in-process llm backend
+    reads it too. Values keep their JSON type (the CLI would store "0.3" as text; llm accepts
+    both). Options llm holds for other aliases, or that DATA does not name, are left alone.
+    """
+    wanted = {alias: dict(found) for alias, found in fileio.read_json(options_path()).items()
+              if isinstance(found, dict) and found}
+    if not wanted:
+        return 0
+
+    def change(data):
+        for alias, found in wanted.items():
+            current = data.get(alias) if isinstance(data.get(alias), dict) else {}
+            data[alias] = {**current, **found}
+
+    fileio.update(paths.llm_dir() / "model_options.json", change)
+    return sum(len(found) for found in wanted.values())
 
 
 def block(alias, served, entry):

@@ -134,3 +134,46 @@ def test_read_json_comments_and_stat_cache(tmp_path):
     path.write_text("nope")
     assert fileio.read_json(path) == {}
     assert fileio.read_json(tmp_path / "none.json") == {}
+
+
+def test_lock3_a_failed_write_leaves_no_temp_and_the_old_file(tmp_path):
+    path = tmp_path / "w" / "f.json"
+    fileio.write_atomic(path, "old")
+    with pytest.raises(TypeError):
+        fileio.write_atomic(path, b"not text")
+    assert path.read_text() == "old" and os.listdir(path.parent) == ["f.json"]
+
+
+def test_lock1_threads_of_one_process_exclude_each_other(tmp_path):
+    path = tmp_path / "shared.json"
+    inside, overlaps = [], []
+
+    def hold():
+        with fileio.lock(path):
+            if inside:
+                overlaps.append(1)
+            inside.append(1)
+            threading.Event().wait(0.005)
+            inside.pop()
+
+    threads = [threading.Thread(target=hold) for _ in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert overlaps == [] and (tmp_path / "shared.json.lock").exists()
+
+
+def test_incremental_reader_starts_over_on_a_replaced_file(tmp_path):
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(b'{"a": 1}\n{"a": 2}\n')
+    _, offset = fileio.read_jsonl_from(path, 0)
+    fileio.write_atomic(path, '{"b": 1}\n')
+    assert fileio.read_jsonl_from(path, offset) == ([{"b": 1}], 9)
+
+
+def test_update_mode_and_dumps(tmp_path):
+    path = tmp_path / "secret.json"
+    fileio.update(path, lambda d: d.update(k="é"), mode=0o600)
+    assert os.stat(path).st_mode & 0o777 == 0o600
+    assert path.read_text(encoding="utf-8") == '{\n  "k": "é"\n}\n' == fileio.dumps({"k": "é"})

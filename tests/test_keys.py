@@ -4,6 +4,8 @@ import json
 import os
 import stat
 
+import pytest
+
 from metrics import keys
 
 
@@ -49,3 +51,40 @@ def test_key8_admin_key(llmdir, monkeypatch):
     assert keys.admin_key({"key": "hub"}) == "adm"
     keys.set_key("special", "sp")
     assert keys.admin_key({"key": "hub", "admin_key": "special"}) == "sp"
+
+
+def test_key5_set_key_creates_llm_folder(monkeypatch, tmp_path):
+    folder = tmp_path / "not" / "yet"
+    monkeypatch.setenv("LLM_USER_PATH", str(folder))
+    keys.set_key("a", "1")
+    assert json.loads((folder / "keys.json").read_text()) == {"a": "1"}
+
+
+def test_key5_a_damaged_store_is_refused_not_replaced(llmdir):
+    """Reading a damaged keys.json as {} and writing back would lose every other secret in it."""
+    damaged = '{"openrouter": "sk-kept-secret", '
+    (llmdir / "keys.json").write_text(damaged)
+    with pytest.raises(RuntimeError, match="keys.json cannot be read") as failed:
+        keys.set_key("new", "value")
+    assert "sk-kept-secret" not in str(failed.value)
+    assert (llmdir / "keys.json").read_text() == damaged
+    (llmdir / "keys.json").write_text('["not", "an object"]')
+    with pytest.raises(RuntimeError, match="not a JSON object"):
+        keys.delete_key("new")
+    (llmdir / "keys.json").write_text("")
+    keys.set_key("new", "value")
+    assert keys.stored() == {"new": "value"}
+
+
+def test_key3_prefix_is_matched_case_insensitively(monkeypatch):
+    monkeypatch.setenv("benchwarmers_key_Lower_Case", "v")
+    assert keys.env_keys() == {"lower-case": "v"}
+
+
+def test_key7_hide_takes_every_known_secret_out(llmdir, monkeypatch):
+    keys.set_key("short", "abc")
+    keys.set_key("long", "stored-secret-1234")
+    monkeypatch.setenv("BENCHWARMERS_KEY_ENV", "env-secret-56789")
+    text = keys.hide("sent stored-secret-1234 and env-secret-56789, abc stays")
+    assert text == "sent *** and ***, abc stays"
+    assert keys.names() == ["env", "long", "short"]

@@ -1,7 +1,10 @@
 """The data folder (PATH-1..6, DATA-1..5) and llm's user folder (KEY-1)."""
 
+import shutil
 import subprocess
 import sys
+
+import pytest
 
 from metrics import paths
 
@@ -77,3 +80,46 @@ def test_launcher_sets_home_for_installed_command(monkeypatch, tmp_path, capsys)
     out = capsys.readouterr().out
     if sys.platform.startswith("linux"):
         assert out == f"{tmp_path / 'benchwarmers'}  (BENCHWARMERS_HOME)\n"
+
+
+def test_path1_pointer_expands_home(monkeypatch, tmp_path):
+    monkeypatch.delenv("BENCHWARMERS_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    pointer = tmp_path / ".benchwarmers-home"
+    pointer.write_text("~/bench-data\n")
+    monkeypatch.setattr(paths, "POINTER", pointer)
+    assert paths.located() == (tmp_path / "bench-data", ".benchwarmers-home")
+
+
+@pytest.mark.parametrize("platform, env, data_home, llm_home", [
+    ("linux", {}, ".local/share/benchwarmers", ".config/io.datasette.llm"),
+    ("linux", {"XDG_DATA_HOME": "xdg-data", "XDG_CONFIG_HOME": "xdg-cfg"}, "xdg-data/benchwarmers",
+     "xdg-cfg/io.datasette.llm"),
+    ("darwin", {}, "Library/Application Support/benchwarmers", "Library/Application Support/io.datasette.llm"),
+    ("win32", {"LOCALAPPDATA": "local", "APPDATA": "roaming"}, "local/benchwarmers", "roaming/io.datasette.llm"),
+    ("win32", {}, "benchwarmers", "io.datasette.llm"),
+])
+def test_path3_data4_key1_per_user_folders_on_each_os(monkeypatch, tmp_path, platform, env, data_home, llm_home):
+    """The installed command's data folder and llm's user folder, each spelled in one function."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("LLM_USER_PATH")
+    for name in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "LOCALAPPDATA", "APPDATA"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, str(tmp_path / value))
+    monkeypatch.setattr(sys, "platform", platform)
+    assert paths.default_home() == tmp_path / data_home
+    assert paths.llm_dir() == tmp_path / llm_home
+
+
+def test_launcher_version_and_help(capsys):
+    from metrics import __version__, launcher
+
+    with pytest.raises(SystemExit) as done:
+        launcher.main(["--version"])
+    assert done.value.code == 0 and capsys.readouterr().out == f"benchwarmers {__version__}\n"
+    assert launcher.main([]) == 0 and "usage: benchwarmers" in capsys.readouterr().out
+    installed = shutil.which("bench")
+    if installed:
+        out = subprocess.run([installed, "--version"], capture_output=True, text=True, check=True)
+        assert out.stdout == f"benchwarmers {__version__}\n"

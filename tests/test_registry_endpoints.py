@@ -282,12 +282,14 @@ def test_version_note_ep15():
 
 def test_listing_command_ep16(up, capsys, monkeypatch):
     write_endpoints({"demo": {"base": up.base_url, "key": "demo", "default": True},
-                     "dead": {"base": "http://127.0.0.1:9/v1", "key": "dead"}})
+                     "dead": {"base": "http://127.0.0.1:9/v1", "key": "dead"},
+                     "keyless": {"base": "http://127.0.0.1:9/v1"}})
     monkeypatch.setenv("BENCHWARMERS_KEY_DEMO", SECRET)
     assert endpoints.main([]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == f"demo (default)  {up.base_url}  key set  2 served"
     assert out[1] == "dead  http://127.0.0.1:9/v1  key MISSING  unreachable (ConnectionRefusedError)"
+    assert out[2] == "keyless  http://127.0.0.1:9/v1  no key  unreachable (ConnectionRefusedError)"
     assert SECRET not in "\n".join(out)
     assert endpoints.main(["--selftest"]) == 0 and capsys.readouterr().out == "ok\n"
 
@@ -324,3 +326,28 @@ def test_registration_headers_reach_the_upstream_cl3(up):
     assert client.chat("a", "hi")["text"] == "x"
     sent = up.requests[-1]["headers"]
     assert sent["x-title"] == "bench" and sent["authorization"] == f"Bearer {SECRET}"
+
+
+def test_reg1_reg8_reg9_what_is_synced_is_what_llm_calls(up, llmdir, monkeypatch):
+    """The yaml REG-1 writes, copied by the sync, is read by the real llm package: served name,
+    base, key and headers all reach the upstream; pushed options are sent as llm's defaults."""
+    from metrics import llm_backend
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    write_endpoints({"demo": {"base": up.base_url, "key": "demo", "headers": {"X-Title": "bench"}}})
+    registry.add_registration("alias-c", "b/c:free", "demo")
+    write_json("model-options.json", {"alias-c": {"temperature": 0.25, "max_tokens": 64}, "bad": "x"})
+    (llmdir / "model_options.json").write_text('{"other": {"temperature": 1}, "alias-c": {"top_p": 0.5}}')
+    keys.set_key("demo", SECRET)
+    registry.sync_to_llm()
+    assert registry.push_options() == 2
+    assert json.loads((llmdir / "model_options.json").read_text()) == {
+        "other": {"temperature": 1}, "alias-c": {"top_p": 0.5, "temperature": 0.25, "max_tokens": 64}}
+    result = llm_backend.ask("alias-c", "hi", timeout=30)
+    assert (result["path"], result["error"], result["text"]) == ("inprocess", "", "y")
+    sent = up.requests[-1]
+    assert sent["body"]["model"] == "b/c:free" and sent["headers"]["x-title"] == "bench"
+    assert sent["headers"]["authorization"] == f"Bearer {SECRET}"
+    assert (sent["body"]["temperature"], sent["body"]["max_tokens"], sent["body"]["top_p"]) == (0.25, 64, 0.5)
+    write_json("model-options.json", {})
+    assert registry.push_options() == 0
