@@ -4,25 +4,24 @@
     python gateway.py --demo     serve a throwaway demo bench backed by the local upstream
 
 This module holds the routes only: the handler parses, checks, dispatches and
-answers. The panel lives in `metrics.panel`, the checks in `metrics.guard`, the
-chat completions format in `metrics.chat`, the offload log in `metrics.offload`.
+answers. The panel lives in `metrics.panel`, the checks in `metrics.guard`, keys,
+scopes and rate caps in `metrics.gatekeys`, the server's deadlines and limits in
+`metrics.httpserver`, every client's own API in `metrics.formats` (chat
+completions in `metrics.chat`), the offload log in `metrics.offload`.
 
 The handler speaks HTTP/1.0 as the reference does: every response closes its
 connection and a stream ends at the close.
 """
 
 import argparse
-import ipaddress
 import json
-import os
 import queue
-import socket
 import sys
 import threading
+import time
 import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from metrics import __version__, chat, client, collections, demo, guard, offload, panel
+from metrics import __version__, client, collections, demo, formats, gatekeys, guard, httpserver, offload, panel
 
 STREAM_GRACE = 1.0
 KEEPALIVE = 10.0
@@ -39,15 +38,15 @@ def route_of(raw):
 
 
 def listing(may_call=None):
+    """`GET /v1/models` (LST-1). Google's own SDK lists at this path too (its default API version
+    is v1) and reads `models`, so the Gemini listing (FMT-71) rides along beside OpenAI's `data`."""
     rows = [{"id": row["id"], "object": "model", "owned_by": "benchwarmers",
              **{k: v for k, v in row.items() if k != "id"}} for row in collections.listed(may_call)]
-    return {"object": "list", "data": rows}
+    return {"object": "list", "data": rows, **formats.gemini.models(rows)}
 
 
-class Handler(BaseHTTPRequestHandler):
+class Handler(httpserver.Handler):
     server_version = f"benchwarmers/{__version__}"
-    protocol_version = "HTTP/1.0"
-    who = "-"
 
     @property
     def port(self):
@@ -57,13 +56,15 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_GET(self):
         path = route_of(self.path)
+        if path == "/health":  # open on both ports, before the Host check (OPEN-1, security improvement 21)
+            return self.send_json(200, {"ok": True})
         problem = guard.host_problem(self.headers, self.port)
         if problem:
             return self.refuse(403, problem)
         if not self.identify():
             return
         if path in ("/v1/models", "/models"):
-            return self.send_json(200, listing())
+            return self.send_json(200, listing(gatekeys.may_call(self.who)))
         if path.startswith("/v1/models/"):
             return self.model_row(path[len("/v1/models/"):])
         if path == "/bench/record":
@@ -71,17 +72,33 @@ class Handler(BaseHTTPRequestHandler):
         if path in ("/mcp", "/v1/mcp"):
             return self.send_json(405, {"error": {"message": "POST /mcp, one JSON-RPC message per request"}},
                                   {"Allow": "POST"})
-        if path == "/health":
-            return self.send_json(200, {"ok": True})
+        if path in ("/api/tags", "/api/version", "/v1beta/models") or path.startswith("/v1beta/models/"):
+            return self.format_listing(path)
         self.refuse(404, f"no such route; try {GET_ROUTES}")
+
+    def format_listing(self, path):
+        """§7.3, §7.4, §8.2: the collections as Ollama and Gemini clients list models."""
+        rows = listing(gatekeys.may_call(self.who))["data"]
+        if path == "/api/tags":
+            return self.send_json(200, formats.ollama.tags(rows))
+        if path == "/api/version":
+            return self.send_json(200, {"version": formats.ollama.VERSION})
+        if path == "/v1beta/models":
+            return self.send_json(200, formats.gemini.models(rows))
+        name = urllib.parse.unquote(path[len("/v1beta/models/"):])
+        entry = formats.gemini.model(rows, name)
+        if entry is None:
+            return self.refuse(404, formats.gemini.not_listed(name))
+        self.send_json(200, entry)
 
     def model_row(self, wanted):
         """IMP-21: OpenAI's retrieve-model route answers the listing row."""
         wanted = urllib.parse.unquote(wanted)
-        for row in listing()["data"]:
+        may_call = gatekeys.may_call(self.who)
+        for row in listing(may_call)["data"]:
             if row["id"] == wanted or row["id"] == f"bench/{wanted}":
                 return self.send_json(200, row)
-        self.refuse(404, collections.choose_message(wanted))
+        self.refuse(404, collections.choose_message(wanted, may_call))
 
     def record(self):
         query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
@@ -89,8 +106,9 @@ class Handler(BaseHTTPRequestHandler):
         task = (query.get("task") or [""])[0]
         if not collection:
             return self.refuse(400, f"name the collection: {RECORD_USAGE}")
+        seen = gatekeys.sees_collection(self.who, collection)  # a scoped key reads only its own
         self.send_json(200, {"collection": collection, "task": task,
-                             "aliases": offload.record(collection, task)})
+                             "aliases": offload.record(collection, task) if seen else {}})
 
     # -- POST --------------------------------------------------------------
 
@@ -109,14 +127,12 @@ class Handler(BaseHTTPRequestHandler):
             return self.verdict(body)
         if path == "/bench/pending":
             return self.pending(body)
-        if path in ("/v1/chat/completions", "/chat/completions"):
-            return self.chat_completions(body)
-        self.refuse(404, f"no such route; try {POST_ROUTES}")
+        self.format_post(path, body)
 
     def read_json(self):
         """GW-3 (4): exactly Content-Length bytes; `{}` when empty; 400 when not a JSON object."""
         length = guard.content_length(self.headers)
-        raw = self.rfile.read(length) if length else b""
+        raw = self.read_body(length)
         if not raw.strip():
             return {}
         try:
@@ -142,6 +158,8 @@ class Handler(BaseHTTPRequestHandler):
             claims[field] = value
         note = body.get("note") if isinstance(body.get("note"), str) else ""
         call = body.get("call") if isinstance(body.get("call"), str) else ""
+        if not gatekeys.sees_call(self.who, call):  # another collection's call reads as unknown to a scoped key
+            return self.refuse(404, offload.UNKNOWN_CALL.format(call))
         try:
             entry = offload.verdict(call, useful, note, claims["real"], claims["false"])
         except KeyError as exc:
@@ -152,37 +170,112 @@ class Handler(BaseHTTPRequestHandler):
         calls = body.get("calls")
         if not isinstance(calls, list) or not all(isinstance(c, str) for c in calls):
             return self.refuse(400, '"calls" must be a list of call ids')
-        self.send_json(200, {"pending": offload.pending(calls)})
+        self.send_json(200, {"pending": offload.pending([c for c in calls if gatekeys.sees_call(self.who, c)])})
 
-    def chat_completions(self, body):
+    def format_post(self, path, body):
+        """FMT-8 steps 6-11: token counts, the model card, and every format's panel route."""
+        fmt = formats.format_of(path)
+        gemini_path = formats.gemini.model_path(path)
         try:
-            ask = chat.ask(body)
-        except chat.Unsupported as exc:
+            if gemini_path:
+                model, method = gemini_path
+                if method == "countTokens":
+                    return self.count(model, {"totalTokens": formats.gemini.count(body)})
+                if method not in formats.gemini.METHODS:
+                    return self.refuse(404, formats.gemini.not_allowed(method))
+                return self.ask_panel(fmt, formats.gemini.ask(body, model, method))
+            if path == "/v1/messages/count_tokens":
+                return self.count(body.get("model"), {"input_tokens": formats.anthropic.count(body)})
+            if path == "/api/show":
+                return self.show(body)
+            if path in formats.PANEL_ROUTES:
+                return self.ask_panel(fmt, formats.read(fmt, body))
+        except formats.Unsupported as exc:  # GW-4, FMT-8 step 11
             return self.refuse(400, str(exc))
+        self.refuse(404, f"no such route; try {POST_ROUTES}")
+
+    def count(self, model, payload):
+        """A token count (FMT-9): no model is called and the rate cap is not charged.
+
+        Improvement 3: a named collection that does not resolve, or that the key may not
+        call, is a 404 (the reference counted for any name); an unnamed one still counts.
+        """
+        base = collections.split_reply(model)[0] if isinstance(model, str) else ""
+        may_call = gatekeys.may_call(self.who)
+        name = collections.resolve(base)
+        if base.strip() and (name is None or (may_call is not None and not may_call(name))):
+            return self.refuse(404, collections.choose_message(base, may_call))
+        self.send_json(200, payload)
+
+    def show(self, body):
+        """FMT-31: Ollama's model card for a collection the key may call."""
+        name = formats.ollama.shown_name(body)
+        card = formats.ollama.show(name, listing(gatekeys.may_call(self.who))["data"])
+        if card is None:
+            return self.refuse(404, formats.ollama.not_found(name))
+        self.send_json(200, card)
+
+    def ask_panel(self, fmt, ask):
+        """FMT-11..17: resolve the collection and the reply mode, then answer with a panel in `fmt`'s shape."""
         base, suffix = collections.split_reply(ask["model"])
         name = collections.resolve(base)
         if name is None:
-            return self.refuse(400 if not base.strip() else 404, collections.choose_message(base))
+            return self.refuse(400 if not base.strip() else 404,
+                               collections.choose_message(base, gatekeys.may_call(self.who)))
+        refusal = gatekeys.admit(self.who, name)  # DSP-2 scope, then DSP-3 rate cap
+        if refusal:
+            return self.refuse(*refusal)
         reply = ask["reply"] or suffix
         mode = reply or (collections.load().get(name) or {}).get("reply") or "all"
+        shown = formats.shown(fmt, name, ask)
+        if ask.get("load"):
+            return self.loaded(ask, shown)
         if mode == "route":
             return self.refuse(400, f"route mode (bench/{name}:route) is not available in this gateway yet; "
                                     "ask the panel with :all or :merged")
         if ask["agentic"]:
             return self.refuse(400, "the request carries tools, tool calls or tool results, but a panel answers "
-                                    f"with several models' text; use bench/{name}:route or "
-                                    '"bench": {"reply": "route"} for one model that can use tools')
-        shown = f"bench/{name}"
+                                    f"with several models' prose, not a tool call; use route mode instead: "
+                                    f'bench/{name}:route or "bench": {{"reply": "route"}} for one model that can '
+                                    "use tools")
+        messages = ask["messages"]
         if ask["stream"]:
-            return self.stream_panel(name, ask, reply, shown)
+            sse = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query).get("alt") == ["sse"]  # GW-6
+            writer = formats.writer(fmt, shown, formats.prompt_tokens(messages), sse)
+            return self.stream_panel(name, ask, reply, writer)
+        started = time.monotonic()
         try:
-            content, bench = panel.run(name, ask["messages"], ask["with"], reply, self.who)
+            content, bench = panel.run(name, messages, ask["with"], reply, self.who)
         except Exception as exc:  # IMP-1: every failure is answered, never a dropped connection
             return self.refuse(*panel.refusal(exc))
-        self.send_json(200, chat.reply(content, shown, bench))
+        payload, headers = formats.reply(fmt, content, shown, bench, formats.usage(messages, content),
+                                         time.monotonic() - started)
+        self.send_json(200, payload, headers)
 
-    def stream_panel(self, name, ask, reply, shown):
-        """§10: the 200 once the panel is seated (1 s grace), then each piece as it comes."""
+    def loaded(self, ask, shown):
+        """Improvement 9: Ollama's "load the model" call (no prompt) gets an empty `done` reply, no panel."""
+        payload = formats.ollama.loaded(ask, shown)
+        if not ask["stream"]:
+            return self.send_json(200, payload)
+        try:
+            self.open_stream(formats.ollama.ChatStream.content_type)
+            self.write_now(json.dumps(payload).encode() + b"\n")
+        except CLIENT_GONE:
+            pass
+
+    def open_stream(self, content_type):
+        """The head of a streamed reply (FMT-1): no Content-Length, the close ends it."""
+        self.send_response(200)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Cache-Control", "no-cache")
+        self.send_cors()
+        self.end_headers()
+
+    def stream_panel(self, name, ask, reply, make_writer):
+        """§10: the 200 once the panel is seated (1 s grace), then each piece as it comes.
+
+        `make_writer(write)` gives the format's stream writer (STR-1), so one loop serves every format.
+        """
         events = panel.start(name, ask["messages"], ask["with"], reply, self.who)
         try:
             event = events.get(timeout=STREAM_GRACE)
@@ -190,14 +283,12 @@ class Handler(BaseHTTPRequestHandler):
             event = None
         if event and event[0] == "error":
             return self.refuse(*panel.refusal(event[1]))
-        writer = chat.Stream(self.write_now, shown)
+        writer = make_writer(self.write_now)
         try:
-            self.send_response(200)
-            self.send_header("Content-Type", writer.content_type)
-            self.send_header("Cache-Control", "no-cache")
-            self.send_cors()
-            self.end_headers()
+            self.open_stream(writer.content_type)
             writer.start()
+            if event is None:
+                writer.keepalive()  # STR-4: the grace ran out, so a keep-alive follows the 200 at once
             streamed = False
             while True:
                 if event is None:
@@ -273,37 +364,27 @@ class Handler(BaseHTTPRequestHandler):
             pass
 
     def refuse(self, status, message, headers=None):
-        """Every refusal is JSON in the route's format shape (ERR-1)."""
-        self.send_json(status, chat.error_body(status, message), headers)
+        """Every refusal is JSON in the route's format shape, chosen from the path alone (ERR-1, FMT-3).
 
-    def log_request(self, code="-", size="-"):
-        guard.log(guard.access_line(self.command, self.path or "", code, self.who))
-
-    def log_message(self, format, *args):
-        guard.log(f"{self.log_date_time_string()} {guard.mask_secrets(format % args)}")
+        OPTIONS refusals always use the chat shape.
+        """
+        fmt = "chat" if self.command == "OPTIONS" else formats.format_of(self.path or "")
+        self.send_json(status, formats.error_body(fmt, status, message), headers)
 
 
-class Server(ThreadingHTTPServer):
-    """One thread per connection, a deep listen backlog so bursts queue instead of being reset."""
-
-    daemon_threads = True
-    request_queue_size = 1024
-    allow_reuse_address = True
+class Server(httpserver.Server):
+    """The shared server (deadlines, connection cap, head limits) with the gateway's handler."""
 
     def __init__(self, address, handler=Handler):
-        host = address[0].strip("[]")
-        try:
-            if ipaddress.ip_address(host).version == 6:  # IMP-18
-                self.address_family = socket.AF_INET6
-        except ValueError:
-            pass
-        super().__init__((host, address[1]), handler)
+        super().__init__(address, handler)
 
 
 def serve(host="127.0.0.1", port=0):
     """A gateway on a thread (tests, the demo): returns the server; `server.shutdown()` stops it."""
     server = Server((host, port))
-    threading.Thread(target=server.serve_forever, name="gateway", daemon=True).start()
+    # a short poll so shutdown() returns at once (tests start and stop many servers)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="gateway",
+                     daemon=True).start()
     return server
 
 
@@ -317,7 +398,9 @@ def main(argv=None):
     problem = guard.startup_problem(address)
     if problem:
         sys.exit(problem)
-    port = args.port if args.port is not None else int(os.environ.get("BENCH_GATEWAY_PORT") or 8123)
+    for warning in guard.startup_warnings():
+        print(f"warning: {warning}", file=sys.stderr)
+    port = args.port if args.port is not None else guard.port_setting("BENCH_GATEWAY_PORT", 8123)
     upstream = None
     if args.demo:
         upstream = demo.start_demo()

@@ -2,7 +2,9 @@
 
 `ask(body)` reads a request into an Ask; `reply()` and `Stream` write the answer;
 `error_body()` is the refusal shape shared with legacy completions. The other
-formats (Anthropic, Responses, Ollama, Gemini) provide the same three pieces.
+formats (Anthropic, Responses, Ollama, Gemini, in `metrics.formats`) provide the
+same pieces and share `bench_fields()` and `options()`, the checks and readings
+every body gets (formats.md FMT-10, §3.2).
 """
 
 import json
@@ -18,6 +20,37 @@ class Unsupported(ValueError):
     """A request this format cannot put to a panel (400, GW-4)."""
 
 
+def bench_fields(body):
+    """`(model, with, reply)` of any format's body, or `Unsupported` with why (FMT-10, ASK-1).
+
+    Any falsy `model`, `with` or `bench` reads as none (corrections from testing).
+    """
+    model = body.get("model") or ""
+    if not isinstance(model, str):
+        raise Unsupported('"model" must be a collection name such as bench/core')
+    nominees = body.get("with") or []
+    if not isinstance(nominees, list) or not all(isinstance(a, str) for a in nominees):
+        raise Unsupported('"with" must be a list of model aliases')
+    bench = body.get("bench") or {}
+    if not isinstance(bench, dict) or ("reply" in bench and bench["reply"] not in REPLY_MODES):
+        raise Unsupported('"bench" must be an object whose "reply" is "all", "merged" or "route"')
+    return model, nominees, bench.get("reply", "")
+
+
+def options(max_tokens=None, temperature=None, top_p=None, stop=None):
+    """The Ask's `options` (§3.2): `None` dropped, `stop` always a list. Read by a panel, never forwarded."""
+    if isinstance(stop, str):
+        stop = [stop]
+    found = {"max_tokens": max_tokens, "temperature": temperature, "top_p": top_p, "stop": stop}
+    return {k: v for k, v in found.items() if v is not None}
+
+
+def agentic(upstream, messages):
+    """True when the request carries tools, tool calls or tool results (§3.2): a panel refuses it."""
+    return bool(upstream.get("tools")) or any(
+        isinstance(m, dict) and (m.get("role") == "tool" or m.get("tool_calls")) for m in messages)
+
+
 def ask(body):
     """The Ask of a chat completions body (ASK-1), or `Unsupported` with why."""
     messages = body.get("messages")
@@ -26,29 +59,19 @@ def ask(body):
     if "functions" in body or "function_call" in body or any(
             m.get("role") == "function" or "function_call" in m for m in messages):
         raise Unsupported(LEGACY_FUNCTIONS)
-    model = body.get("model") or ""
-    if not isinstance(model, str):
-        raise Unsupported('"model" must be a collection name such as bench/core')
-    nominees = body.get("with") or []  # any falsy value reads as none (corrections from testing)
-    if not isinstance(nominees, list) or not all(isinstance(a, str) for a in nominees):
-        raise Unsupported('"with" must be a list of model aliases')
-    bench = body.get("bench") or {}
-    if not isinstance(bench, dict) or ("reply" in bench and bench["reply"] not in REPLY_MODES):
-        raise Unsupported('"bench" must be an object whose "reply" is "all", "merged" or "route"')
-    options = {k: body[k] for k in ("temperature", "top_p", "stop") if body.get(k) is not None}
-    max_tokens = body.get("max_completion_tokens") or body.get("max_tokens")
-    if max_tokens is not None:
-        options["max_tokens"] = max_tokens
+    model, nominees, reply_mode = bench_fields(body)
+    upstream = {k: v for k, v in body.items()
+                if k not in ("model", "messages", "stream", "stream_options", "with", "bench")}
     return {
         "model": model,
         "messages": messages,
         "stream": bool(body.get("stream")),
-        "options": options,
+        "options": options(body.get("max_completion_tokens") or body.get("max_tokens"), body.get("temperature"),
+                           body.get("top_p"), body.get("stop")),
         "with": nominees,
-        "reply": bench.get("reply", ""),
-        "upstream": {k: v for k, v in body.items()
-                     if k not in ("model", "messages", "stream", "stream_options", "with", "bench")},
-        "agentic": bool(body.get("tools")) or any(m.get("role") == "tool" or m.get("tool_calls") for m in messages),
+        "reply": reply_mode,
+        "upstream": upstream,
+        "agentic": agentic(upstream, messages),
     }
 
 

@@ -17,9 +17,13 @@ Connections are kept alive in a pool shared by threads: a connection serves one
 call at a time and goes back only when its reply was read to the end and the
 server did not ask to close. A panel pays connection set-up once, not per seat.
 
-Only the chat completions API is spoken so far. `APIS` maps an endpoint's `api`
-to its (build, read) pair; the native Anthropic, Gemini and Responses ones slot
-in there. Steps other modules own slot into `PREFLIGHT` (sign-in renewal before
+`APIS` maps an endpoint's `api` to its (build, read) pair: chat completions,
+and the native Anthropic, Gemini and Responses APIs, whose requests and readers
+are the gateway's own format translators run in reverse (`metrics.formats`), so
+a model on a native endpoint sits in a panel like any other. Native APIs take
+no tool turns and none of a caller's own request fields (REQ-6..8).
+
+Steps other modules own slot into `PREFLIGHT` (sign-in renewal before
 `require_key`; the free-tier guard, then pacing, after `name_connection`), and
 quota records hear every response through `OBSERVERS` (RET-7).
 
@@ -28,7 +32,10 @@ Improvements over the reference (models.md, "Improvements worth making"):
 - 6: swaps are judged with `catalog.norm_model`, the one normaliser;
 - 14: a plain JSON reply calls `on_delta` once with its reasoning and once with its text,
   so streaming callers behave the same for both kinds of reply (STR-11 said none);
-- 15: a short success reply that reads as a provider notice is flagged in the ledger line.
+- 15: a short success reply that reads as a provider notice is flagged in the ledger line;
+- 10: Responses reasoning summaries are kept in `reasoning`, and a completed response finishes `stop`;
+- 11: a native reply that is not a stream is read as one JSON object, or (Gemini) a JSON array of
+  chunks; for the Responses API too, whose reply the reference read only as events (STR-5).
 
     python -m metrics.client ALIAS "PROMPT"    one call (timeout 120 s); prints the answer or the error
     python -m metrics.client --selftest        the reply parsers' self-checks
@@ -47,7 +54,7 @@ import time
 from email.utils import parsedate_to_datetime
 from urllib.parse import urlsplit
 
-from metrics import catalog, connections, endpoints, fileio, keys, learn, ledger, notices, paths, registry
+from metrics import catalog, connections, endpoints, fileio, formats, keys, learn, ledger, notices, paths, registry
 
 DEFAULT_TIMEOUT = 420
 CLI_TIMEOUT = 120
@@ -559,8 +566,104 @@ def build_chat(call, prompt, system, messages, body):
     return call.base + "/chat/completions", payload
 
 
+def _native(call, prompt, system, messages, body):
+    """The messages a native API is sent (REQ-6): a caller's own request fields never go there."""
+    if body:
+        raise Stop(f"Error: client failed: a request's own fields (tools and the rest) go to chat completions "
+                   f"only, not the {call.api} API")
+    if messages is None:
+        messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
+    return messages
+
+
+def build_anthropic(call, prompt, system, messages, body):
+    """POST `<base>/messages` (REQ-2, OUT-2); tool turns are refused (REQ-8)."""
+    messages = _native(call, prompt, system, messages, body)
+    served = call.registration.get("model_name") or call.alias
+    try:
+        payload = formats.anthropic.request(served, messages, registry.options(call.alias), stream=True)
+    except formats.Unsupported as exc:
+        raise Stop(f"Error: client failed: {exc}") from exc
+    return call.base + "/messages", payload
+
+
+def build_gemini(call, prompt, system, messages, body):
+    """POST `<base>/models/<model>:streamGenerateContent?alt=sse` (REQ-3, OUT-3); tool turns are refused (REQ-8)."""
+    messages = _native(call, prompt, system, messages, body)
+    served = call.registration.get("model_name") or call.alias
+    try:
+        payload = formats.gemini.request(messages, registry.options(call.alias))
+    except formats.Unsupported as exc:
+        raise Stop(f"Error: client failed: {exc}") from exc
+    return formats.gemini.url(call.base, served), payload
+
+
+def build_responses(call, prompt, system, messages, body):
+    """POST `<base>/responses` (REQ-4): the prompt alone, never stored; model options are not applied."""
+    _native(call, prompt, system, None, body)
+    if messages is not None:
+        raise Stop("Error: client failed: given messages are sent to chat completions only, not the Responses API")
+    payload = {"model": call.registration.get("model_name") or call.alias,
+               "input": [{"role": "user", "content": prompt}], "stream": True, "store": False}
+    if system:
+        payload["instructions"] = system
+    return call.base + "/responses", payload
+
+
+READERS = {"anthropic": formats.anthropic.Reader, "gemini": formats.gemini.Reader,
+           "responses": formats.responses.Reader}
+
+
+def _blocked(event):
+    """STR-15: a Gemini prompt its filters refused, as the error text; `""` when not."""
+    feedback = event.get("promptFeedback")
+    reason = feedback.get("blockReason") if isinstance(feedback, dict) else None
+    return f"Error: client failed: the prompt was blocked ({reason}): {event!r}" if reason else ""
+
+
+def read_native(call, resp, sock):
+    """A native API's reply (STR-5, STR-14..16): its event stream, else one JSON object (a Gemini array too)."""
+    reader = READERS[call.api]()
+    if "text/event-stream" in (resp.getheader("Content-Type") or "").lower():
+        events = sse(_chunks(call, resp, sock))
+    else:
+        blob = b"".join(_chunks(call, resp, sock))
+        try:
+            parsed = json.loads(blob)
+        except ValueError:
+            return _reply(error="Error: client failed: the reply was not JSON: "
+                                + blob[:EXCERPT].decode("utf-8", "replace"))
+        events = parsed if isinstance(parsed, list) else [parsed]
+    heard = False
+    try:
+        for event in events:
+            if event is DONE:
+                break
+            if not isinstance(event, dict):
+                continue
+            blocked = _blocked(event) if call.api == "gemini" else ""
+            if blocked:
+                return _reply(error=blocked)
+            for kind, piece in reader.feed(event):
+                heard = heard or kind == "text"
+                call.delta(kind, piece)
+        reader.end()
+    except formats.UpstreamError as exc:
+        return _reply(error=f"Error: Error code: {exc.code} - {exc.payload!r}")
+    if not reader.done:
+        if call.api == "responses":
+            return _reply(error="Error: client failed: the stream ended before response.completed")
+        return _reply(error=f"Error: client failed: the stream broke off before it finished "
+                            f"({len(reader.text)} characters in)")
+    if not heard:
+        call.delta("text", reader.text)  # a Response object read whole: its text is heard once
+    return _reply(text=reader.text, reasoning=reader.reasoning, model=reader.model, usage=reader.usage,
+                  finish=reader.finish)
+
+
 # api name -> (build(call, prompt, system, messages, body) -> (url, payload), read(call, resp, sock) -> reply)
-APIS = {"chat": (build_chat, read_chat)}
+APIS = {"chat": (build_chat, read_chat), "anthropic": (build_anthropic, read_native),
+        "gemini": (build_gemini, read_native), "responses": (build_responses, read_native)}
 
 
 # ---------------------------------------------------------------- pre-flight

@@ -38,6 +38,21 @@ Decisions the brief left open (written down for the next engineer):
 - Precedence of the answer: echo, then answer, then the notice text, then words, then the persona.
 - Nothing is logged: request bodies (and image data) live only in `Upstream.requests`, in memory.
 - Waits use an Event rather than time.sleep so `stop()` returns at once even with a "slow" reply in flight.
+
+Native APIs (formats.md §12, TST-1): the same models also answer Anthropic Messages
+(`POST …/messages`), Gemini (`POST …/models/<m>:generateContent` / `:streamGenerateContent`,
+`GET …/v1beta/models`) and OpenAI Responses (`POST …/responses`), so the built-in client's
+native calls are tested for real. `up.url(api)` gives each API its own root
+(`/anthropic/v1`, `/gemini/v1beta`, `/responses/v1`) so endpoints on one upstream stay
+apart; `register(up, api=...)` points an endpoint there. Requests are read with the
+gateway's own format readers; replies carry reasoning as each API does (a thinking block,
+`thought` parts, reasoning summary deltas). Failure modes map onto each API:
+- error replies keep their status with the API's error body (a 429 says `rate_limit_error`
+  or `RESOURCE_EXHAUSTED`);
+- `error200` fails after the 200: Anthropic an `overloaded_error` event, Gemini an error
+  chunk, Responses `response.failed` (a whole error object when not streamed);
+- `drop` breaks the stream off before its end (no `message_stop`, no finishReason,
+  no `response.completed`).
 """
 
 import argparse
@@ -51,9 +66,9 @@ import tempfile
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
-from metrics import collections, endpoints, fileio, paths, registry
+from metrics import collections, endpoints, fileio, formats, paths, registry
 
 CREATED = 1700000000
 OWNER = "benchwarmers-demo"
@@ -68,6 +83,7 @@ ERROR_REPLIES = {
 }
 BASE_PARAMETERS = ["max_tokens", "temperature", "top_p", "stop", "stream", "stream_options"]
 DROP_AFTER = 3  # content chunks a dropped stream sends before the connection closes
+ROOTS = {"chat": "/v1", "anthropic": "/anthropic/v1", "responses": "/responses/v1", "gemini": "/gemini/v1beta"}
 VOCABULARY = ("review", "patch", "thread", "lock", "cache", "retry", "buffer", "parser", "token", "stream",
               "index", "schema", "branch", "commit", "test", "fixture", "queue", "socket", "header", "payload")
 
@@ -322,6 +338,29 @@ def error_body(message, code):
     return {"error": {"message": message, "code": code}}
 
 
+def api_of(route):
+    """Which API a path speaks, for its key header and error shape: Anthropic and Gemini by their
+    paths or roots, everything else OpenAI's (the Responses API included)."""
+    if route.endswith("/messages") or route.startswith(ROOTS["anthropic"] + "/"):
+        return "anthropic"
+    if "/v1beta/" in route or route.endswith("/v1beta"):
+        return "gemini"
+    if route.endswith("/responses"):
+        return "responses"
+    return "chat"
+
+
+def gemini_row(name, spec):
+    """One Gemini listing row (EP-11 reads `models[]` with generateContent among the methods)."""
+    row = {"name": f"models/{name}", "displayName": name,
+           "supportedGenerationMethods": ["generateContent", "streamGenerateContent", "countTokens"]}
+    if "context_window" in spec:
+        row["inputTokenLimit"] = spec["context_window"]
+    if "max_output" in spec:
+        row["outputTokenLimit"] = spec["max_output"]
+    return row
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     # One token per write: with Nagle on, small writes wait for the peer's delayed ACK (~40 ms each).
@@ -350,16 +389,41 @@ class Handler(BaseHTTPRequestHandler):
             body = None
         route = urlsplit(self.path).path.rstrip("/")
         up.record(self.command, self.path, self.headers, body)
-        if up.key is not None and self.headers.get("Authorization") != f"Bearer {up.key}":
-            self.send_json(401, error_body("Invalid API key", 401))
-        elif self.command == "GET" and route in ("/v1/models", "/models"):
+        api = api_of(route)
+        gemini = formats.gemini.model_path(route[route.find("/v1beta/"):]) if "/v1beta/" in route else None
+        if gemini and gemini[1] not in formats.gemini.METHODS:
+            gemini = None
+        if up.key is not None and not self.authorized(api):
+            self.refuse(401, error_body("Invalid API key", 401), api=api)
+        elif self.command == "GET" and route.endswith("/v1beta/models"):
+            self.send_json(200, {"models": up.gemini_listing()})
+        elif self.command == "GET" and route.endswith("/models"):
             self.send_json(200, {"object": "list", "data": up.listing()})
-        elif self.command == "POST" and route in ("/v1/chat/completions", "/chat/completions"):
+        elif self.command == "POST" and route.endswith("/chat/completions"):
             self.chat(body)
         elif self.command == "POST" and route in ("/v1/decisions", "/decisions"):
             self.decide(body)
+        elif self.command == "POST" and (route.endswith(("/messages", "/responses")) or gemini):
+            self.native(api, body, *(gemini or ()))
         else:
-            self.send_json(404, error_body(f"Not found: {self.command} {route}", 404))
+            self.refuse(404, error_body(f"Not found: {self.command} {route}", 404), api=api)
+
+    def authorized(self, api):
+        """The key in the header each API sends it in (EP-7); Gemini also takes `?key=`."""
+        key = self.server.upstream.key
+        if api == "anthropic":
+            return self.headers.get("x-api-key") == key
+        if api == "gemini":
+            return self.headers.get("x-goog-api-key") == key or parse_qs(urlsplit(self.path).query).get("key") == [key]
+        return self.headers.get("Authorization") == f"Bearer {key}"
+
+    def refuse(self, status, payload, headers=(), api="chat"):
+        """An error reply in `api`'s own shape; a None payload is the HTML 502 page."""
+        if payload is None:
+            return self.send_bytes(status, BAD_GATEWAY_HTML, "text/html; charset=utf-8")
+        if api != "chat":
+            payload = formats.error_body(api, status, str((payload.get("error") or {}).get("message") or ""))
+        self.send_json(status, payload, headers)
 
     def read_body(self):
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
@@ -388,26 +452,36 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def chat(self, body):
-        up = self.server.upstream
         if not isinstance(body, dict):
             return self.send_json(400, error_body("The request body must be a JSON object", 400))
-        name = body.get("model")
+        messages = body.get("messages") if isinstance(body.get("messages"), list) else []
+        reply, refusal = self.answer(body.get("model"), messages, requested_max_tokens(body))
+        if refusal:
+            return self.refuse(*refusal)
+        if body.get("stream"):
+            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            self.stream(reply, include_usage)
+        else:
+            self.plain(reply)
+
+    def answer(self, name, messages, max_tokens):
+        """What model `name` says to `messages`, in no API's shape: `(reply, None)`, or
+        `(None, (status, OpenAI-shaped error body or None for the HTML 502, headers))`."""
+        up = self.server.upstream
         spec, count, seq = up.take(name)
         if spec is None:
-            return self.send_json(404, error_body(f"Model not found: {name}", 404))
-        max_tokens = requested_max_tokens(body)
+            return None, (404, error_body(f"Model not found: {name}", 404), [])
         fail = fail_mode(spec, count, max_tokens)
         if fail == "slow":
             up.pause(spec.get("delay", 30))
         if "max_tokens_limit" in spec and max_tokens is not None and max_tokens >= spec["max_tokens_limit"]:
-            return self.send_json(400, {"error": {"message": "max_tokens is too large"}})
+            return None, (400, {"error": {"message": "max_tokens is too large"}}, [])
         if fail in ERROR_REPLIES:
             status, payload = ERROR_REPLIES[fail]
             retry = [("Retry-After", str(spec.get("retry_after", 1)))] if fail == "429" else []
-            return self.send_json(status, payload, retry)
+            return None, (status, payload, retry)
         if fail == "502html":
-            return self.send_bytes(502, BAD_GATEWAY_HTML, "text/html; charset=utf-8")
-        messages = body.get("messages") if isinstance(body.get("messages"), list) else []
+            return None, (502, None, [])
         if fail == "empty":
             content = ""
         elif fail == "length_empty":
@@ -422,11 +496,7 @@ class Handler(BaseHTTPRequestHandler):
                  "finish": "length" if fail == "length_empty" else "stop",
                  "usage": usage(messages, content, reasoning),
                  "latency": spec.get("latency", 0), "drop": fail == "drop"}
-        if body.get("stream"):
-            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-            self.stream(reply, include_usage)
-        else:
-            self.plain(reply)
+        return reply, None
 
     def decide(self, body):
         """A Decisions API answer (the shape picker's contract, SHP-4): the model's `decisions` spec, as given."""
@@ -451,7 +521,11 @@ class Handler(BaseHTTPRequestHandler):
         data = json.dumps({"id": reply["id"], "object": "chat.completion", "created": reply["created"],
                            "model": reply["model"], "usage": reply["usage"],
                            "choices": [{"index": 0, "message": message, "finish_reason": reply["finish"]}]}).encode()
-        if not reply["drop"]:
+        self.whole(data, reply["drop"])
+
+    def whole(self, data, drop):
+        """A plain JSON reply; with `drop`, a mid-body break."""
+        if not drop:
             return self.send_bytes(200, data, "application/json")
         # Promise the whole body, send half, hang up: a mid-body break.
         self.send_response(200)
@@ -497,6 +571,203 @@ class Handler(BaseHTTPRequestHandler):
             send_chunk([], usage=reply["usage"])
         emit(b"data: [DONE]\n\n")
         self.wfile.write(b"0\r\n\r\n")
+
+
+    # -- native APIs: Anthropic Messages, Gemini, OpenAI Responses ---------------
+
+    def native(self, api, body, model=None, method=None):
+        """A native request, read with the gateway's own format readers and answered in `api`'s shape."""
+        if not isinstance(body, dict):
+            return self.refuse(400, error_body("The request body must be a JSON object", 400), api=api)
+        try:
+            if api == "gemini":
+                messages = formats.gemini.ask(body, model, method)["messages"]
+                config = body.get("generationConfig") if isinstance(body.get("generationConfig"), dict) else {}
+                name, stream, budget = model, method == "streamGenerateContent", config.get("maxOutputTokens")
+            else:
+                messages = formats.read(api, body)["messages"]
+                name, stream = body.get("model"), bool(body.get("stream"))
+                budget = body.get("max_tokens" if api == "anthropic" else "max_output_tokens")
+        except formats.Unsupported as exc:
+            return self.refuse(400, error_body(str(exc), 400), api=api)
+        reply, refusal = self.answer(name, messages, budget if isinstance(budget, int) else None)
+        if refusal and refusal[0] != 200:
+            return self.refuse(*refusal, api=api)
+        if refusal:  # error200: the failure comes after the 200, in the API's own way
+            reply = {"id": f"demo{int(time.time())}", "created": int(time.time()), "model": name, "content": "",
+                     "reasoning": "", "finish": "stop", "usage": usage(messages, "", ""), "latency": 0,
+                     "drop": False, "failed": refusal[1]["error"]["message"]}
+        sse = parse_qs(urlsplit(self.path).query).get("alt") == ["sse"]
+        {"anthropic": self.as_anthropic, "gemini": self.as_gemini, "responses": self.as_responses}[api](reply, stream, sse)
+
+    def open_events(self, drop, content_type="text/event-stream"):
+        """The head of a native stream; returns `emit(bytes)` (chunked, or close-delimited for a drop)."""
+        self.send_response(200)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection" if drop else "Transfer-Encoding", "close" if drop else "chunked")
+        self.end_headers()
+
+        def emit(data):
+            self.wfile.write(data if drop else b"%x\r\n%s\r\n" % (len(data), data))
+        return emit
+
+    def close_events(self):
+        self.wfile.write(b"0\r\n\r\n")
+
+    def pieces(self, reply):
+        """`(kind, token)` in order, reasoning first; a dropped reply stops a few content tokens in."""
+        found = [("reasoning", t) for t in tokens(reply["reasoning"])]
+        found += [("text", t) for t in tokens(reply["content"])][: DROP_AFTER if reply["drop"] else None]
+        return found
+
+    def as_anthropic(self, reply, stream, sse):
+        up = self.server.upstream
+        counts = reply["usage"]
+        stop = "max_tokens" if reply["finish"] == "length" else "end_turn"
+        failed = {"type": "error", "error": {"type": "overloaded_error", "message": reply.get("failed") or ""}}
+        if not stream:
+            up.pause(reply["latency"])
+            if reply.get("failed"):
+                return self.send_json(200, failed)
+            blocks = []
+            if reply["reasoning"]:
+                blocks.append({"type": "thinking", "thinking": reply["reasoning"], "signature": ""})
+            blocks.append({"type": "text", "text": reply["content"] or ""})
+            message = {"id": f"msg_{reply['id']}", "type": "message", "role": "assistant", "model": reply["model"],
+                       "content": blocks, "stop_reason": stop, "stop_sequence": None,
+                       "usage": {"input_tokens": counts["prompt_tokens"],
+                                 "output_tokens": counts["completion_tokens"]}}
+            return self.whole(json.dumps(message).encode(), reply["drop"])
+        emit = self.open_events(reply["drop"])
+
+        def event(payload):
+            emit(formats.common.sse(payload, payload["type"]))
+
+        event({"type": "message_start", "message": {
+            "id": f"msg_{reply['id']}", "type": "message", "role": "assistant", "model": reply["model"],
+            "content": [], "stop_reason": None, "stop_sequence": None,
+            "usage": {"input_tokens": counts["prompt_tokens"], "output_tokens": 1}}})
+        if reply.get("failed"):
+            event(failed)
+            return self.close_events()
+        pieces = self.pieces(reply)
+        step = reply["latency"] / (len(pieces) + 1)
+        index, kind_open = 0, None
+        for kind, piece in pieces:
+            if kind != kind_open:
+                if kind_open:
+                    event({"type": "content_block_stop", "index": index})
+                    index += 1
+                    event({"type": "ping"})
+                block = {"type": "thinking", "thinking": ""} if kind == "reasoning" else {"type": "text", "text": ""}
+                event({"type": "content_block_start", "index": index, "content_block": block})
+                kind_open = kind
+            up.pause(step)
+            delta = {"type": "thinking_delta", "thinking": piece} if kind == "reasoning" else \
+                {"type": "text_delta", "text": piece}
+            event({"type": "content_block_delta", "index": index, "delta": delta})
+        if reply["drop"]:
+            return
+        if kind_open:
+            event({"type": "content_block_stop", "index": index})
+        up.pause(step)
+        event({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
+               "usage": {"output_tokens": counts["completion_tokens"]}})
+        event({"type": "message_stop"})
+        self.close_events()
+
+    def as_gemini(self, reply, stream, sse):
+        up = self.server.upstream
+        counts = reply["usage"]
+        thoughts = (counts.get("completion_tokens_details") or {}).get("reasoning_tokens", 0)
+        meta = {"promptTokenCount": counts["prompt_tokens"],
+                "candidatesTokenCount": counts["completion_tokens"] - thoughts,
+                "totalTokenCount": counts["total_tokens"]}
+        if thoughts:
+            meta["thoughtsTokenCount"] = thoughts
+        finish = "MAX_TOKENS" if reply["finish"] == "length" else "STOP"
+        failed = formats.gemini.error_body(500, reply.get("failed") or "")
+
+        def chunk(parts, last=False):
+            candidate = {"content": {"role": "model", "parts": parts}, "index": 0}
+            out = {"candidates": [candidate], "modelVersion": reply["model"], "responseId": reply["id"]}
+            if last:
+                candidate["finishReason"] = finish
+                out["usageMetadata"] = meta
+            return out
+
+        if not stream:
+            up.pause(reply["latency"])
+            if reply.get("failed"):
+                return self.send_json(200, failed)
+            parts = [{"text": reply["reasoning"], "thought": True}] if reply["reasoning"] else []
+            return self.whole(json.dumps(chunk(parts + [{"text": reply["content"] or ""}], True)).encode(),
+                              reply["drop"])
+        emit = self.open_events(reply["drop"], "text/event-stream" if sse else "application/json")
+        sent = 0
+
+        def element(obj, end=False):
+            nonlocal sent
+            data = json.dumps(obj).encode()
+            emit(b"data: " + data + b"\n\n" if sse else (b"," if sent else b"[") + data + (b"]" if end else b""))
+            sent += 1
+
+        if reply.get("failed"):
+            element(failed, True)
+            return self.close_events()
+        pieces = self.pieces(reply)
+        step = reply["latency"] / (len(pieces) + 1)
+        for kind, piece in pieces:
+            up.pause(step)
+            element(chunk([{"text": piece, "thought": True} if kind == "reasoning" else {"text": piece}]))
+        if reply["drop"]:
+            return
+        up.pause(step)
+        element(chunk([{"text": ""}], True), True)
+        self.close_events()
+
+    def as_responses(self, reply, stream, sse):
+        up = self.server.upstream
+        counts = reply["usage"]
+        thoughts = (counts.get("completion_tokens_details") or {}).get("reasoning_tokens", 0)
+        used = {"input_tokens": counts["prompt_tokens"], "input_tokens_details": {"cached_tokens": 0},
+                "output_tokens": counts["completion_tokens"], "output_tokens_details": {"reasoning_tokens": thoughts},
+                "total_tokens": counts["total_tokens"]}
+        item = formats.responses.message_item(f"msg_{reply['id']}", reply["content"] or "")
+
+        def response(status, output, **extra):
+            return formats.responses.response(f"resp_{reply['id']}", reply["created"], reply["model"], status,
+                                              output, used, **extra)
+
+        failed = response("failed", [], error={"code": "server_error", "message": reply.get("failed") or ""})
+        if not stream:
+            up.pause(reply["latency"])
+            whole = failed if reply.get("failed") else response("completed", [item])
+            return self.whole(json.dumps(whole).encode(), reply["drop"])
+        emit = self.open_events(reply["drop"])
+        sequence = 0
+
+        def event(kind, **fields):
+            nonlocal sequence
+            emit(formats.common.sse({"type": kind, "sequence_number": sequence, **fields}, kind))
+            sequence += 1
+
+        event("response.created", response=response("in_progress", []))
+        if reply.get("failed"):
+            event("response.failed", response=failed)
+            return self.close_events()
+        pieces = self.pieces(reply)
+        step = reply["latency"] / (len(pieces) + 1)
+        for kind, piece in pieces:
+            up.pause(step)
+            name = "response.reasoning_summary_text.delta" if kind == "reasoning" else "response.output_text.delta"
+            event(name, item_id=item["id"], output_index=0, delta=piece)
+        if reply["drop"]:
+            return
+        up.pause(step)
+        event("response.completed", response=response("completed", [item]))
+        self.close_events()
 
 
 class Server(ThreadingHTTPServer):
@@ -561,6 +832,10 @@ class Upstream:
     def base_url(self):
         return f"http://{self.host}:{self.port}/v1"
 
+    def url(self, api="chat"):
+        """The base URL an endpoint of `api` uses here: each native API has its own root (see ROOTS)."""
+        return f"http://{self.host}:{self.port}{ROOTS[api]}"
+
     def start(self):
         self.server = Server((self.host, self.wanted_port), self)
         self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05},
@@ -622,6 +897,11 @@ class Upstream:
             models = [(name, dict(spec)) for name, spec in self.models.items()]
         return [listing_row(name, spec) for name, spec in models if spec.get("fail") != "404"]
 
+    def gemini_listing(self):
+        with self.lock:
+            models = [(name, dict(spec)) for name, spec in self.models.items()]
+        return [gemini_row(name, spec) for name, spec in models if spec.get("fail") != "404"]
+
     def pause(self, seconds):
         """Wait in the handler thread; abandon the reply if the upstream is stopping."""
         if seconds > 0 and self.stopping.wait(seconds):
@@ -633,8 +913,14 @@ def main(argv=None):
                                      description="Serve the demo models as a local OpenAI-compatible upstream.")
     parser.add_argument("--port", type=int, default=8124, help="port to listen on (0 picks a free one)")
     parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--models", metavar="JSON_FILE",
+                        help="serve the models of this JSON file ({name: spec}) instead of the demo's (benchmarks)")
     args = parser.parse_args(argv)
-    with Upstream(host=args.host, port=args.port) as up:
+    models = None
+    if args.models:
+        with open(args.models, encoding="utf-8") as f:
+            models = json.load(f)
+    with Upstream(models=models, host=args.host, port=args.port) as up:
         print(up.base_url, flush=True)
         print(f"models: {', '.join(up.models)}  (ctrl-c to stop)", flush=True)
         try:
@@ -649,15 +935,21 @@ if __name__ == "__main__":
     sys.exit(main())
 
 
-def register(up, endpoint="demo", aliases=None, default=True):
+def register(up, endpoint="demo", aliases=None, default=True, api="chat", key=""):
     """Point the current data folder at `up`: an endpoint entry plus one registration per alias.
 
     `aliases` maps alias -> served model name (default: every model under its own name).
+    `api` ("anthropic", "gemini", "responses") makes it a native endpoint on that API's root;
+    `key` names the stored key its registrations send.
     The demo, the tests and the benchmarks all build their bench this way.
     """
     def add(data):
-        data[endpoint] = {"base": up.base_url, "key": "", "kind": "local", "default": default,
-                          "decisions": up.base_url + "/{path}"}
+        entry = {"base": up.url(api), "key": key, "kind": "local", "default": default}
+        if api == "chat":
+            entry["decisions"] = up.base_url + "/{path}"
+        else:
+            entry["api"] = api
+        data[endpoint] = entry
 
     fileio.update(endpoints.path(), add)
     for alias, served in (aliases or {name: name for name in up.models}).items():

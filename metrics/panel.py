@@ -174,7 +174,7 @@ FOOTER = (
     "---\n"
     "Once you have checked an answer against the code, record a verdict for its seat, useful or not.\n"
     "Send `POST /bench/verdict` to this same server (see `bench.verdict`), or run "
-    '`python -m metrics.offload verdict <call id> --useful|--not-useful --note "..."`.'
+    '`python metrics/offload.py verdict <call id> --useful|--not-useful --note "..."`.'
 )
 
 
@@ -218,7 +218,9 @@ class Plan:
         self.needed = images.request_estimate(self.system, self.prompt, self.image_count)
         self.skipped = []
         self.notes = []
-        self._seat_members(collection.get("members") or [], nominees)
+        members = collection.get("members")
+        # a hand-edited string must not seat its letters; the listing reads it as no members too
+        self._seat_members(members if isinstance(members, list) else [], nominees)
         self.merged = (reply or collection.get("reply") or "all") == "merged"
         self._merger_choice()
         self._shape()
@@ -278,7 +280,8 @@ class Plan:
         wanted = [a for a in wanted if not too_small(a, self.needed)]
         if wanted and not self.explorer_count:
             for alias in wanted:
-                self.skip("with", alias, f"bench/{self.name} leaves no explorer seat (its members fill max_calls)")
+                self.skip("with", alias, f"bench/{self.name} leaves no explorer seat "
+                                         "(max_calls and max_explorers in config/gateway.json)")
             wanted = []
         self.nominees = wanted
 

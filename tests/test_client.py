@@ -336,8 +336,9 @@ def test_preflight_failures_send_nothing_cl2(bench):
     assert res["error"] == "Error: client failed: no model is registered as 'nobody'" and res["attempts"] == 0
     register({"demo": {"base": bench.base_url}, "native": {"base": bench.base_url + "/native", "api": "anthropic"}},
              {"claude": ("claude", "native")})
-    res = client.chat("claude", "hi")
-    assert res["error"] == "Error: client failed: the anthropic API is not supported yet"
+    res = client.chat("claude", "hi", body={"tools": []})
+    assert res["error"] == ("Error: client failed: a request's own fields (tools and the rest) go to chat "
+                            "completions only, not the anthropic API")  # REQ-6
     text = registry.path().read_text() + '\n- model_id: local\n  model_name: m\n  api_base: "file:///etc"\n'
     fileio.write_atomic(registry.path(), text)
     res = client.chat("local", "hi")

@@ -1,0 +1,255 @@
+"""Conversions every format shares (formats.md §0, §3.2, §4, §12).
+
+Each reader turns its client's request into the one Ask the panel (and, later,
+route mode) takes: OpenAI-style messages with images as `image_url` parts, so
+the panel's image checks and vision filter see them whatever the client spoke.
+What cannot be carried over is refused with why (`Unsupported`, a 400), never
+dropped: a seat that silently lost part of a request would answer something else.
+
+The outbound half (the built-in client calling a native API) uses the same
+conversions in reverse; its readers raise `UpstreamError` for an error the
+upstream sent, and the client turns that into its error text.
+"""
+
+import base64
+import binascii
+import json
+import mimetypes
+import secrets
+import urllib.parse
+
+from metrics import chat, images
+
+Unsupported = chat.Unsupported
+TOOL_TURNS = "tool calls and results are sent to chat completions only, not a native API"
+ONLY_IMAGES = "only images can be passed to a panel"
+MAGIC = ((b"\x89PNG", "image/png"), (b"\xff\xd8\xff", "image/jpeg"), (b"GIF8", "image/gif"),
+         (b"RIFF", "image/webp"), (b"BM", "image/bmp"))
+
+
+class UpstreamError(Exception):
+    """An error a native upstream sent (OUT-6): `code` as its API names it, `payload` the object itself."""
+
+    def __init__(self, message, code, payload):
+        super().__init__(message)
+        self.code = code
+        self.payload = payload
+
+
+def hex24():
+    return secrets.token_hex(12)
+
+
+def prompt_tokens(messages):
+    """P(messages) of §0: the panel's flattening and estimate, 2,500 per valid image."""
+    system, prompt = images.flatten(messages)
+    return images.request_estimate(system, prompt, images.count(messages))
+
+
+def usage(messages, content):
+    """(input estimate, output estimate) of a panel reply (FMT-16)."""
+    return prompt_tokens(messages), images.estimate(content)
+
+
+# ---------------------------------------------------------------- parts and content
+
+
+def text_part(text):
+    return {"type": "text", "text": text}
+
+
+def image_part(url):
+    return {"type": "image_url", "image_url": {"url": url}}
+
+
+def parts(content):
+    """OpenAI content as parts (FMT-18): text and image_url parts kept, anything else dropped."""
+    if content is None:
+        return []
+    if isinstance(content, str):
+        return [text_part(content)] if content else []
+    found = []
+    for part in content if isinstance(content, list) else ():
+        if not isinstance(part, dict):
+            continue
+        kind = part.get("type")
+        if kind == "image_url":
+            found.append(image_part(images.image_url(part)))
+        elif kind in ("text", "input_text", "output_text"):
+            found.append(text_part(str(part.get("text") or "")))
+    return found
+
+
+def text_of(content):
+    """The text of OpenAI content: its text parts joined by a blank line (FMT-18)."""
+    return "\n\n".join(p["text"] for p in parts(content) if p["type"] == "text")
+
+
+def pack(found):
+    """FMT-19: all-text parts become one string; a single image keeps the part list."""
+    if any(p["type"] == "image_url" for p in found):
+        return found
+    return "\n\n".join(p["text"] for p in found)
+
+
+def sniff(data):
+    """The MIME type of base64 image data from its first bytes (FMT-21); image/png when unsure."""
+    head = data[:24]
+    try:
+        raw = base64.b64decode(head + "=" * (-len(head) % 4))
+    except (binascii.Error, ValueError):
+        return "image/png"
+    for magic, mime in MAGIC:
+        if raw.startswith(magic):
+            return mime
+    return "image/png"
+
+
+def data_url(mime, data, what):
+    """An image part for base64 `data` (FMT-20); `what` names the source in the refusal."""
+    if not isinstance(mime, str) or not mime.lower().startswith("image/"):
+        shown = mime if isinstance(mime, str) and mime else "of no stated type"
+        raise Unsupported(f"{what} is {shown}; {ONLY_IMAGES}")
+    if not isinstance(data, str) or not data:
+        raise Unsupported(f"{what} carries no base64 data")
+    return image_part(f"data:{mime};base64,{data}")
+
+
+def split_data_url(url):
+    """`(mime, base64 data)` of a `data:<mime>;base64,<data>` URL, or None for any other URL."""
+    if not url.lower().startswith("data:"):
+        return None
+    head, _, data = url.partition(",")
+    return head[5:].split(";", 1)[0], data
+
+
+def guess_mime(url, default=None):
+    """An image's MIME type from its URL's path (`.png`, `.jpg`, ...), else `default`."""
+    try:
+        path = urllib.parse.urlsplit(url).path
+    except ValueError:
+        return default
+    return mimetypes.guess_type(path)[0] or default
+
+
+def is_web(url):
+    return isinstance(url, str) and url.lower().startswith(("http://", "https://"))
+
+
+# ---------------------------------------------------------------- tools
+
+
+def function_tool(name, description=None, parameters=None, **extra):
+    """A tool as chat completions takes it (FMT-22)."""
+    if not isinstance(name, str) or not name:
+        raise Unsupported("every tool needs a name")
+    function = {"name": name, "description": description if isinstance(description, str) else "",
+                "parameters": parameters if parameters else {"type": "object", "properties": {}}}
+    function.update(extra)
+    return {"type": "function", "function": function}
+
+
+def arguments_text(arguments):
+    """A tool call's arguments as chat completions carries them: text as given, an object as JSON (FMT-23)."""
+    if isinstance(arguments, str):
+        return arguments
+    return json.dumps(arguments if arguments is not None else {}, ensure_ascii=False)
+
+
+def tool_call(call_id, name, arguments):
+    """FMT-23: the given id (as text) or an invented `call_<hex24>`."""
+    return {"id": str(call_id) if call_id not in (None, "") else "call_" + hex24(), "type": "function",
+            "function": {"name": str(name or ""), "arguments": arguments_text(arguments)}}
+
+
+def assistant(found, calls):
+    """FMT-24: with calls, the content is its text or null; without, the packed parts."""
+    if not calls:
+        return {"role": "assistant", "content": pack(found)}
+    text = "\n\n".join(p["text"] for p in found if p["type"] == "text")
+    return {"role": "assistant", "content": text or None, "tool_calls": calls}
+
+
+class Numbering:
+    """Tool-call ids for inputs that usually carry none (Gemini, Ollama), fresh per request (FMT-26)."""
+
+    def __init__(self):
+        self.n = 0
+        self.open = []  # (name, id), oldest first
+
+    def call(self, given, name):
+        call_id = str(given) if given not in (None, "") else f"call_{self.n}"
+        self.n += 1
+        self.open.append((name, call_id))
+        return call_id
+
+    def result(self, given, name):
+        if given not in (None, ""):
+            given = str(given)
+            for i, (_, call_id) in enumerate(self.open):
+                if call_id == given:
+                    del self.open[i]
+                    break
+            return given
+        for i, (open_name, call_id) in enumerate(self.open):
+            if not name or open_name == name:
+                del self.open[i]
+                return call_id
+        return f"call_{self.n}"
+
+
+# ---------------------------------------------------------------- the Ask
+
+
+def make_ask(body, messages, stream, options, upstream, model=None, custom=None):
+    """The Ask of §3.2 from a reader's results; `with` and `bench` are checked here for every format."""
+    asked, nominees, reply = chat.bench_fields(body)
+    upstream = {k: v for k, v in {**upstream, **options}.items() if v is not None}
+    ask = {"model": asked if model is None else model, "messages": messages, "stream": bool(stream),
+           "options": options, "with": nominees, "reply": reply, "upstream": upstream,
+           "agentic": chat.agentic(upstream, messages)}
+    if custom:
+        ask["custom"] = custom
+    return ask
+
+
+def a_list(value, message):
+    """`value` when it is a list of objects, else `Unsupported(message)`."""
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        raise Unsupported(message)
+    return value
+
+
+def kind_of(value):
+    """A JSON value's kind for a refusal: the `type` of an object, else its JSON type."""
+    if isinstance(value, dict):
+        return str(value.get("type"))
+    return {str: "string", bool: "boolean", int: "number", float: "number", list: "list"}.get(
+        type(value), "null" if value is None else type(value).__name__)
+
+
+# ---------------------------------------------------------------- outbound
+
+
+def outbound_turns(messages):
+    """`(system text, other messages)` for a native API (OUT-1); tool turns refused (REQ-8)."""
+    for message in messages:
+        if not isinstance(message, dict):
+            raise Unsupported('"messages" must be a list of message objects')
+        if message.get("role") in ("tool", "function") or message.get("tool_calls"):
+            raise Unsupported(TOOL_TURNS)
+    lead = ("system", "developer")
+    system = "\n\n".join(text_of(m.get("content")) for m in messages if m.get("role") in lead)
+    return system, [m for m in messages if m.get("role") not in lead]
+
+
+# ---------------------------------------------------------------- writing
+
+
+KEEPALIVE_COMMENT = b": keep-alive\n\n"
+
+
+def sse(payload, event=None):
+    """One SSE event (§0): named when `event` is given; JSON keeps non-ASCII as UTF-8."""
+    head = f"event: {event}\n".encode() if event else b""
+    return head + b"data: " + json.dumps(payload, ensure_ascii=False).encode() + b"\n\n"
