@@ -9,7 +9,7 @@ and reads the reply as it streams. What it guarantees:
 - rate limits, server errors and connection failures are retried, honouring a
   usable Retry-After;
 - redirects are never followed, so a key only ever reaches the registration's host,
-  and an error text that echoes the key shows `[key]` instead;
+  and an error text that echoes a key shows `***` instead (`keys.hide`);
 - error texts are a contract: downstream classifiers read them (ERR);
 - every call writes a ledger line, even one that ended before anything was sent.
 
@@ -46,6 +46,7 @@ import json
 import os
 import random
 import select
+import shutil
 import socket
 import ssl
 import sys
@@ -250,6 +251,8 @@ def _chunks(call, resp, sock):
         except TimeoutError as exc:
             raise TimedOut() from exc
         if not data:
+            if resp.length:  # http.client reads a close before Content-Length was met as an empty read
+                raise http.client.IncompleteRead(b"", resp.length)
             return
         total += len(data)
         if total > MAX_REPLY:
@@ -1000,7 +1003,7 @@ def chat(alias, prompt, system="", timeout=DEFAULT_TIMEOUT, messages=None, on_de
         reply, refused = _reply(error=stop.text), stop.refused
     finally:
         if call.secret and call.secret in reply["error"]:
-            reply["error"] = reply["error"].replace(call.secret, "[key]")  # an upstream echoing it (KEY-7)
+            reply["error"] = keys.hide(reply["error"].replace(call.secret, "***"))  # an upstream echoing it (KEY-7)
         reply.update(first_token_s=call.first_piece, attempts=call.attempts,
                      seconds=round(time.monotonic() - call.started, 1))
         _account(call, reply, purpose, refused)
@@ -1037,6 +1040,19 @@ def chosen():
     if setting in BACKENDS:
         return setting, "settings"
     return "builtin", "default"
+
+
+def choose(name):
+    """Save the backend choice (BK-4): `""` when saved, else why it was refused. Applies from the next call."""
+    if name not in BACKENDS:
+        return "client: one of llm, builtin"
+    if os.environ.get("BENCH_CLIENT", "").strip():
+        return ("BENCH_CLIENT is set in this server's environment and wins over the setting; "
+                "unset it and restart to choose here")
+    if name == "llm" and not shutil.which("llm"):
+        return "the llm command is not on PATH: install it (pip install llm) or keep the built-in client"
+    fileio.update(paths.file("config", "client.json"), lambda data: data.__setitem__("client", name))
+    return ""
 
 
 def backend(alias=""):

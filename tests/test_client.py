@@ -387,7 +387,7 @@ def test_an_echoed_key_is_taken_out_of_the_error_key7(home, scripted, capfd):
     register({"s": {"base": server.base_url, "key": "k"}}, {"m": ("m", "s")})
     keys.set_key("k", SECRET)
     res = client.chat("m", "hi")
-    assert res["error"] == "Error: Error code: 401 - {'error': 'Incorrect API key: Bearer [key]'}"
+    assert res["error"] == "Error: Error code: 401 - {'error': 'Incorrect API key: Bearer ***'}"
     assert_secret_nowhere(capfd)
 
 
@@ -683,3 +683,15 @@ def test_command_line_cl8(bench):
     done = run_cli("--selftest")
     assert done.returncode == 0 and done.stdout == "ok\n"
     assert ledger_lines()[-1]["caller"] == "metrics/client"
+
+
+def test_bk4_saving_the_backend_choice(home, monkeypatch):
+    assert client.choose("curl") == "client: one of llm, builtin"
+    monkeypatch.setenv("BENCH_CLIENT", "builtin")
+    assert "BENCH_CLIENT is set" in client.choose("llm")
+    monkeypatch.delenv("BENCH_CLIENT")
+    assert client.choose("llm") == ""  # the test extra installs llm, so it is on PATH
+    assert client.chosen() == ("llm", "settings")
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert "not on PATH" in client.choose("llm")
+    assert client.choose("builtin") == "" and client.chosen() == ("builtin", "settings")
