@@ -9,6 +9,10 @@ bytes appended since the last look (by this process or any other), and rebuilt w
 replaced or cut. Aggregates are kept per raw alias and mapped through renames at query time, so a
 rename applies at once without a rebuild. A read costs one stat when nothing changed.
 
+The index holds aggregates and a few numbers per entry, never the lines (a 100,000-line log would
+cost the gateway 170 MB as dicts, about 20 MB this way: issue 7): what needs a whole entry (a
+verdict's target, `entries()`, a note filter) reads its line back from the file by offset.
+
 Additions to the reference, all compatible: lines may carry `status` and `seconds` (the seat's
 outcome, so pending need not parse notes: IMP-7); verdicts tidy notes and claims (IMP-19) and
 check their arguments; appends are serialised in-process (IMP-16); `record()` accepts `core`
@@ -23,6 +27,7 @@ installed, as `pip install -e .` does.)
 """
 
 import argparse
+import array
 import datetime
 import json
 import os
@@ -154,63 +159,74 @@ def _shape_of(task):
 
 
 ALL = ("all",)
+JUDGED, USEFUL, FAILED = 1, 2, 4  # an entry's flags: it has a verdict, the verdict is useful, the seat errored
+BLOCK = 1 << 20  # bytes read at a time while building: the parsed lines are never all held at once
+
+
+class _Moved(Exception):
+    """The log no longer holds the line the index points at: it was replaced or rewritten."""
+
+
+def _intern(table, ids, value):
+    """`value`'s number in `table`, adding it the first time: every line repeats the same aliases and dates."""
+    found = ids.get(value)
+    if found is None:
+        found = ids[value] = len(table)
+        table.append(value)
+    return found
 
 
 class _Tally:
-    """One raw alias's share of a group of entries: counts, positions and latest (date, position)."""
+    """One raw alias's share of a group of entries: counts and the latest (date, position), with its task."""
 
-    __slots__ = ("useful", "judged", "positions", "last", "stale")
+    __slots__ = ("count", "useful", "judged", "last", "task", "stale")
 
     def __init__(self):
-        self.useful = self.judged = 0
-        self.positions = set()
+        self.count = self.useful = self.judged = 0
         self.last = None
+        self.task = ""
         self.stale = False  # the latest entry was replaced by an older one: find it again when asked
 
-    def _count(self, entry, sign):
-        useful = entry.get("useful")
-        if useful is not None:
+    def _count(self, flags, sign):
+        self.count += sign
+        if flags & JUDGED:
             self.judged += sign
-            self.useful += sign if useful else 0
+            self.useful += sign if flags & USEFUL else 0
 
     def change(self, pos, old, new):
-        """The entry at `pos` counted here was `old` and is now `new` (either may be None)."""
+        """The entry at `pos` counted here was `old` and is now `new`: None or (date, flags, task)."""
         if old is not None:
-            self._count(old, -1)
-            if new is None:
-                self.positions.discard(pos)
+            self._count(old[1], -1)
         if new is not None:
-            self._count(new, 1)
-            self.positions.add(pos)
+            self._count(new[1], 1)
         last = self.last
         if last is not None and last[1] == pos:
             # A verdict usually replaces the latest entry with a later date: still the latest.
-            if new is not None and _date(new) >= last[0]:
-                self.last = (_date(new), pos)
+            if new is not None and new[0] >= last[0]:
+                self.last, self.task = (new[0], pos), new[2]
             else:
                 self.last = None
-                self.stale = bool(self.positions)
+                self.stale = self.count > 0
         elif new is not None and not self.stale:
-            mark = (_date(new), pos)
+            mark = (new[0], pos)
             if last is None or mark > last:
-                self.last = mark
-
-    def latest(self, slots):
-        if self.stale:
-            self.last = max((_date(slots[pos]), pos) for pos in self.positions)
-            self.stale = False
-        return self.last
+                self.last, self.task = mark, new[2]
 
 
 class Index:
     """What routing needs from one offload log, kept up to date from its appended bytes.
 
-    `slots` holds the entries in OFF-2 order (one per call id, at the first one's position, with
-    the latest content; raw aliases). `groups` maps ALL, ("collection", X) and ("shape", X) to
-    `{raw alias: _Tally}`; the last two count judged entries only. `bytes_read` counts the bytes
-    of whole lines read from the file, `builds` the times the index started from an empty slate.
-    A new inode or a shorter file means the log was replaced or cut; OFF-1's log is append-only,
-    so an in-place rewrite that keeps both is not looked for.
+    Entries are numbered in OFF-2 order (one per call id, at the first one's position, with the
+    latest content). The index keeps no lines: per position, arrays hold where the line now in
+    force starts and how long it is, its raw alias and date (numbers into `names` and `days`), its
+    flags and, when judged, the collections and shape its task names (`kinds`, a number into `kind_keys`).
+    `groups` maps ALL, ("collection", X) and ("shape", X) to `{raw alias: _Tally}`; the last two
+    count judged entries only, and `judged_in` holds each collection's judged positions. Answers
+    that need a whole entry (`entries`, `by_call`, a note filter) read its line back by offset.
+    `bytes_read` counts the bytes of whole lines read to build and feed the index, `builds` the
+    times it started from an empty slate. A new inode or a shorter file means the log was replaced
+    or cut; OFF-1's log is append-only, so an in-place rewrite is noticed only when a line read
+    back is not the one indexed, and then the index is built again.
     """
 
     def __init__(self, path):
@@ -218,51 +234,76 @@ class Index:
         self.lock = threading.RLock()
         self.bytes_read = 0
         self.builds = 0
+        self._file = None
         self._reset()
 
     def _reset(self):
         self.ident = None
         self.offset = 0
         self.size = -1
-        self.slots = []
         self.calls = {}
+        self.starts, self.lengths = array.array("q"), array.array("I")
+        self.models, self.dates, self.kinds, self.flags = (array.array("I"), array.array("I"), array.array("I"),
+                                                           array.array("B"))
+        self.names, self.name_ids, self.days, self.day_ids = [], {}, [], {}
+        self.kind_keys, self.kind_ids = [((), None)], {((), None): 0}
         self.groups = {}
+        self.judged_in = {}
 
     def refresh(self):
         """Take in what was appended since the last look; start over when the file was replaced or cut."""
         with self.lock:
             try:
                 st = os.stat(self.path)
+                if (st.st_dev, st.st_ino) == self.ident and st.st_size == self.size:
+                    return  # unchanged (a torn last line waits for its newline, not re-read on every call)
+                f = open(self.path, "rb")
             except FileNotFoundError:
                 if self.ident is not None:
                     self._reset()
                 return
-            ident = (st.st_dev, st.st_ino)
-            if ident != self.ident or st.st_size < self.offset:
-                self._reset()
-                self.ident = ident
-                self.builds += 1
-            elif st.st_size == self.size:
-                return  # unchanged (a torn last line waits for its newline, not re-read on every call)
-            self.size = st.st_size
-            start = self.offset
-            records, end = fileio.read_jsonl_from(self.path, start)
-            if end < start:  # cut between the stat and the read: these records are from the top
-                self._reset()
-                self.ident, self.size, start = ident, st.st_size, 0
-                self.builds += 1
-            self.bytes_read += end - start
-            self.offset = end
-            for record in records:
-                self._take(record)
+            with f:
+                st = os.fstat(f.fileno())  # the file being read, even if the path was replaced since
+                ident = (st.st_dev, st.st_ino)
+                if ident != self.ident or st.st_size < self.offset:
+                    self._reset()
+                    self.ident = ident
+                    self.builds += 1
+                self.size = st.st_size
+                self._read(f)
 
-    def _places(self, entry):
-        raw = entry["model"]
+    def _read(self, f):
+        """Index the whole lines between `offset` and `size`, a block at a time."""
+        f.seek(self.offset)
+        left = self.size - self.offset
+        carry = b""
+        while left > 0:
+            block = f.read(min(BLOCK, left))
+            if not block:
+                break
+            left -= len(block)
+            blob = carry + block
+            end = blob.rfind(b"\n") + 1
+            start = self.offset
+            for line in blob[:end].split(b"\n")[:-1]:
+                for record in fileio.parse_lines(line, self.path):
+                    self._take(record, start, len(line))
+                start += len(line) + 1
+            carry = blob[end:]
+            self.offset += end
+            self.bytes_read += end
+
+    def _kind(self, task):
+        """The number of the (collections, shape) a judged entry's task counts towards."""
+        if not isinstance(task, str):
+            return 0
+        return _intern(self.kind_keys, self.kind_ids, (tuple(sorted(_collections_in(task))), _shape_of(task)))
+
+    def _places(self, raw, flags, kind):
         places = [(ALL, raw)]
-        task = entry.get("task")
-        if entry.get("useful") is not None and isinstance(task, str):
-            places += [(("collection", key), raw) for key in _collections_in(task)]
-            shape = _shape_of(task)
+        if flags & JUDGED:
+            collections, shape = self.kind_keys[kind]
+            places += [(("collection", key), raw) for key in collections]
             if shape is not None:
                 places.append((("shape", shape), raw))
         return places
@@ -274,145 +315,204 @@ class Index:
             tally = tallies[raw] = _Tally()
         return tally
 
-    def _take(self, record):
-        if not isinstance(record.get("model"), str):
+    def _take(self, record, start, length):
+        raw = record.get("model")
+        if not isinstance(raw, str):
             return  # not an offload line: nothing to attribute it to
-        # Every line repeats the same keys, dates and aliases: share them (halves the index's memory).
-        record = {sys.intern(key): value for key, value in record.items()}
-        record["model"] = sys.intern(record["model"])
-        if isinstance(record.get("date"), str):
-            record["date"] = sys.intern(record["date"])
+        useful = record.get("useful")
+        flags = (0 if useful is None else JUDGED | (USEFUL if useful else 0)) | (FAILED if _failed(record) else 0)
+        kind = self._kind(record.get("task")) if flags & JUDGED else 0
+        date = _date(record)
+        model, day = _intern(self.names, self.name_ids, raw), _intern(self.days, self.day_ids, date)
+        new = (date, flags, record.get("task", ""))
         call = record.get("call")
         if not (call and isinstance(call, str)):
             call = None
         pos = self.calls.get(call) if call else None
         if pos is None:
-            pos = len(self.slots)
-            self.slots.append(record)
+            pos, old, before = len(self.starts), None, []
             if call:
                 self.calls[call] = pos
-            for group, raw in self._places(record):
-                self._tally(group, raw).change(pos, None, record)
-            return
-        old = self.slots[pos]
-        self.slots[pos] = record
-        before, after = set(self._places(old)), set(self._places(record))
-        for group, raw in before | after:
-            self._tally(group, raw).change(
-                pos, old if (group, raw) in before else None, record if (group, raw) in after else None
-            )
+            self.starts.append(start)
+            self.lengths.append(length)
+            self.models.append(model)
+            self.dates.append(day)
+            self.kinds.append(kind)
+            self.flags.append(flags)
+        else:
+            old = (self.days[self.dates[pos]], self.flags[pos], None)
+            before = self._places(self.names[self.models[pos]], self.flags[pos], self.kinds[pos])
+            self.starts[pos], self.lengths[pos] = start, length
+            self.models[pos], self.dates[pos], self.kinds[pos], self.flags[pos] = model, day, kind, flags
+        after = self._places(raw, flags, kind)
+        for place in set(before) | set(after):
+            self._tally(*place).change(pos, old if place in before else None, new if place in after else None)
+        for group, _ in before:
+            if group[0] == "collection":
+                self.judged_in[group[1]].discard(pos)
+        for group, _ in after:
+            if group[0] == "collection":
+                self.judged_in.setdefault(group[1], set()).add(pos)
 
-    def _mapped(self, entry, resolve):
-        """A copy for a caller (claim lists too, so no caller can change the index), under today's alias."""
-        copy = dict(entry, model=resolve(entry["model"]))
-        for key in ("real", "false"):
-            if isinstance(copy.get(key), list):
-                copy[key] = list(copy[key])
-        return copy
-
-    def entries(self):
-        resolve = aliases.resolver()
+    def _answer(self, compute):
+        """`compute()` on the index brought up to date, under its lock; built again and retried if a
+        line read back (`_entry`) shows the log was replaced or rewritten since."""
         with self.lock:
-            self.refresh()
-            return [self._mapped(entry, resolve) for entry in self.slots]
+            while True:
+                self.refresh()
+                try:
+                    return compute()
+                except _Moved:
+                    self._reset()  # the next refresh builds from the file as it now is
+                finally:
+                    if self._file is not None:
+                        self._file.close()
+                        self._file = None
 
-    def by_call(self, call):
-        resolve = aliases.resolver()
-        with self.lock:
-            self.refresh()
-            pos = self.calls.get(call) if isinstance(call, str) else None
-            return None if pos is None else self._mapped(self.slots[pos], resolve)
+    def _entry(self, pos):
+        """The entry now in force at `pos`, read back from its line (inside `_answer` only)."""
+        if self._file is None:
+            try:
+                f = open(self.path, "rb", buffering=0)
+            except FileNotFoundError:
+                raise _Moved from None
+            st = os.fstat(f.fileno())
+            if (st.st_dev, st.st_ino) != self.ident or st.st_size < self.offset:
+                f.close()
+                raise _Moved
+            self._file = f
+        self._file.seek(self.starts[pos])
+        try:
+            entry = json.loads(self._file.read(self.lengths[pos]))
+        except ValueError:
+            raise _Moved from None
+        if not isinstance(entry, dict) or entry.get("model") != self.names[self.models[pos]]:
+            raise _Moved
+        return entry
+
+    def _members(self, group, raw):
+        """The positions `group` counts for raw alias `raw`, found by a scan: for a tally gone stale."""
+        model = self.name_ids[raw]
+        if group is ALL:
+            candidates = range(len(self.starts))
+        elif group[0] == "collection":
+            candidates = self.judged_in.get(group[1], ())
+        else:
+            candidates = (pos for pos in range(len(self.starts))
+                          if self.flags[pos] & JUDGED and self.kind_keys[self.kinds[pos]][1] == group[1])
+        return [pos for pos in candidates if self.models[pos] == model]
+
+    def _latest(self, group, raw, tally):
+        if tally.stale:
+            last = max((self.days[self.dates[pos]], pos) for pos in self._members(group, raw))
+            tally.task = self._entry(last[1]).get("task", "") if group is ALL else ""
+            tally.last, tally.stale = last, False
+        return tally.last
 
     def _merged(self, group, resolve):
-        """`{current alias: [offloads, useful, judged, (latest date, position)]}` for a group."""
+        """`{current alias: [offloads, useful, judged, (latest date, position), its task]}` for a group."""
         merged = {}
         for raw, tally in self.groups.get(group, {}).items():
-            if not tally.positions:
+            if not tally.count:
                 continue
             name = resolve(raw)
-            last = tally.latest(self.slots)
+            last = self._latest(group, raw, tally)
             row = merged.get(name)
             if row is None:
-                merged[name] = [len(tally.positions), tally.useful, tally.judged, last]
+                merged[name] = [tally.count, tally.useful, tally.judged, last, tally.task]
             else:
-                row[0] += len(tally.positions)
+                row[0] += tally.count
                 row[1] += tally.useful
                 row[2] += tally.judged
-                row[3] = max(row[3], last)
+                if last > row[3]:
+                    row[3], row[4] = last, tally.task
         return merged
 
-    def _scan(self, positions, resolve, within="", ending="", note_part=""):
-        """Judged entries at `positions` whose task holds `within` and ends with `ending` and whose
-        note holds `note_part`, merged like `_merged`: for what no group answers by itself."""
+    def _scan(self, positions, resolve, wanted):
+        """Judged entries at `positions`, read back, that `wanted(task, note)` accepts, merged like `_merged`:
+        for what no group answers by itself."""
         merged = {}
-        for pos in positions:
-            entry = self.slots[pos]
+        for pos in sorted(positions):
+            entry = self._entry(pos)
             useful = entry.get("useful")
-            task, note = str(entry.get("task", "")), str(entry.get("note", ""))
-            if useful is None or within not in task or not task.endswith(ending) or note_part not in note:
+            if useful is None or not wanted(str(entry.get("task", "")), str(entry.get("note", ""))):
                 continue
-            row = merged.setdefault(resolve(entry["model"]), [0, 0, 0, ("", -1)])
+            row = merged.setdefault(resolve(entry["model"]), [0, 0, 0, ("", -1), ""])
             row[0] += 1
             row[1] += 1 if useful else 0
             row[2] += 1
             row[3] = max(row[3], (_date(entry), pos))
         return merged
 
+    def _mapped(self, entry, resolve):
+        """A line read back, under today's alias (each caller gets its own, so none can change another's)."""
+        entry["model"] = resolve(entry["model"])
+        return entry
+
+    def entries(self):
+        resolve = aliases.resolver()
+        return self._answer(lambda: [self._mapped(self._entry(pos), resolve) for pos in range(len(self.starts))])
+
+    def by_call(self, call):
+        resolve = aliases.resolver()
+
+        def compute():
+            pos = self.calls.get(call) if isinstance(call, str) else None
+            return None if pos is None else self._mapped(self._entry(pos), resolve)
+        return self._answer(compute)
+
     def summary(self):
         resolve = aliases.resolver()
-        with self.lock:
-            self.refresh()
-            return {
-                name: {"offloads": offloads, "useful": useful, "judged": judged,
-                       "last_task": self.slots[last[1]].get("task", ""), "last_date": last[0]}
-                for name, (offloads, useful, judged, last) in self._merged(ALL, resolve).items()
-            }
+        return self._answer(lambda: {
+            name: {"offloads": offloads, "useful": useful, "judged": judged, "last_task": task, "last_date": last[0]}
+            for name, (offloads, useful, judged, last, task) in self._merged(ALL, resolve).items()
+        })
 
     def last_used(self):
         resolve = aliases.resolver()
-        with self.lock:
-            self.refresh()
-            return {name: row[3][0] for name, row in self._merged(ALL, resolve).items()}
+        return self._answer(lambda: {name: row[3][0] for name, row in self._merged(ALL, resolve).items()})
 
     def shape_record(self, shape):
         resolve = aliases.resolver()
-        with self.lock:
-            self.refresh()
-            if ", " in shape:  # no shape name holds one, so no group: match it literally
-                merged = self._scan(range(len(self.slots)), resolve, ending=f", {shape})")
+
+        def compute():
+            if ", " in shape:  # no shape name holds one, so no group: those ending with its last part are read
+                ending, part = f", {shape})", shape.rsplit(", ", 1)[1]
+                positions = [pos for pos in range(len(self.starts))
+                             if self.flags[pos] & JUDGED and self.kind_keys[self.kinds[pos]][1] == part]
+                merged = self._scan(positions, resolve, lambda task, note: task.endswith(ending))
             else:
                 merged = self._merged(("shape", shape), resolve)
             return {name: {"useful": row[1], "judged": row[2]} for name, row in merged.items()}
+        return self._answer(compute)
 
     def record(self, collection, task=""):
         resolve = aliases.resolver()
-        with self.lock:
-            self.refresh()
-            group = ("collection", collection)
-            if "," in collection:  # no collection name holds one, so no group: match it literally
-                merged = self._scan(range(len(self.slots)), resolve, within=f"({collection},", note_part=task)
+
+        def compute():
+            if "," in collection:  # no collection name holds one: `(a,b,` is read among collection a's
+                within = f"({collection},"
+                positions = self.judged_in.get(collection.split(",", 1)[0], ())
+                merged = self._scan(positions, resolve, lambda text, note: within in text and task in note)
             elif task:  # a note filter: only this collection's judged entries are read
-                positions = sorted(pos for tally in self.groups.get(group, {}).values() for pos in tally.positions)
-                merged = self._scan(positions, resolve, note_part=task)
+                merged = self._scan(self.judged_in.get(collection, ()), resolve, lambda text, note: task in note)
             else:
-                merged = self._merged(group, resolve)
+                merged = self._merged(("collection", collection), resolve)
             return {
                 name: {"useful": useful, "notUseful": judged - useful, "judged": judged, "lastAt": last[0]}
-                for name, (_, useful, judged, last) in merged.items()
+                for name, (_, useful, judged, last, _) in merged.items()
             }
+        return self._answer(compute)
 
     def pending(self, calls):
-        with self.lock:
-            self.refresh()
+        def compute():
             out = []
             for call in calls:
                 pos = self.calls.get(call) if isinstance(call, str) else None
-                if pos is None:
-                    continue
-                entry = self.slots[pos]
-                if entry.get("useful") is None and not _failed(entry):
+                if pos is not None and not self.flags[pos] & (JUDGED | FAILED):
                     out.append(call)
             return out
+        return self._answer(compute)
 
 
 _indexes = {}

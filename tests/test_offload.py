@@ -1,7 +1,8 @@
 """The offload log (OFF-1..7), verdicts (VRD-1..3), alias renames (ALI-1) and the offload index.
 
-The index is checked two ways: against a plain re-reading of the spec over the whole file
-(`literal_*` below) on a random log fed in chunks, and by counting the bytes it reads.
+The index is checked three ways: against a plain re-reading of the spec over the whole file
+(`literal_*` below) on a random log fed in chunks, by counting the bytes it reads, and by the
+memory it holds (issue 7: it keeps no lines, only reads one back when an answer needs it).
 """
 
 import datetime
@@ -11,6 +12,7 @@ import random
 import subprocess
 import sys
 import threading
+import tracemalloc
 
 import pytest
 
@@ -357,7 +359,9 @@ def literal_shape(entries, shape):
     return out
 
 
-def test_index_matches_a_literal_reading_of_the_spec_as_the_log_grows():
+@pytest.mark.parametrize("block", [offload.BLOCK, 50])
+def test_index_matches_a_literal_reading_of_the_spec_as_the_log_grows(monkeypatch, block):
+    monkeypatch.setattr(offload, "BLOCK", block)  # 50 bytes: every line is built from two blocks or more
     rnd = random.Random(7)
     rename({"older": "old", "old": "a"})
     tasks = ["fix (bench/x, code)", "look (bench/x, review)", "route me (bench/x:route)", "odd (a, b) (bench/x, code)",
@@ -442,3 +446,38 @@ def test_index_100k_lines_built_once_then_appends_only_even_from_another_process
     assert offload.last_used()["newcomer"] == datetime.date.today().isoformat()
     assert offload.shape_record("code")["newcomer"] == {"useful": 1, "judged": 1}
     assert (index.bytes_read, index.builds) == (len(blob) + len(line), 1)
+
+
+def test_index_keeps_no_lines_only_a_few_numbers_per_entry():
+    """Issue 7: a 100,000-line log cost the gateway 170 MB as dicts; now well under 300 bytes an entry."""
+    rnd = random.Random(3)
+    records = []
+    for i in range(10_000):
+        records.append({"date": f"2026-{1 + i % 12:02d}-{1 + i % 28:02d}", "model": f"vendor-model-{i % 40}",
+                        "task": f"prompt {rnd.random()} (bench/core, code)", "useful": None,
+                        "note": "member; ok in 1.0s", "call": f"p20261017-140312-{i:05x}.member1",
+                        "status": "ok", "seconds": 1.0})
+        if i % 5 == 0:
+            records.append(dict(records[-1], useful=True, note=f"checked {rnd.random()}", real=["a claim"]))
+    write_log(records)
+    tracemalloc.start()
+    try:
+        offload.index().refresh()
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert held < 300 * 10_000
+    assert offload.by_call("p20261017-140312-00005.member1") == records[7]  # read back whole, verdict in force
+    assert offload.record("core")["vendor-model-5"]["judged"] == 250
+
+
+def test_index_notices_a_rewrite_in_place_when_it_reads_a_line_back():
+    first = {"date": "2026-10-01", "model": "aa", "task": "t", "useful": None, "note": "", "call": "c1"}
+    write_log([first, dict(first, call="c2")])
+    assert offload.by_call("c1")["model"] == "aa"
+    builds = offload.index().builds
+    with open(offload.log_path(), "r+b") as f:  # same inode, same size: only reading the line back tells
+        f.write(json.dumps(dict(first, model="bb")).encode())
+    assert offload.by_call("c1")["model"] == "bb"
+    assert offload.last_used() == {"bb": "2026-10-01", "aa": "2026-10-01"}
+    assert offload.index().builds == builds + 1
