@@ -28,6 +28,16 @@ In-process (`path: "inprocess"`):
   as `key=`; with neither, llm's own lookup runs (its env var, then NeedsKey).
 - Nothing is logged to `logs.db`: no shared sqlite lock between seats. The cost
   page (COST-1) therefore does not see these calls.
+- Streaming only for a listener: with `on_delta` (as `client.chat` takes it) the
+  answer streams and each text/reasoning piece is handed over as it arrives; without
+  one the model is asked with `stream=False`. The openai SDK builds a pydantic object
+  per stream chunk: a call with a 150-chunk answer costs 30-45 ms of CPU streamed and
+  4-5 ms as one JSON reply, and a non-streamed panel has nobody to show pieces to.
+  llm's plain-reply reader needs fields some servers leave out (`usage`, `choices`);
+  when it fails on a 200 reply the same prompt is asked once more streamed (counted
+  in `attempts`), and that model streams until the registry cache lapses. A plain
+  reply cut part way reads like the built-in client's (`the reply broke off part
+  way`) and is not retried (RET-1).
 - Deadline: the response is iterated in a worker thread and the caller waits on
   an event until `timeout`; past it the call ends `timed_out` and the worker is
   abandoned. The worker only ever writes to its own call object and stops at the
@@ -46,7 +56,16 @@ In-process (`path: "inprocess"`):
 - `status` is the HTTP status an error carried, else 0 (llm does not expose it);
   `model`, `usage`, `finish` come from llm's OpenAI response JSON when there is one.
 
-Subprocess (`path: "subprocess"`):
+Subprocess (`path: "subprocess"`), the fallback only:
+- One `llm -m` costs about 1.2 s of CPU around its one request, nearly all of it
+  start-up: interpreter and site 40 ms, `import llm` 300-350 ms (the openai SDK's
+  types), `import llm.cli` 450 ms more (click, sqlite_utils), then the registry
+  yaml, the SDK client, the logs.db migration and log write; a pyenv shim on PATH
+  adds up to 150 ms. Five seats on two cores take 3-4 s, so this path cannot come
+  near a 150 ms panel overhead; only not starting a process per seat can (the
+  in-process path, or a long-lived llm worker).
+- `on_delta` hears the whole answer once, when the run ends (as `client.chat` does
+  for a JSON reply).
 - `cli()` runs `llm -m <alias>` [+ `-s <system>`] once: prompt on stdin,
   `PYTHONIOENCODING=utf-8`, `PYTHONUTF8=1`, killed at the timeout (LLM-1, LLM-3),
   the binary per LLM-5. `seat_result()` reads the run as a gateway seat (`ask_cli`,
@@ -55,12 +74,13 @@ Subprocess (`path: "subprocess"`):
 - `logs.db` stays on (COST-1 reads it). llm opens and migrates it on every run,
   even with `--no-log`, so on a fresh LLMDIR parallel seats used to race on its
   creation; before the first child starts, this process creates and migrates it
-  once under `fileio.lock(LLMDIR/logs.db)`. Later log-write contention is what
-  the log-only rule is for.
+  once under `fileio.lock(LLMDIR/logs.db)` (once per folder, even when llm is not
+  importable here). Later log-write contention is what the log-only rule is for.
 - Keys: llm reads `keys.json` first, then the model's own env var (for
   OpenAI-compatible registrations `OPENAI_API_KEY`). A key that exists only as
   `BENCHWARMERS_KEY_*` is handed to the child in that variable (never on argv);
-  when `keys.json` holds the name too, llm uses the stored one.
+  when `keys.json` holds the name too, llm uses the stored one. With no such
+  variable set, llm is not imported here at all to find the model's key.
 - llm retries inside the child; `attempts` counts 1 there.
 """
 
@@ -94,9 +114,9 @@ MODELS_TTL = 60
 
 _plugins_lock = threading.Lock()
 _plugins_loaded = False
-_cache = {"key": None, "models": {}, "clients": {}}
-_migrated = set()
-_migrate_lock = threading.Lock()
+_cache = {"key": None, "models": {}, "clients": {}, "streamed": set()}
+_prepared = set()
+_prepare_lock = threading.Lock()
 
 
 class _Fallback(Exception):
@@ -164,11 +184,11 @@ def _generation(llm):
     may keep their model lists elsewhere, so the cache also lapses every MODELS_TTL seconds.
     """
     global _cache
-    folder = llm.user_dir()
+    folder = paths.llm_dir()  # llm.user_dir() is the same folder, with a mkdir on every call
     key = (str(folder), *(_stat(folder / name) for name in REGISTRY_FILES), int(time.monotonic() // MODELS_TTL))
     cache = _cache
     if cache["key"] != key:
-        cache = _cache = {"key": key, "models": llm.get_model_aliases(), "clients": {}}
+        cache = _cache = {"key": key, "models": llm.get_model_aliases(), "clients": {}, "streamed": set()}
     return cache
 
 
@@ -202,18 +222,24 @@ def _default_options(model):
 class _Call:
     """One in-process call. It runs in a worker thread; the caller reads it only after `done` is set.
 
-    An abandoned call (past its deadline) writes nothing but its own fields and stops at the next chunk.
+    An abandoned call (past its deadline) writes nothing but its own fields, tells its listener
+    nothing more, and stops at the next chunk.
     """
 
-    def __init__(self, model, prompt, system, secret, deadline):
+    def __init__(self, model, prompt, system, secret, deadline, on_delta=None):
         self.model = model
         self.prompt = prompt
         self.system = system or None
         self.secret = secret
         self.deadline = deadline
+        self.on_delta = on_delta
+        self.generation = _cache  # the one `resolve` just used
+        self.streamed = bool(model.can_stream) and (
+            on_delta is not None or model.model_id in self.generation["streamed"])
         self.started = time.monotonic()
         self.done = threading.Event()
         self.abandoned = threading.Event()
+        self.listening = threading.Lock()  # the listener is never called once the caller has given up
         self.owned = False  # our client settings took: retries are ours
         self.attempts = 0
         self.text = []
@@ -229,7 +255,7 @@ class _Call:
         if not callable(original):
             return
 
-        clients = _cache["clients"]  # the generation `resolve` just used
+        clients = self.generation["clients"]
 
         def get_client(*args, **kwargs):
             # One client per model and key (they are safe across threads); each call gets a copy with its own limits.
@@ -263,27 +289,55 @@ class _Call:
         finally:
             self.done.set()
 
+    def abandon(self):
+        with self.listening:
+            self.abandoned.set()
+
     def _once(self):
+        try:
+            self._read()
+        except (AttributeError, IndexError, KeyError, TypeError):
+            # llm's plain-reply reader failed on the reply's shape (a server without `usage`, a 200
+            # carrying an error); its stream reader copes, so ask once more streamed (module docstring).
+            if self.streamed or self.text or self.reasoning or self.tool_calls or not self.model.can_stream:
+                raise
+            if self.abandoned.is_set():
+                return
+            self.generation["streamed"].add(self.model.model_id)
+            self.streamed = True
+            self.attempts += 1
+            self._read()
+
+    def _read(self):
         response = self.model.prompt(
             self.prompt,
             system=self.system,
-            stream=self.model.can_stream,
+            stream=self.streamed,
             options=_default_options(self.model),
             key=self.secret,
         )
         for event in response.stream_events():
             if self.abandoned.is_set():
                 return
-            if event.type == "text" and event.chunk:
-                self._first_piece()
-                self.text.append(event.chunk)
-            elif event.type == "reasoning" and event.chunk:
-                self._first_piece()
-                self.reasoning.append(event.chunk)
+            if event.type in ("text", "reasoning") and event.chunk:
+                self._piece(event.type, event.chunk)
             elif event.type == "tool_call_name":
                 self._first_piece()
                 self.tool_calls += 1
         self.response = response
+
+    def _piece(self, kind, chunk):
+        self._first_piece()
+        (self.text if kind == "text" else self.reasoning).append(chunk)
+        if self.on_delta is None:
+            return
+        with self.listening:
+            if self.abandoned.is_set():
+                return
+            try:
+                self.on_delta(kind, chunk)
+            except Exception:
+                self.on_delta = None  # a raising listener is dropped; the call goes on (STR-11)
 
     def _first_piece(self):
         if self.first_token_s is None:
@@ -332,9 +386,21 @@ def _kind(exc):
     if names & {"APITimeoutError", "TimeoutException", "TimeoutError"}:
         return "timeout"
     if "APIConnectionError" in names:
-        return "connection"
+        return "broke off" if _cut_body(exc) else "connection"
     if "TransportError" in names:
         return "broke off"
+    return None
+
+
+def _cut_body(exc):
+    """The httpx error behind an SDK connection error when it came while a plain reply's body was read.
+
+    httpx reads a plain reply whole inside `send`, so the SDK calls a cut body a connection error;
+    httpcore says "Server disconnected without sending a response" when no reply had begun.
+    """
+    cause = exc.__cause__
+    if type(cause).__name__ == "RemoteProtocolError" and "without sending a response" not in str(cause):
+        return cause
     return None
 
 
@@ -372,7 +438,8 @@ def _error_text(exc, model):
         reason = exc.__cause__ or exc.__context__ or type(exc).__name__
         return f"Error: client failed: Connection error. ({reason})"
     if kind == "broke off":
-        return f"Error: client failed: the reply broke off part way ({type(exc).__name__}: {exc})"
+        cut = _cut_body(exc) or exc
+        return f"Error: client failed: the reply broke off part way ({type(cut).__name__}: {cut})"
     if type(exc).__name__ == "NeedsKeyException" and getattr(model, "needs_key", None):
         name = model.needs_key
         return f"Error: client failed: no key named '{name}' is set (llm keys set {name})"
@@ -402,7 +469,7 @@ def _finished(call, timeout):
         return dict(fields, error=_no_answer(timeout), timed_out=True)
     text = "".join(call.text)
     reply = call.response.response_json if isinstance(call.response.response_json, dict) else {}
-    if _openai_chat(call.model) and "finish_reason" not in reply:
+    if call.streamed and _openai_chat(call.model) and "finish_reason" not in reply:
         # llm returns whatever arrived; the built-in client never passes a cut stream off as an answer (STR-8)
         if "model" not in reply and "id" not in reply:
             return dict(fields, error="Error: client failed: the reply had no choices: the stream sent none")
@@ -411,23 +478,25 @@ def _finished(call, timeout):
     usage = reply.get("usage") if isinstance(reply.get("usage"), dict) else {}
     if not usage and call.response.input_tokens is not None:
         usage = {"prompt_tokens": call.response.input_tokens, "completion_tokens": call.response.output_tokens}
+    choices = reply.get("choices")  # a plain reply keeps its finish reason in its first choice
+    choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
     return dict(
         fields,
         text=text,
         reasoning="".join(call.reasoning),
         model=reply.get("model") or "",
         usage=usage,
-        finish=reply.get("finish_reason") or "",
+        finish=reply.get("finish_reason") or choice.get("finish_reason") or "",
     )
 
 
-def _ask_inprocess(model, prompt, system, timeout, started):
+def _ask_inprocess(model, prompt, system, timeout, started, on_delta=None):
     """One call of an already resolved llm model, bounded by `timeout` seconds from `started`."""
     secret = keys.key(model.needs_key) if getattr(model, "needs_key", None) else ""
-    call = _Call(model, prompt, system, secret or None, started + timeout)
+    call = _Call(model, prompt, system, secret or None, started + timeout, on_delta)
     threading.Thread(target=call.run, name=f"llm-{model.model_id}", daemon=True).start()
     if not call.done.wait(max(call.deadline - time.monotonic(), 0)):
-        call.abandoned.set()
+        call.abandon()
         fields = {"error": _no_answer(timeout), "timed_out": True, "attempts": call.attempts}
     else:
         fields = _finished(call, timeout)
@@ -438,24 +507,36 @@ def inprocess_wanted():
     return os.environ.get(INPROCESS_ENV, "").strip() != "0"
 
 
-def ask(alias, prompt, system="", timeout=TIMEOUT):
+def ask(alias, prompt, system="", timeout=TIMEOUT, on_delta=None):
     """Ask `alias` through llm: in-process when it can be (module docstring), else `llm -m` in a subprocess.
 
-    Never raises for a model failure: the result's `error` says what went wrong.
+    `on_delta(kind, piece)` hears text and reasoning as they arrive, as with `client.chat`; without
+    it the answer is not streamed. Never raises for a model failure: the result's `error` says what
+    went wrong.
     """
     started = time.monotonic()
     if not inprocess_wanted():
-        return ask_cli(alias, prompt, system, timeout)
+        return _told(ask_cli(alias, prompt, system, timeout), on_delta)
     try:
         model = resolve(alias)
     except _Fallback as fallback:
-        return seat_result(cli(alias, prompt, system, timeout, fallback.model, started), timeout)
+        return _told(seat_result(cli(alias, prompt, system, timeout, fallback.model, started), timeout), on_delta)
     except LookupError as exc:
         return _result("inprocess", time.monotonic() - started, error=f"Error: client failed: {exc}")
     except Exception as exc:  # a broken registry yaml or plugin: the CLI would fail the same way
         error = f"Error: client failed: llm cannot load its models ({type(exc).__name__}: {exc})"
         return _result("inprocess", time.monotonic() - started, error=error)
-    return _ask_inprocess(model, prompt, system, timeout, started)
+    return _ask_inprocess(model, prompt, system, timeout, started, on_delta)
+
+
+def _told(result, on_delta):
+    """A subprocess answer handed to the listener whole, once (`llm -m` output is read when it ends)."""
+    if on_delta is not None and result["text"] and not result["error"]:
+        try:
+            on_delta("text", result["text"])
+        except Exception:  # a raising listener changes nothing about the answer (STR-11)
+            pass
+    return result
 
 
 # ---------------------------------------------------------------- subprocess
@@ -464,15 +545,16 @@ def ask(alias, prompt, system="", timeout=TIMEOUT):
 def prepare_log():
     """Create and migrate llm's `logs.db` once, under our lock, before parallel children race to do it."""
     path = paths.llm_dir() / "logs.db"
-    if path in _migrated:
+    if path in _prepared:
         return
-    with _migrate_lock:
-        if path in _migrated:
+    with _prepare_lock:
+        if path in _prepared:
             return
         try:
             import sqlite_utils
             from llm.migrations import migrate
         except ImportError:  # no llm in this Python: the children migrate as they always did
+            _prepared.add(path)
             return
         path.parent.mkdir(parents=True, exist_ok=True)
         with fileio.lock(path):
@@ -481,11 +563,13 @@ def prepare_log():
                 migrate(db)
             finally:
                 db.close()
-        _migrated.add(path)
+        _prepared.add(path)
 
 
 def _key_env(alias, model=None):
     """`{env var: secret}` for a key llm cannot find in keys.json but we have from BENCHWARMERS_KEY_*."""
+    if not keys.env_keys():
+        return {}
     if model is None:
         try:
             model = resolve(alias)

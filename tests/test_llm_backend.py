@@ -247,6 +247,8 @@ def test_llm3_reply_and_system_prompt_reach_the_model(world):
         (request,) = world["requests"]["reply"][path]
         assert request["body"]["messages"][0] == {"role": "system", "content": SYSTEM}
         assert request["headers"]["authorization"] == f"Bearer {STORED_SECRET}"
+    streamed = {path: bool(world["requests"]["reply"][path][0]["body"].get("stream")) for path in PATHS}
+    assert streamed == {"inprocess": False, "subprocess": True}  # nobody listened in-process
 
 
 def test_reasoning_then_answer_gives_the_answer(world):
@@ -341,9 +343,98 @@ def test_key7_no_secret_in_any_file_or_stderr(world):
 def up(llmdir, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with Upstream({"ok": {"answer": ANSWER, "latency": 0.05}, "slow": {"fail": "slow", "delay": 3},
-                   "late": {"fail": "429", "retry_after": 5}}) as server:
+                   "late": {"fail": "429", "retry_after": 5}, "cut": {"fail": "drop", "answer": ANSWER},
+                   "error200": {"fail": "error200"},
+                   "dribble": {"answer": " ".join(["word"] * 40), "latency": 2}}) as server:
         register(llmdir, [(name, server.base_url, "") for name in server.models])
         yield server
+
+
+def asked(up, model):
+    return [r for r in up.requests if r["model"] == model]
+
+
+def test_a_listener_gets_the_answer_streamed_and_nobody_gets_it_plain(up):
+    """The openai SDK's stream costs ~10x the CPU of a plain reply, so only a listener makes llm stream."""
+    heard = []
+    streamed = llm_backend.ask("ok", "anything", on_delta=lambda kind, piece: heard.append((kind, piece)))
+    plain = llm_backend.ask("ok", "anything")
+    assert streamed["text"] == plain["text"] == ANSWER
+    assert len(heard) > 1 and "".join(piece for kind, piece in heard if kind == "text") == ANSWER
+    assert [bool(r["body"].get("stream")) for r in asked(up, "ok")] == [True, False]
+    for result in (streamed, plain):
+        assert (result["finish"], result["model"], result["attempts"]) == ("stop", "ok", 1)
+        assert result["usage"]["completion_tokens"] > 0 and result["first_token_s"] is not None
+
+
+def test_str11_a_raising_listener_is_dropped_and_the_call_goes_on(up):
+    calls = []
+
+    def listener(kind, piece):
+        calls.append(piece)
+        raise RuntimeError("the client went away")
+
+    result = llm_backend.ask("ok", "anything", on_delta=listener)
+    assert (result["text"], result["error"], len(calls)) == (ANSWER, "", 1)
+
+
+def test_the_listener_hears_nothing_after_the_deadline(up):
+    heard = []
+    result = llm_backend.ask("dribble", "anything", timeout=0.3, on_delta=lambda kind, piece: heard.append(piece))
+    at_return = len(heard)
+    assert result["timed_out"] and 0 < at_return < 40
+    for worker in [t for t in threading.enumerate() if t.name == "llm-dribble"]:
+        worker.join(10)
+    assert len(heard) == at_return
+
+
+def test_ret1_a_plain_reply_cut_part_way_is_not_retried(up):
+    result = llm_backend.ask("cut", "anything")
+    assert result["error"].startswith("Error: client failed: the reply broke off part way (RemoteProtocolError: ")
+    assert (result["text"], result["attempts"], len(asked(up, "cut"))) == ("", 1, 1)
+
+
+def test_str8_a_200_carrying_an_error_is_read_by_the_stream_reader(up):
+    """llm's plain-reply reader fails on a reply without `usage`; the prompt goes again streamed, once."""
+    result = llm_backend.ask("error200", "anything")
+    assert result["error"] == "Error: client failed: the reply had no choices: the stream sent none"
+    assert result["attempts"] == 2
+    assert [bool(r["body"].get("stream")) for r in asked(up, "error200")] == [False, True]
+
+
+class NoUsage(http.server.BaseHTTPRequestHandler):
+    """A server that answers without `usage`, as some OpenAI imitations do: plain JSON or a stream."""
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+        self.server.streams.append(bool(body.get("stream")))
+        choice = {"index": 0, "finish_reason": "stop"}
+        if body.get("stream"):
+            chunk = {"id": "x", "model": body["model"], "choices": [dict(choice, delta={"content": ANSWER})]}
+            reply, kind = f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n".encode(), "text/event-stream"
+        else:
+            plain = {"id": "x", "model": body["model"], "choices": [dict(choice, message={"content": ANSWER})]}
+            reply, kind = json.dumps(plain).encode(), "application/json"
+        self.send_response(200)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(reply)))
+        self.end_headers()
+        self.wfile.write(reply)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_a_server_without_usage_still_answers_and_then_streams(llmdir):
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), NoUsage) as server:
+        server.streams = []
+        threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+        register(llmdir, [("bare", f"http://127.0.0.1:{server.server_address[1]}/v1", "")])
+        first, second = (llm_backend.ask("bare", "anything") for _ in range(2))
+        server.shutdown()
+    assert (first["text"], first["error"], first["attempts"]) == (ANSWER, "", 2)
+    assert (second["text"], second["error"], second["attempts"]) == (ANSWER, "", 1)
+    assert server.streams == [False, True, True]  # asked streamed from then on
 
 
 def test_llm4_parallel_subprocess_seats_on_a_fresh_llm_folder(up, llmdir, monkeypatch):
@@ -429,7 +520,7 @@ class EchoingKey(http.server.BaseHTTPRequestHandler):
 def test_key7_a_key_echoed_by_the_upstream_is_hidden(llmdir, monkeypatch):
     monkeypatch.setenv("BENCHWARMERS_KEY_HUB", ENV_SECRET)
     with http.server.ThreadingHTTPServer(("127.0.0.1", 0), EchoingKey) as server:
-        threading.Thread(target=server.serve_forever, daemon=True).start()
+        threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
         register(llmdir, [("echo", f"http://127.0.0.1:{server.server_address[1]}/v1", "hub")])
         result = llm_backend.ask("echo", "anything")
         server.shutdown()
@@ -473,8 +564,11 @@ def test_off3_llm3_llm4_through_a_fake_llm(tmp_path, monkeypatch, mode, text, er
     monkeypatch.setenv("SHIM_DIR", str(tmp_path))
     monkeypatch.setenv("SHIM_MODE", mode)
     monkeypatch.setenv("BENCH_LLM_INPROCESS", "0")
-    result = llm_backend.ask("some-alias", "Résumé ✓ — review", system="Be brief.", timeout=10)
+    heard = []
+    result = llm_backend.ask("some-alias", "Résumé ✓ — review", system="Be brief.", timeout=10,
+                             on_delta=lambda kind, piece: heard.append((kind, piece)))
     assert (result["path"], result["text"], result["error"]) == ("subprocess", text, error)
+    assert heard == ([("text", text)] if text else [])  # the whole answer, once, when the run ends
     assert (tmp_path / "argv").read_text().splitlines() == ["-m", "some-alias", "-s", "Be brief."]
     assert (tmp_path / "env").read_text() == "utf-8 1\n"
     assert (tmp_path / "stdin").read_text(encoding="utf-8") == "Résumé ✓ — review"
