@@ -16,8 +16,15 @@ A listing is fetched only by `listing()` or `warm()`, at most once per endpoint
 per process unless asked to refresh. `info()` reads what is already in memory
 and never waits on the network, so the gateway's hot path cannot stall on a
 model list; a server calls `warm()` once at start.
+
+`table()` is what `info()` reads: every registered alias's record, kept until
+one of the files it comes from changes (their stats are checked on each
+`table()` call) or a listing in memory does. A panel asks about every
+registered alias, so after the first panel each costs a dict lookup rather
+than a stat of every file it comes from.
 """
 
+import os
 import re
 import threading
 
@@ -27,6 +34,7 @@ FIELDS = ("context_window", "max_output", "vision", "tools")
 CAPABILITIES = ("vision", "tools")
 
 _listings = {}  # (endpoint name, listing url) -> {id: row}
+_generation = 0  # bumped whenever _listings changes, so a table built before it is dropped
 _locks = {}
 _locks_guard = threading.Lock()
 
@@ -68,6 +76,12 @@ def _lock_for(key):
         return _locks.setdefault(key, threading.Lock())
 
 
+def _changed():
+    global _generation
+    with _locks_guard:
+        _generation += 1
+
+
 def _key(name):
     found = endpoints.load().get(name)
     return (name, endpoints.listing_url(found)) if found else None
@@ -87,6 +101,7 @@ def listing(name, refresh=False, timeout=endpoints.LIST_TIMEOUT):
                 _listings[key] = endpoints.models(name, timeout)
             except Exception:
                 _listings[key] = {}
+            _changed()
         return _listings[key]
 
 
@@ -102,6 +117,7 @@ def cached(name):
 def forget():
     """Drop every listing held in memory (after endpoints change, or between tests)."""
     _listings.clear()
+    _changed()
 
 
 def warm(names=None, timeout=endpoints.LIST_TIMEOUT, refresh=False):
@@ -125,11 +141,8 @@ def _date(ev):
     return at[:10] if isinstance(at, str) else "?"
 
 
-def info(alias, fetch=False):
-    """`{context_window, max_output, vision, tools, ..., sources}` for `alias` (CAT-1, CAT-4, CAT-10).
-
-    With `fetch`, the endpoint's listing is read first if it is not in memory yet.
-    """
+def _record(alias):
+    """`alias`'s record worked out afresh from the layers (CAT-1, CAT-4, CAT-10)."""
     record = dict.fromkeys(FIELDS)
     sources = {}
     refreshed = fileio.read_json(paths.file("config", "model-catalog.json")).get("models")
@@ -144,8 +157,7 @@ def info(alias, fetch=False):
     reg = registry.registration(alias)
     name = endpoints.endpoint_name(reg)
     if name:
-        rows = listing(name) if fetch else cached(name)
-        for field, value in listing_facts(rows.get(reg.get("model_name") or alias)).items():
+        for field, value in listing_facts(cached(name).get(reg.get("model_name") or alias)).items():
             record[field] = value
             sources[field] = f"{name} listing"
 
@@ -172,24 +184,93 @@ def info(alias, fetch=False):
     return record
 
 
+class Table(dict):
+    """`{alias: info record}` as of one look at the sources; an alias's record is made the first time it is asked.
+
+    Only registered aliases are kept (a request may name anything). Shared between callers: never mutate
+    a record. `api(alias)` is the API of the endpoint the alias is served on.
+    """
+
+    def __init__(self, state):
+        super().__init__()
+        self.state = state
+        self._apis = {}
+
+    def __missing__(self, alias):
+        record = _record(alias)
+        if alias in registry.registrations():
+            self[alias] = record
+        return record
+
+    def api(self, alias):
+        found = self._apis.get(alias)
+        if found is None:
+            found = endpoints.entry_of(alias).get("api") or "chat"
+            if alias in registry.registrations():
+                self._apis[alias] = found
+        return found
+
+
+_sources = {}  # data folder -> the files a record is made from
+_table = Table(None)
+
+
+def _stamp(where):
+    try:
+        st = os.stat(where)
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size, st.st_ino
+
+
+def table():
+    """Every alias's record (see `Table`), rebuilt when a source file's stat or a listing in memory changes."""
+    global _table
+    folder = paths.data()
+    files = _sources.get(folder)
+    if files is None:
+        files = _sources[folder] = tuple(str(f) for f in (
+            paths.file("config", "model-catalog.json"), paths.file("config", "model-learned.json"),
+            paths.file("config", "model-overrides.json"), registry.path(), endpoints.path()))
+    state = (folder, _generation) + tuple(_stamp(f) for f in files)
+    found = _table
+    if found.state != state:
+        found = _table = Table(state)
+    return found
+
+
+def info(alias, fetch=False):
+    """`{context_window, max_output, vision, tools, ..., sources}` for `alias` (CAT-1, CAT-4, CAT-10).
+
+    With `fetch`, the endpoint's listing is read first if it is not in memory yet.
+    """
+    if fetch:
+        name = endpoints.endpoint_name(registry.registration(alias))
+        if name:
+            listing(name)
+    record = table()[alias]
+    return {**record, "sources": dict(record["sources"])}
+
+
 def window(alias):
     """The known context window in tokens, or None."""
-    return _positive(info(alias)["context_window"])
+    return _positive(table()[alias]["context_window"])
 
 
 def max_output(alias):
     """The known output cap in tokens, or None."""
-    return _positive(info(alias)["max_output"])
+    return _positive(table()[alias]["max_output"])
 
 
 def can_see(alias):
     """Whether an image may be put to `alias` (CAT-4, GWC-3): vision known true, and not on the Responses API."""
-    return info(alias)["vision"] is True and endpoints.entry_of(alias).get("api") != "responses"
+    known = table()
+    return known[alias]["vision"] is True and known.api(alias) != "responses"
 
 
 def can_call_tools(alias):
     """Whether tool requests may be routed to `alias`: tools known true (CAT-4)."""
-    return info(alias)["tools"] is True
+    return table()[alias]["tools"] is True
 
 
 REGION_PREFIX = re.compile(r"^(?:llm7|us|eu|apac|global)\.")

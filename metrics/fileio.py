@@ -150,15 +150,13 @@ def read_json(path, comments=True):
     if key is None:
         return {}
     cached = _json_cache.get(path)
-    if cached is not None and cached[0] == key:
-        data = cached[1]
-    else:
+    if cached is None or cached[0] != key:
         data = _load_object(path)
+        # the comment-free view is made once per parse, not on every call
+        cached = (key, data, {k: v for k, v in data.items() if not k.startswith("_")})
         with _json_cache_lock:
-            _json_cache[path] = (key, data)
-    if comments:
-        return {k: v for k, v in data.items() if not k.startswith("_")}
-    return data
+            _json_cache[path] = cached
+    return cached[2] if comments else cached[1]
 
 
 def append_jsonl(path, record):

@@ -27,6 +27,7 @@ Decisions where the spec is silent or improved (gateway.md §20):
 
 import concurrent.futures
 import datetime
+import functools
 import queue
 import secrets
 import sys
@@ -37,7 +38,6 @@ from metrics import (
     catalog,
     client,
     collections,
-    endpoints,
     fileio,
     images,
     learn,
@@ -98,11 +98,15 @@ def retired_why(record):
     return why + "; take it out of the collection (Restore in its model popup brings it back)"
 
 
-def cannot_see(alias):
-    """`""` when `alias` takes images, else why not (IMG-5). Unknown counts as cannot."""
-    if endpoints.entry_of(alias).get("api") == "responses":
+def cannot_see(alias, known=None):
+    """`""` when `alias` takes images, else why not (IMG-5). Unknown counts as cannot.
+
+    `known` is a `catalog.table()` already in hand (a plan asks about every registered alias).
+    """
+    known = catalog.table() if known is None else known
+    if known.api(alias) == "responses":
         return "is reached through the Responses API, to which the gateway sends no images yet"
-    info = catalog.info(alias)
+    info = known[alias]
     vision = info.get("vision")
     if vision is True:
         return ""
@@ -112,14 +116,14 @@ def cannot_see(alias):
     return f"does not take images (says {source})"
 
 
-def window(alias):
-    value = catalog.info(alias).get("context_window")
+def window(alias, known=None):
+    value = (catalog.table() if known is None else known)[alias].get("context_window")
     return value if isinstance(value, int) and value > 0 else None
 
 
-def too_small(alias, needed):
+def too_small(alias, needed, known=None):
     """The alias's known window when it is below `needed`, else None (unknown windows never refuse)."""
-    size = window(alias)
+    size = window(alias, known)
     return size if size is not None and size < needed else None
 
 
@@ -136,7 +140,7 @@ def ask_seat(alias, system, prompt, messages=None, on_delta=None):
             result = client.chat(alias, prompt, system=system, timeout=SEAT_TIMEOUT, messages=messages,
                                  on_delta=on_delta, purpose="gateway")
         else:
-            result = llm_backend.ask(alias, prompt, system=system, timeout=SEAT_TIMEOUT)
+            result = llm_backend.ask(alias, prompt, system=system, timeout=SEAT_TIMEOUT, on_delta=on_delta)
         answer = result.get("text") or ""
         error = f"no answer in {SEAT_TIMEOUT:g}s" if result.get("timed_out") else (result.get("error") or "")
     except Exception as exc:  # one seat failing must not lose the others
@@ -199,9 +203,13 @@ def log_seat(seat, task):
 
 
 class Plan:
-    """Everything decided before a model is asked: who sits, the shape, the texts."""
+    """Everything decided before a model is asked: who sits, the shape, the texts.
 
-    def __init__(self, name, messages, nominees=(), reply="", caller="local"):
+    `on_seat(plan, key, alias)` hears each seat the moment it is certain: the members once every
+    refusal has been checked, before the router is asked for explorers, so they can start at once.
+    """
+
+    def __init__(self, name, messages, nominees=(), reply="", caller="local", on_seat=None):
         self.name = name
         self.caller = caller
         self.messages = messages
@@ -214,6 +222,7 @@ class Plan:
             raise UnknownCollection(collections.choose_message(name))
         self.collection = collection
         self.settings = collections.settings()
+        self.known = catalog.table()  # one look at the catalog's files for the whole plan
         self.whole = (self.system + "\n\n" + self.prompt).strip()
         self.needed = images.request_estimate(self.system, self.prompt, self.image_count)
         self.skipped = []
@@ -226,7 +235,7 @@ class Plan:
         self._shape()
         self.panel = panel_id()
         self.task = images.redact(" ".join(self.prompt.split())[:TASK_CHARS]) + f" (bench/{name}, {self.shape})"
-        self._seats()
+        self._seats(on_seat)
 
     def skip(self, seat, alias, why):
         self.skipped.append({"seat": seat, "alias": alias, "why": why})
@@ -255,7 +264,7 @@ class Plan:
         if self.image_count:
             for seat, group in (("member", members), ("with", wanted)):
                 for alias in group:
-                    why = cannot_see(alias)
+                    why = cannot_see(alias, self.known)
                     if why:
                         self.skip(seat, alias, why)
             blind = {s["alias"] for s in self.skipped}
@@ -269,15 +278,15 @@ class Plan:
             members = [a for a in members if a not in specialists]
         self.members = members
 
-        small = sorted((too_small(a, self.needed), a) for a in members if too_small(a, self.needed))
+        sizes = {a: too_small(a, self.needed, self.known) for a in members + wanted}
+        small = sorted((sizes[a], a) for a in members if sizes[a])
         if small:
             raise TooLarge(self._too_large_message(small))
         for alias in wanted:
-            size = too_small(alias, self.needed)
-            if size:
-                self.skip("with", alias, f"its context window ({size:,} tokens) is below this prompt's "
+            if sizes[alias]:
+                self.skip("with", alias, f"its context window ({sizes[alias]:,} tokens) is below this prompt's "
                                          f"{self.needed:,}")
-        wanted = [a for a in wanted if not too_small(a, self.needed)]
+        wanted = [a for a in wanted if not sizes[a]]
         if wanted and not self.explorer_count:
             for alias in wanted:
                 self.skip("with", alias, f"bench/{self.name} leaves no explorer seat "
@@ -315,22 +324,32 @@ class Plan:
     def avoid(self):
         avoid = set(route.cooling())
         for alias in registry.registrations():
-            if too_small(alias, self.needed):
+            if too_small(alias, self.needed, self.known):
                 avoid.add(alias)
-            elif self.image_count and cannot_see(alias):
+            elif self.image_count and cannot_see(alias, self.known):
                 avoid.add(alias)
         return avoid
 
-    def _seats(self):
-        self.seats = [(f"member{i}", alias) for i, alias in enumerate(self.members, 1)]
+    def _seats(self, on_seat):
+        self.seats = []
         self.router = None
+        if self.explorer_count > 0:
+            route.check_shape(self.shape)  # the last refusal that can follow a sitting member
+
+        def sit(key, alias):
+            self.seats.append((key, alias))
+            if on_seat is not None:
+                on_seat(self, key, alias)
+
+        for i, alias in enumerate(self.members, 1):
+            sit(f"member{i}", alias)
         if self.explorer_count > 0:
             self.router = route.panel(shape=self.shape, large=len(self.whole) > LARGE, nominees=self.nominees,
                                       members=self.members, explorers=self.explorer_count, avoid=self.avoid())
             for key in ("explorer", "explorer2"):
                 pick = self.router.get(key)
                 if pick:
-                    self.seats.append((key, pick["model"]))
+                    sit(key, pick["model"])
             self.notes = [n for n in self.router.get("notes") or []
                           if any(a in n for a in self.nominees)]
         if not self.seats:
@@ -379,7 +398,8 @@ def merge(plan, seats, on_part=None):
         return None, "", "no seat answered"
     text = merge_prompt(plan, answered)
     need = images.estimate(MERGE_SYSTEM + "\n\n" + text)
-    fits = [a for a in merger_candidates(plan) if not too_small(a, need)]
+    known = catalog.table()  # afresh: a seat's failure may have taught a smaller window meanwhile
+    fits = [a for a in merger_candidates(plan) if not too_small(a, need, known)]
     if not fits:
         return None, "", f"no merger has the context window for the merge (about {need:,} tokens)"
     alias = fits[0]
@@ -401,21 +421,30 @@ def merge(plan, seats, on_part=None):
 
 def run(name, messages, nominees=(), reply="", caller="local", on_part=None):
     """Seat, ask, log and merge one panel; returns `(content, bench)` (PNL-1..22, MRG-*, RPL-*)."""
-    plan = Plan(name, messages, nominees, reply, caller)
+    futures = {}
+
+    def start(plan, key, alias):
+        # each seat is asked the moment the plan is sure of it: members before the router has been asked
+        seat_messages = messages if plan.image_count else None
+        futures[_pool.submit(ask_seat, alias, plan.system, plan.prompt, seat_messages)] = (plan, key, alias)
+
+    try:
+        plan = Plan(name, messages, nominees, reply, caller, on_seat=start)
+    except Exception:
+        # refusals all come before the first seat starts; after an unexpected failure the seats already
+        # asked are still written to the offload log when they finish (PNL-20)
+        for future, (started, key, alias) in futures.items():
+            future.add_done_callback(functools.partial(_log_orphan, started, key, alias))
+        raise
     top = heading(name, plan.panel, len(plan.members), plan.explorers_seated(), plan.shape, plan.shape_by,
                   plan.skipped)
     streaming_all = on_part is not None and not plan.merged
     if streaming_all:
         on_part(top)
 
-    seat_messages = messages if plan.image_count else None
-    futures = {}
-    for key, alias in plan.seats:
-        future = _pool.submit(ask_seat, alias, plan.system, plan.prompt, seat_messages)
-        futures[future] = (key, alias)
     finished = {}
     for future in concurrent.futures.as_completed(futures):
-        key, alias = futures[future]
+        _, key, alias = futures[future]
         seat = seat_record(f"{plan.panel}.{key}", seat_label(key), alias, future.result())
         log_seat(seat, plan.task)
         finished[key] = seat
@@ -439,6 +468,13 @@ def run(name, messages, nominees=(), reply="", caller="local", on_part=None):
             on_part("\n" + FOOTER)
     write_call_log(plan, seats, merger)
     return content, bench
+
+
+def _log_orphan(plan, key, alias, future):
+    try:
+        log_seat(seat_record(f"{plan.panel}.{key}", seat_label(key), alias, future.result()), plan.task)
+    except Exception:
+        pass  # the panel has already failed with its own error
 
 
 def merged_content(plan, seats, bench, every, on_part):

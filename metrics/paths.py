@@ -29,6 +29,8 @@ REASON_CHECKOUT = "the checkout (no BENCHWARMERS_HOME or .benchwarmers-home)"
 _lock = threading.Lock()
 _cached = None  # (env value, pointer mtime, folder, reason)
 _made = set()
+FILES_KEPT = 512
+_files = {}  # (folder, parts) -> Path: the request path asks for the same few files hundreds of times a panel
 
 
 def _pointer_state():
@@ -55,7 +57,9 @@ def resolve():
 def located():
     """`(folder, reason)`, cached until the env value or the pointer file changes."""
     global _cached
-    key = (os.environ.get("BENCHWARMERS_HOME", ""), _pointer_state())
+    env = os.environ.get("BENCHWARMERS_HOME", "")
+    # env wins over the pointer, so while it is set the pointer is not even stat'ed (every paths.file() asks)
+    key = (env, None if env.strip() else _pointer_state())
     cached = _cached
     if cached is None or cached[0] != key:
         folder, reason = resolve()
@@ -68,6 +72,7 @@ def reload():
     global _cached
     _cached = None
     _made.clear()
+    _files.clear()
 
 
 def data():
@@ -83,7 +88,14 @@ def data():
 
 def file(*parts):
     """A path inside the data folder: `file("runs", "gateway", "calls.jsonl")`."""
-    return data().joinpath(*parts)
+    folder = data()
+    key = (folder, parts)
+    found = _files.get(key)
+    if found is None:
+        if len(_files) >= FILES_KEPT:
+            _files.clear()
+        found = _files[key] = folder.joinpath(*parts)
+    return found
 
 
 def make(folder):

@@ -461,6 +461,17 @@ def cooling():
 
 # -- the panel (RTR-3..8) ---------------------------------------------------------------------
 
+def check_shape(shape, table=None):
+    """The roles `shape` admits; ValueError when the router does not know it (RTR-3, PNL-15).
+
+    A panel asks this before any seat starts, so the refusal calls no model (PNL-21).
+    """
+    known = (table or roles.load())["shapes"]
+    if shape not in known:
+        raise ValueError(f"unknown shape '{shape}'; known: {', '.join(sorted(known))}")
+    return known[shape]
+
+
 def panel(shape="general", large=False, nominees=(), members=None, explorers=2, avoid=()):
     """Seat a panel for one request (RTR-3..8).
 
@@ -469,9 +480,7 @@ def panel(shape="general", large=False, nominees=(), members=None, explorers=2, 
     no explorer seat may go to (nominees ignore it). Raises ValueError for an unknown shape.
     """
     table = roles.load()
-    if shape not in table["shapes"]:
-        raise ValueError(f"unknown shape '{shape}'; known: {', '.join(sorted(table['shapes']))}")
-    admitted = table["shapes"][shape]
+    admitted = check_shape(shape, table)
     folder = str(paths.data())
     regs = registry.registrations()
     recs, paid = _records(regs, folder)

@@ -107,6 +107,34 @@ def test_responses_api_models_cannot_see_gwc3(up):
     assert catalog.info("gpt")["vision"] is True and catalog.can_see("gpt") is False
 
 
+def test_records_are_kept_until_one_of_their_sources_changes(up):
+    """Issue 7: a panel asks about every registered alias, so an unchanged catalog costs a few stats, not a
+    rebuild; yet a change to any source (CAT-1's files, the registrations, the endpoints, a listing) shows at once."""
+    catalog.warm()
+    table = catalog.table()
+    assert catalog.table() is table and table["plain"] is catalog.table()["plain"]
+    assert catalog.info("plain") == table["plain"] and catalog.info("plain") is not table["plain"]
+    assert catalog.window("nobody") is None and "nobody" not in table  # a request may name anything: not kept
+
+    write_json("model-catalog.json", {"models": {"bare": {"context_window": 70000}}})
+    assert catalog.table() is not table and catalog.window("bare") == 70000
+    write_json("model-learned.json", {"bare": {"context_window": {"value": 6000, "at": "2026-10-23T01:00:00"}}})
+    assert catalog.window("bare") == 6000
+    write_json("model-overrides.json", {"bare": {"context_window": 5000}})
+    assert catalog.info("bare")["sources"]["context_window"] == "you" and catalog.window("bare") == 5000
+
+    registry.remove_registration("seer")
+    registry.add_registration("seer", "plain", "demo")
+    assert catalog.window("seer") == 32768 and catalog.max_output("seer") is None
+
+    fileio.write_atomic(endpoints.path(), fileio.dumps({"moved": {"base": up.base_url, "default": True}}))
+    assert catalog.window("plain") is None  # its endpoint is now "moved", whose listing is not in memory
+    catalog.listing("moved")
+    assert catalog.info("plain")["sources"]["context_window"] == "moved listing"
+    catalog.forget()
+    assert catalog.window("plain") is None
+
+
 def test_listing_facts_cat7_cat10():
     assert catalog.listing_facts({"id": "x", "top_provider": {"context_length": 9000, "max_completion_tokens": 900},
                                   "architecture": {"input_modalities": ["text", "image"]},

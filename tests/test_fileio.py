@@ -136,6 +136,17 @@ def test_read_json_comments_and_stat_cache(tmp_path):
     assert fileio.read_json(tmp_path / "none.json") == {}
 
 
+def test_read_json_hands_back_one_parse_until_the_file_changes(tmp_path):
+    """Hot paths call read_json per alias: an unchanged file costs a stat, never a parse or a copy (issue 7)."""
+    path = tmp_path / "c.json"
+    fileio.write_atomic(path, '{"_why": "x", "a": 1}')
+    plain, raw = fileio.read_json(path), fileio.read_json(path, comments=False)
+    assert fileio.read_json(path) is plain and fileio.read_json(path, comments=False) is raw
+    assert plain == {"a": 1} and raw == {"_why": "x", "a": 1}
+    fileio.write_atomic(path, '{"_why": "y", "a": 2, "b": 3}')
+    assert fileio.read_json(path) == {"a": 2, "b": 3} and fileio.read_json(path, comments=False)["_why"] == "y"
+
+
 def test_lock3_a_failed_write_leaves_no_temp_and_the_old_file(tmp_path):
     path = tmp_path / "w" / "f.json"
     fileio.write_atomic(path, "old")

@@ -496,6 +496,32 @@ def test_pnl5_nominees_take_explorer_seats(gw, bench):
     assert "## explorer 2 — gamma" in reply["choices"][0]["message"]["content"]
 
 
+def test_pnl15_pnl21_members_start_before_the_router_and_refusals_start_nothing(bench):
+    """PNL-15, PNL-20, PNL-21 (issue 7): each member is handed on to be asked before the router is asked for
+    explorers, in seat order; a refusal, the router's unknown shape included, hands on no seat at all."""
+    settings(max_explorers=2)
+    only_explorers("gamma", "seer")
+    collection(["alpha", "beta"])
+    heard = []
+
+    def on_seat(plan, key, alias):
+        heard.append((key, alias, plan.router))
+
+    plan = panel.Plan("core", user(PROMPT), on_seat=on_seat)
+    assert [(key, alias) for key, alias, _ in heard] == plan.seats
+    assert [key for key, _, router in heard if router is None] == ["member1", "member2"]
+    assert [key for key, _, router in heard if router is not None] == ["explorer", "explorer2"]
+
+    heard.clear()
+    collection(["alpha"], shape="nope")
+    with pytest.raises(ValueError, match="unknown shape 'nope'"):
+        panel.Plan("core", user(PROMPT), on_seat=on_seat)
+    collection(["alpha", "tiny"], name="small")
+    with pytest.raises(panel.TooLarge):
+        panel.Plan("small", user("x " * 6000), on_seat=on_seat)
+    assert heard == [] and not seat_requests(bench)
+
+
 def test_pnl5_imp2_imp4_nominees_that_cannot_sit_are_reported(gw, bench):
     """PNL-5, PNL-22, IMP-2, IMP-4: retired, too small, unavailable and seat-less nominees are named, never called."""
     settings(max_explorers=2)

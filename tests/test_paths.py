@@ -29,6 +29,23 @@ def test_path1_pointer_then_checkout(monkeypatch, tmp_path):
     assert paths.located()[1] == paths.REASON_CHECKOUT
 
 
+def test_path1_a_set_env_never_looks_at_the_pointer(monkeypatch, tmp_path):
+    """PATH-1: env wins, so while it is set the pointer is not stat'ed on each paths.file() (issue 7)."""
+
+    class Untouchable(type(tmp_path)):
+        def stat(self, *args, **kwargs):
+            raise AssertionError("the pointer was looked at")
+
+    monkeypatch.setattr(paths, "POINTER", Untouchable(tmp_path / ".benchwarmers-home"))
+    monkeypatch.setenv("BENCHWARMERS_HOME", str(tmp_path / "env"))
+    paths.reload()
+    for _ in range(3):
+        assert paths.file("config", "x.json") == tmp_path / "env" / "config" / "x.json"
+    monkeypatch.setenv("BENCHWARMERS_HOME", "  ")  # blank counts as unset: then the pointer is consulted
+    with pytest.raises(AssertionError, match="pointer was looked at"):
+        paths.located()
+
+
 def test_resolver_follows_env_changes_without_reimport(monkeypatch, tmp_path):
     """models.md improvement 12: no import-order dependence."""
     monkeypatch.setenv("BENCHWARMERS_HOME", str(tmp_path / "a"))
