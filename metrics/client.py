@@ -4,7 +4,7 @@
 and reads the reply as it streams. What it guarantees:
 
 - one deadline (`timeout`) bounds everything: connecting, every read (the socket
-  timeout is the time left, so a server trickling bytes cannot hold a call), and
+  timeout follows the time left, so a server trickling bytes cannot hold a call), and
   retry waits;
 - rate limits, server errors and connection failures are retried, honouring a
   usable Retry-After;
@@ -42,7 +42,9 @@ Improvements over the reference (models.md, "Improvements worth making"):
 """
 
 import http.client
+import itertools
 import json
+import math
 import os
 import random
 import select
@@ -62,11 +64,14 @@ CLI_TIMEOUT = 120
 RETRIES = 2
 RETRYABLE = (408, 409, 429)
 READ_SIZE = 65_536
+WAITING_READ = 4096  # a Body's own buffer: one is held per seat in flight, and a stream's chunks are small
 MAX_REPLY = 32_000_000
 EXCERPT = 1000
 BUDGET_FAILED_CHARS = 200
 TIMEOUT_SLACK = 0.5
 MIN_SOCKET_TIMEOUT = 0.01
+TIMEOUT_STEP = 0.05  # how far a read may outlast the deadline, so the socket timeout is rarely set again
+MAX_LINE = 65_536  # a chunk-size or trailer line longer than this is not HTTP
 MAX_RETRY_AFTER = 60
 DRAIN = 0.25  # how long the end of a body may take after [DONE] before the connection is dropped
 IDLE_PER_HOST = 32
@@ -225,51 +230,154 @@ def _socket_timeout(left):
     return max(left, MIN_SOCKET_TIMEOUT)
 
 
-def _complete(resp):
-    """Whether the whole body was read. http.client's `read1` leaves a Content-Length reply
-    open after its last byte (length 0, not closed), so both count."""
-    return resp.isclosed() or resp.length == 0
-
-
-def _finish(key, conn, resp):
+def _finish(key, conn, body):
     """Put the connection back only when its reply was read to the end and the server keeps it open."""
-    if _complete(resp) and not resp.will_close and conn.sock is not None:
-        resp.close()
+    body.close()
+    if body.complete and not body.resp.will_close and conn.sock is not None:
         POOL.give(key, conn)
     else:
         conn.close()
 
 
-def _chunks(call, resp, sock):
-    """The body as it arrives, at most 64 KiB per read, each read bounded by the time left (STR-2, STR-3)."""
-    total = 0
-    while True:
-        call.check()
-        sock.settimeout(_socket_timeout(call.left()))
+class Body:
+    """A reply's body read straight from its socket: iterate for its bytes as they arrive (STR-2, STR-3).
+
+    http.client parses the status line and headers; past them, its read path runs several
+    layers of Python per chunk, and a stream sends one small chunk per token. Here each
+    read takes all that has arrived (up to the buffer) and undoes its chunked framing at once.
+
+    A read that will likely wait goes into a small buffer of the Body's own: a bytes object
+    asked of the socket is allocated whole before the wait and shrunk after it, and with a
+    seat per thread that churn cost more memory than the reads themselves. Once a read
+    fills that buffer (a burst, a large body) more is waiting, and the next takes READ_SIZE.
+
+    Setting a socket timeout is a system call that also hands the GIL over, so it is set
+    again only when the time left has fallen TIMEOUT_STEP below it (or it ran out while
+    time was left, the deadline having moved, STR-13): a read ends by the deadline + TIMEOUT_STEP.
+    """
+
+    def __init__(self, call, resp, sock):
+        self.call = call
+        self.resp = resp
+        self.sock = sock
+        self.limit = call.limit
+        self.armed = sock.gettimeout() or math.inf  # as _roundtrip set it
+        self.buffer = memoryview(bytearray(WAITING_READ))
+        self.buffered = True  # http.client may have read past the headers: that comes first
+        self.backlog = False  # the last read filled the buffer
+        self.total = 0
+        self.complete = resp.length == 0  # HEAD, 204, 304, Content-Length: 0
+        self._pieces = self._chunked() if resp.chunked else self._sized()
+
+    def __iter__(self):
+        return self._pieces
+
+    def read(self):
+        return b"".join(self._pieces)
+
+    def drain(self, seconds):
+        """Read the rest for at most `seconds` (the end of a body after `[DONE]`), so the connection can be kept."""
+        call, end = self.call, time.monotonic() + seconds
+        self.limit = lambda: min(call.limit(), end)
         try:
-            data = resp.read1(READ_SIZE)
-        except TimeoutError as exc:
-            raise TimedOut() from exc
-        if not data:
-            if resp.length:  # http.client reads a close before Content-Length was met as an empty read
-                raise http.client.IncompleteRead(b"", resp.length)
-            return
-        total += len(data)
-        if total > MAX_REPLY:
-            raise TooLarge("the reply is over 32 MB")
-        yield data
+            for _ in self._pieces:
+                pass
+        except (OSError, ValueError, http.client.HTTPException):
+            pass
 
+    def close(self):
+        """Stop reading and let the response go; the reader, suspended, would keep this Body alive until a GC."""
+        self._pieces.close()
+        self.resp.close()
 
-def _drain(call, resp, sock):
-    """Read the end of a body after `[DONE]` for a moment, so the connection can be kept."""
-    end = min(call.limit(), time.monotonic() + DRAIN)
-    try:
-        while not _complete(resp) and time.monotonic() < end:
-            sock.settimeout(_socket_timeout(end - time.monotonic()))
-            if not resp.read1(READ_SIZE):
+    def _recv(self, due=None):
+        """One read of at most `due` bytes, b"" at the server's close; TimedOut at the deadline or STOP."""
+        while True:
+            left = self.limit() - time.monotonic()
+            if left <= 0 or STOP.is_set():
+                raise TimedOut()
+            if self.armed - left > TIMEOUT_STEP:
+                self.armed = _socket_timeout(left)
+                self.sock.settimeout(self.armed)
+            room = READ_SIZE if self.backlog else WAITING_READ
+            size = room if due is None else min(room, due)
+            try:
+                if self.buffered:
+                    data = self.resp.fp.read1(size)  # only buffered bytes while there are any
+                    self.buffered = len(data) == size
+                elif self.backlog:
+                    data = self.sock.recv(size)
+                else:
+                    data = self.buffer[:self.sock.recv_into(self.buffer, size)].tobytes()
+                self.backlog = not self.buffered and len(data) == room
+            except TimeoutError:
+                self.armed = math.inf
+                self.buffered = False  # a read that waited found http.client's buffer empty
+                continue
+            self.total += len(data)
+            if self.total > MAX_REPLY:
+                raise TooLarge("the reply is over 32 MB")
+            return data
+
+    def _sized(self):
+        """A body of Content-Length bytes, or up to the server's close when it has none."""
+        due = self.resp.length
+        while due != 0:
+            data = self._recv(due)
+            if not data:
+                if due:
+                    raise http.client.IncompleteRead(b"", due)
+                break
+            if due is not None:
+                due -= len(data)
+            yield data
+        self.complete = True
+
+    def _chunked(self):
+        """Chunked framing undone: `<hex size>[;ext]CRLF <data> CRLF` ..., a size 0, trailer lines, a blank line."""
+        raw, at, due, ending = b"", 0, 0, False  # bytes not decoded yet, where decoding is, data due, past size 0
+        while True:
+            data = self._recv()
+            if not data:
+                if ending:  # closed within the trailers, as http.client allows: the body itself is whole
+                    self.complete = True
+                    return
+                raise http.client.IncompleteRead(b"")
+            raw = raw[at:] + data if at < len(raw) else data
+            at = 0
+            out = []
+            while True:
+                if due:
+                    piece = raw[at:at + due]
+                    if not piece:
+                        break
+                    out.append(piece)
+                    at += len(piece)
+                    due -= len(piece)
+                    continue
+                end = raw.find(b"\n", at)
+                if end < 0:
+                    if len(raw) - at > MAX_LINE:
+                        raise http.client.IncompleteRead(b"")
+                    break
+                line = raw[at:end].strip()
+                at = end + 1
+                if ending:
+                    if not line:
+                        self.complete = True
+                        break
+                elif line:  # a blank line is the CRLF that ends a chunk's data
+                    try:
+                        due = int(line.split(b";", 1)[0], 16)
+                    except ValueError:
+                        raise http.client.IncompleteRead(b"") from None
+                    if due < 0:
+                        raise http.client.IncompleteRead(b"")
+                    ending = due == 0
+            if out:
+                yield out[0] if len(out) == 1 else b"".join(out)
+            if self.complete:
                 return
-    except (OSError, http.client.HTTPException):
-        return
 
 
 def get(url, headers=None, timeout=60):
@@ -280,10 +388,11 @@ def get(url, headers=None, timeout=60):
     """
     call = Call(timeout=timeout)
     key, conn, resp, sock = _exchange("GET", url, {"User-Agent": USER_AGENT, **(headers or {})}, None, call.left)
+    body = Body(call, resp, sock)
     try:
-        blob = b"".join(_chunks(call, resp, sock))
+        blob = body.read()
     finally:
-        _finish(key, conn, resp)
+        _finish(key, conn, body)
     if resp.status >= 300:
         raise HTTPError(url, resp.status, resp.headers, blob)
     return blob
@@ -371,55 +480,59 @@ def _reason(exc):
 # ---------------------------------------------------------------- reading replies
 
 
-def sse(chunks):
+def sse(pieces):
     """JSON values of a server-sent event stream, `DONE` for `[DONE]` (STR-6).
 
-    Lines are split on bytes, so a character split across reads survives.
+    Lines are split on bytes and only data is decoded, so a character split across reads
+    survives; the end of the body ends the last line and the last event.
     """
     pending = b""
     data = []
-    for chunk in chunks:
-        lines = (pending + chunk).split(b"\n")
+    for piece in itertools.chain(pieces, (b"\n\n",)):
+        lines = (pending + piece if pending else piece).split(b"\n")
         pending = lines.pop()
-        for raw in lines:
-            yield from _sse_line(raw, data)
-    if pending:
-        yield from _sse_line(pending, data)
-    yield from _flush(data)
+        for line in lines:
+            line = line.rstrip(b"\r")
+            if line.startswith(b"data:"):
+                data.append(line[6:] if line[5:6] == b" " else line[5:])
+            elif not line and data:
+                yield from _event(data)
+                data = []
 
 
-def _sse_line(raw, data):
-    line = raw.rstrip(b"\r").decode("utf-8", "replace")
-    if not line:
-        yield from _flush(data)
-    elif line.startswith("data:"):
-        value = line[5:]
-        data.append(value[1:] if value.startswith(" ") else value)
-
-
-def _flush(data):
-    """One event from its data lines; line by line when they do not parse together (no blank lines between events)."""
-    if not data:
-        return
-    lines = list(data)
-    data.clear()
-    joined = "\n".join(lines)
-    if joined.strip() == "[DONE]":
-        yield DONE
-        return
+def _event(data):
+    """The values of one event's data lines: together as one, else line by line (no blank lines between events)."""
+    joined = data[0] if len(data) == 1 else b"\n".join(data)
+    if joined.strip() == b"[DONE]":
+        return [DONE]
     try:
-        yield json.loads(joined)
-        return
+        return [_json(joined)]
     except ValueError:
-        pass
-    for line in lines:
-        if line.strip() == "[DONE]":
-            yield DONE
+        if len(data) == 1:
+            return []
+    values = []
+    for line in data:
+        if line.strip() == b"[DONE]":
+            values.append(DONE)
             continue
         try:
-            yield json.loads(line)
+            values.append(_json(line))
         except ValueError:
             pass
+    return values
+
+
+_raw_decode = json.JSONDecoder().raw_decode
+
+
+def _json(raw):
+    """`json.loads` of UTF-8 bytes (invalid bytes replaced, STR-6), minus its wrapper's two regex scans:
+    a stream parses one value per chunk."""
+    text = raw.strip(b" \t\r\n").decode("utf-8", "replace")
+    value, end = _raw_decode(text)
+    if end != len(text):
+        raise ValueError("extra data after the JSON value")
+    return value
 
 
 def _text_of(content):
@@ -541,11 +654,11 @@ def _chat_json(call, blob):
     return reply
 
 
-def read_chat(call, resp, sock):
+def read_chat(call, resp, body):
     """A chat completions reply: a stream by its content type or its first bytes, else one JSON object (STR-5)."""
     if "text/event-stream" in (resp.getheader("Content-Type") or "").lower():
-        return _chat_stream(call, sse(_chunks(call, resp, sock)))
-    blob = b"".join(_chunks(call, resp, sock))
+        return _chat_stream(call, sse(body))
+    blob = body.read()
     if blob.lstrip().startswith(b"data:"):
         return _chat_stream(call, sse([blob]))
     return _chat_json(call, blob)
@@ -624,13 +737,13 @@ def _blocked(event):
     return f"Error: client failed: the prompt was blocked ({reason}): {event!r}" if reason else ""
 
 
-def read_native(call, resp, sock):
+def read_native(call, resp, body):
     """A native API's reply (STR-5, STR-14..16): its event stream, else one JSON object (a Gemini array too)."""
     reader = READERS[call.api]()
     if "text/event-stream" in (resp.getheader("Content-Type") or "").lower():
-        events = sse(_chunks(call, resp, sock))
+        events = sse(body)
     else:
-        blob = b"".join(_chunks(call, resp, sock))
+        blob = body.read()
         try:
             parsed = json.loads(blob)
         except ValueError:
@@ -664,7 +777,7 @@ def read_native(call, resp, sock):
                   finish=reader.finish)
 
 
-# api name -> (build(call, prompt, system, messages, body) -> (url, payload), read(call, resp, sock) -> reply)
+# api name -> (build(call, prompt, system, messages, body) -> (url, payload), read(call, resp, body) -> reply)
 APIS = {"chat": (build_chat, read_chat), "anthropic": (build_anthropic, read_native),
         "gemini": (build_gemini, read_native), "responses": (build_responses, read_native)}
 
@@ -751,10 +864,10 @@ def _observe(call, resp, body):
             pass
 
 
-def _error_body(call, resp, sock):
+def _error_body(body):
     """An error reply's body; one that breaks off or runs out of time reads as empty (RET-3)."""
     try:
-        return b"".join(_chunks(call, resp, sock))
+        return body.read()
     except (OSError, ValueError, http.client.HTTPException):
         return b""
 
@@ -818,9 +931,9 @@ def _stream_refused(call, status, body):
     return True
 
 
-def _read_reply(call, read, key, conn, resp, sock):
+def _read_reply(call, read, key, conn, resp, body):
     try:
-        reply = read(call, resp, sock)
+        reply = read(call, resp, body)
     except TimedOut:
         reply = _reply(timed_out=True)
     except TooLarge as exc:
@@ -828,9 +941,9 @@ def _read_reply(call, read, key, conn, resp, sock):
     except (OSError, http.client.HTTPException) as exc:
         # Never retried: chunks may already have been relayed (STR-4).
         reply = _reply(error=f"Error: client failed: the reply broke off part way ({_reason(exc)})")
-    if not _complete(resp) and not reply["error"] and not reply["timed_out"]:
-        _drain(call, resp, sock)
-    _finish(key, conn, resp)
+    if not body.complete and not reply["error"] and not reply["timed_out"]:
+        body.drain(DRAIN)
+    _finish(key, conn, body)
     return reply
 
 
@@ -858,15 +971,16 @@ def _attempts(call, read, retries):
             reply = _reply(error=f"Error: client failed: Connection error. ({_reason(exc)})")
         else:
             call.status = resp.status
+            body = Body(call, resp, sock)
             if resp.status < 300:
                 _observe(call, resp, None)
-                return _read_reply(call, read, key, conn, resp, sock)
-            body = _error_body(call, resp, sock)
-            _finish(key, conn, resp)
-            _observe(call, resp, body)
-            if _stream_refused(call, resp.status, body):
+                return _read_reply(call, read, key, conn, resp, body)
+            blob = _error_body(body)
+            _finish(key, conn, body)
+            _observe(call, resp, blob)
+            if _stream_refused(call, resp.status, blob):
                 continue  # counted as an attempt, not as a retry
-            reply = _reply(error=_http_error(resp, body))
+            reply = _reply(error=_http_error(resp, blob))
             if resp.status not in RETRYABLE and resp.status < 500:
                 return reply
             wait = retry_after(resp.headers)

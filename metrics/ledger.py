@@ -13,13 +13,21 @@ import calendar
 import datetime
 import glob
 import json
+import os
 import sys
+import threading
 import time
 from pathlib import Path
 
 from metrics import fileio, paths
 
+try:
+    import fcntl
+except ImportError:  # Windows: every line takes fileio.lock's way
+    fcntl = None
+
 CALLER_FOLDERS = ("perf", "suite", "scripts", "metrics")
+KEPT_OPEN = 4  # the lock file and a few month files; more (another data folder, say) and all are closed
 
 
 def folder():
@@ -98,12 +106,96 @@ def line(t, alias, connection, endpoint, served, status, attempts, usage, second
     return record
 
 
+class _Kept:
+    """The lock file and month files this process keeps open between lines.
+
+    Opening both, a mkdir and two flocks for every seat of every panel showed in the
+    gateway's profile; with the descriptors kept, a line is a flock, one O_APPEND write
+    and an unlock. A flock is shared by every user of one descriptor, so threads take
+    turns on `guard` first; a forked child opens its own.
+    """
+
+    def __init__(self):
+        self.guard = threading.Lock()
+        self.fds = {}
+
+    def append(self, path, data):
+        path = os.fspath(path)  # plain strings: hashing a Path for the lookup costs more than the write
+        deadline = time.monotonic() + fileio.LOCK_TIMEOUT
+        if not self.guard.acquire(timeout=fileio.LOCK_TIMEOUT):
+            raise TimeoutError(f"usage.lock stayed locked for {fileio.LOCK_TIMEOUT:g}s")
+        try:
+            if len(self.fds) >= KEPT_OPEN:
+                self.close()
+            lock = self._fd(os.path.join(os.path.dirname(path), "usage.lock"))
+            out = self._fd(path)
+            self._hold(lock, deadline)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(out, view):]
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+        except BaseException:
+            self.close()  # whatever broke is not kept for the next line
+            raise
+        finally:
+            self.guard.release()
+
+    def _fd(self, path):
+        fd = self.fds.get(path)
+        if fd is not None:
+            if os.fstat(fd).st_nlink:
+                return fd
+            os.close(fd)  # the file was deleted: a line written there would be lost
+        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT
+        try:
+            fd = os.open(path, flags, 0o644)
+        except FileNotFoundError:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            fd = os.open(path, flags, 0o644)
+        self.fds[path] = fd
+        return fd
+
+    @staticmethod
+    def _hold(fd, deadline):
+        """flock `fd`, trying every LOCK_POLL seconds until `deadline`, as fileio.lock does (LOCK-1)."""
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise TimeoutError(f"usage.lock stayed locked for {fileio.LOCK_TIMEOUT:g}s") from None
+                time.sleep(fileio.LOCK_POLL)
+
+    def close(self):
+        fds, self.fds = self.fds, {}
+        for fd in fds.values():
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    def forked(self):
+        self.guard = threading.Lock()
+        self.close()
+
+
+_kept = _Kept()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_kept.forked)
+
+
 def write(record):
     """Append one record under `metrics/usage/usage.lock` (LED-5); False (with a stderr note) when it failed."""
     data = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
     try:
-        with fileio.lock(folder() / "usage"):
-            fileio.append_bytes(month_file(record["t"]), data)
+        if fcntl:
+            _kept.append(month_file(record["t"]), data)
+        else:
+            with fileio.lock(folder() / "usage"):
+                fileio.append_bytes(month_file(record["t"]), data)
     except Exception as exc:
         print(f"note: the usage ledger was not written: {exc}", file=sys.stderr)
         return False

@@ -5,10 +5,12 @@ not do (redirects, a trickling body, a swapped model, a 400 on streaming, a huge
 from `Scripted`, a tiny server in this file whose reply is a function of the request.
 """
 
+import http.client
 import http.server
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -592,6 +594,149 @@ def test_a_pooled_connection_dropped_on_send_is_retried_once_unseen(home, script
     assert len(server.hits) == 3
 
 
+# ---------------------------------------------------------------- reading bodies
+
+
+class Handed:
+    """Stands in for the OS socket under a Body: each read hands over the next scripted piece, then nothing."""
+
+    def __init__(self, pieces):
+        self.pieces = list(pieces)
+        self.timeouts = []
+
+    def recv(self, size):
+        buffer = bytearray(size)
+        return bytes(buffer[:self.recv_into(buffer, size)])
+
+    def recv_into(self, buffer, size):
+        piece = self.pieces.pop(0) if self.pieces else b""
+        if len(piece) > size:
+            self.pieces.insert(0, piece[size:])
+            piece = piece[:size]
+        buffer[:len(piece)] = piece
+        return len(piece)
+
+    def gettimeout(self):
+        return self.timeouts[-1] if self.timeouts else 5.0
+
+    def settimeout(self, value):
+        self.timeouts.append(value)
+
+
+def body_of(pieces, head=b"Transfer-Encoding: chunked", timeout=5):
+    """A Body over a real HTTPResponse whose first read finds `pieces[0]` buffered with the headers."""
+    near, far = socket.socketpair()
+    far.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n" + head + b"\r\n\r\n" + pieces[0])
+    far.close()
+    resp = http.client.HTTPResponse(near)
+    resp.begin()
+    near.close()
+    return client.Body(client.Call(timeout=timeout), resp, Handed(pieces[1:]))
+
+
+STREAM = ["data: {\"a\": 1}\r\n\r\n",
+          ": a comment\nevent: delta\nid: 7\ndata: {\"b\": \"\u00e9\u20ac\"}\n\n",
+          "data:{\"c\": [1,\ndata: 2]}\n\n",
+          "data: {\"d\": 4}\ndata: {\"e\": 5}\n\n",
+          "data: not json\n\n",
+          "data: [DONE]\n\n"]
+EVENTS = [{"a": 1}, {"b": "\u00e9\u20ac"}, {"c": [1, 2]}, {"d": 4}, {"e": 5}, client.DONE]
+
+
+def chunked(texts, extension=b";name=value", trailer=b"X-Trailer: t\r\n"):
+    out = b""
+    for i, text in enumerate(texts):
+        data = text.encode()
+        out += b"%x%s\r\n%s\r\n" % (len(data), extension if i == 1 else b"", data)
+    return out + b"0\r\n" + trailer + b"\r\n"
+
+
+def test_chunked_framing_and_events_split_anywhere_str6(home):
+    """STR-2, STR-6: chunk extensions, trailers, CRLF and LF lines, comments, multi-line data, a character
+    split across reads, events split across chunks: the same events wherever the reads fall."""
+    wire = chunked(["".join(STREAM[:2]) + STREAM[2][:9], STREAM[2][9:], *STREAM[3:]])
+    body = body_of([wire[i:i + 1] for i in range(len(wire))])
+    assert list(client.sse(body)) == EVENTS and body.complete
+    for cut in range(1, len(wire) + 1):
+        body = body_of([wire[:cut], wire[cut:]])
+        assert list(client.sse(body)) == EVENTS and body.complete, cut
+    body = body_of([wire])
+    assert list(client.sse(body)) == EVENTS and body.complete and body.sock.timeouts == []
+
+
+def test_a_body_cut_short_or_misframed_breaks_off_str4(home):
+    wire = chunked(STREAM)
+    last = wire.index(b"0\r\nX-Trailer")
+    for cut in (5, len(wire) // 2, last - 1, last + 1):
+        body = body_of([wire[:cut]])
+        with pytest.raises(http.client.IncompleteRead):
+            list(body)
+        assert not body.complete
+    body = body_of([wire[:last + 5]])  # closed within the trailers, as http.client allows
+    assert list(client.sse(body)) == EVENTS and body.complete
+    with pytest.raises(http.client.IncompleteRead):
+        list(body_of([b"zz\r\ndata\r\n"]))
+    sized = body_of([b"0123", b"456"], head=b"Content-Length: 10")
+    with pytest.raises(http.client.IncompleteRead):
+        list(sized)
+    whole = body_of([b"0123", b"456789"], head=b"Content-Length: 10")
+    assert whole.read() == b"0123456789" and whole.complete
+
+
+def test_what_http_client_buffered_comes_first_then_large_reads_str2(home):
+    """The bytes read along with the headers are not lost; a large body moves on to READ_SIZE reads."""
+    blob = bytes(range(256)) * 400
+    body = body_of([blob[:7000], blob[7000:]], head=b"Content-Length: %d" % len(blob))
+    got = list(body)
+    assert b"".join(got) == blob and body.complete and max(map(len, got)) == client.READ_SIZE
+
+
+def test_the_socket_timeout_is_set_again_only_as_the_deadline_nears_str2(home):
+    """STR-2: not a system call per read; set to the time left once that is TIMEOUT_STEP below it."""
+    wire = chunked(STREAM * 40)
+    pieces = [wire[i:i + 40] for i in range(0, len(wire), 40)]
+    body = body_of(pieces, timeout=5)  # the socket's 5 s is the time left
+    assert len(list(client.sse(body))) == len(EVENTS) * 40 and body.sock.timeouts == []
+    body = body_of(pieces, timeout=0.5)  # 4.5 s too long: cut to the time left
+    assert len(list(client.sse(body))) == len(EVENTS) * 40
+    assert body.sock.timeouts[0] <= 0.5 and len(body.sock.timeouts) < len(pieces) / 10
+
+
+def test_a_gap_longer_than_the_first_piece_window_after_the_first_piece_str13(home, scripted):
+    """STR-13: once a first piece came, the first-piece window no longer bounds reads: a pause past it is fine."""
+    def paused(h, body):
+        h.send_response(200)
+        h.send_header("Content-Type", "text/event-stream")
+        h.send_header("Transfer-Encoding", "chunked")
+        h.end_headers()
+        first = b'data: {"choices": [{"delta": {"content": "one "}}]}\n\n'
+        h.wfile.write(b"%x\r\n%s\r\n" % (len(first), first))
+        time.sleep(0.25)  # the gap is the scenario: no event can stand in for it
+        rest = b'data: {"choices": [{"delta": {"content": "two"}, "finish_reason": "stop"}]}\n\ndata: [DONE]\n\n'
+        h.wfile.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(rest), rest))
+
+    server = scripted(paused)
+    register({"p": {"base": server.base_url}}, {"m": ("m", "p")})
+    res = client.chat("m", "hi", timeout=5, first_token=0.1)
+    assert (res["text"], res["error"], res["timed_out"]) == ("one two", "", False)
+
+
+def test_a_chunked_stream_closed_mid_event_broke_off_str4(home, scripted):
+    def cut(h, body):
+        h.send_response(200)
+        h.send_header("Content-Type", "text/event-stream")
+        h.send_header("Transfer-Encoding", "chunked")
+        h.end_headers()
+        half = b'data: {"choices": [{"delta": {"content": "hal'
+        h.wfile.write(b"%x\r\n%s" % (len(half) + 40, half))
+        h.close_connection = True
+
+    server = scripted(cut)
+    register({"c": {"base": server.base_url}}, {"m": ("m", "c")})
+    res = client.chat("m", "hi")
+    assert res["error"].startswith("Error: client failed: the reply broke off part way (") and res["attempts"] == 1
+
+
 # ---------------------------------------------------------------- ledger and output
 
 
@@ -619,6 +764,45 @@ def test_ledger_line_fields_and_order_led1_led2_led7(bench, monkeypatch):
     assert len(rows) == 2 and ledger.totals(time.time() - 60) == {"demo": [2, sum(
         r["tokens_in"] + r["tokens_out"] for r in rows)]}
     assert "demo" in ledger.summary()
+
+
+LEDGER_WRITER = """
+import sys
+from metrics import ledger
+for i in range(50):
+    assert ledger.write(ledger.line(float(sys.argv[1]), "p", "c", "e", "m", "ok", 1, {}, 0.1, "load test"))
+"""
+
+
+def test_ledger_lines_stay_whole_across_threads_and_processes_led5(home):
+    """LED-5: 4 threads and 2 processes × 50 lines, each under usage.lock, none torn or lost."""
+    t = time.time()
+    procs = [subprocess.Popen([sys.executable, "-c", LEDGER_WRITER, str(t)], cwd=ROOT) for _ in range(2)]
+    threads = [threading.Thread(target=lambda: [ledger.write(ledger.line(t, "t", "c", "e", "m", "ok", 1, {}, 0.1,
+                                                                         "x" * 2000)) for _ in range(50)])
+               for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert [p.wait() for p in procs] == [0, 0]
+    lines = ledger_lines()
+    assert len(lines) == 300 and sum(line["alias"] == "t" for line in lines) == 200
+    assert (ledger.folder() / "usage.lock").exists()
+
+
+def test_ledger_reopens_a_deleted_file_and_a_forked_child_writes_its_own_led5(home):
+    def write(alias):
+        return ledger.write(ledger.line(time.time(), alias, "c", "e", "m", "ok", 1, {}, 0.1, ""))
+
+    assert write("first")
+    shutil.rmtree(ledger.folder())  # a kept descriptor would now write into a deleted file
+    assert write("second") and [line["alias"] for line in ledger_lines()] == ["second"]
+    child = os.fork()
+    if child == 0:
+        os._exit(0 if write("child") else 1)
+    assert os.waitpid(child, 0)[1] == 0 and write("parent")
+    assert [line["alias"] for line in ledger_lines()] == ["second", "child", "parent"]
 
 
 def test_ledger_months_are_utc_led6():
