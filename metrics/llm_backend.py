@@ -87,23 +87,20 @@ Subprocess (`path: "subprocess"`), the fallback only:
 import copy
 import json
 import os
-import random
 import shutil
 import subprocess
 import sys
 import threading
 import time
-from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import NamedTuple
 
-from metrics import fileio, keys, paths
+from metrics import client, fileio, keys, paths
 
 TIMEOUT = 420
 CLI_TIMEOUT = 120
 RETRIES = 2
 RETRYABLE = {408, 409, 429}
-MAX_RETRY_AFTER = 60
 MIN_SOCKET_TIMEOUT = 0.01
 LOG_LOCKED = "sqlite3.OperationalError: database is locked"
 EXIT_DETAIL = 300
@@ -351,33 +348,13 @@ class _Call:
         if isinstance(status, int):
             if status not in RETRYABLE and status < 500:
                 return None
-            stated = _retry_after(getattr(exc, "response", None))
+            headers = getattr(getattr(exc, "response", None), "headers", None)
+            stated = client.retry_after(headers) if headers is not None else None
             if stated is not None:
                 return stated
         elif _kind(exc) != "connection":
             return None
-        return min(0.5 * 2**retry, 8) * (1 - 0.25 * random.random())
-
-
-def _retry_after(response):
-    """The server's wait when usable (0 < wait ≤ 60 s): `retry-after-ms` first, then Retry-After."""
-    headers = getattr(response, "headers", None)
-    if headers is None:
-        return None
-    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1)):
-        raw = headers.get(name)
-        if raw is None:
-            continue
-        try:
-            wait = float(raw) * scale
-        except ValueError:
-            try:
-                wait = parsedate_to_datetime(raw).timestamp() - time.time()
-            except (TypeError, ValueError):
-                continue
-        if 0 < wait <= MAX_RETRY_AFTER:
-            return wait
-    return None
+        return client.backoff(retry)
 
 
 def _kind(exc):

@@ -276,28 +276,13 @@ def request(model, messages, options=None, stream=False):
     return body
 
 
-class Reader:
+class Reader(common.Pieces):
     """Reads a Messages reply or stream back (OUT-6, STR-14).
 
     `feed(event)` returns the pieces it adds as `("text" | "reasoning", piece)` and
     raises `UpstreamError` for an `error`; `done` once `message_stop` (or a whole
     message) arrived; `finish` in chat completions' words.
     """
-
-    def __init__(self):
-        self.pieces = {"text": [], "reasoning": []}
-        self.model = ""
-        self.usage = {}
-        self.stop = ""
-        self.done = False
-
-    @property
-    def text(self):
-        return "".join(self.pieces["text"])
-
-    @property
-    def reasoning(self):
-        return "".join(self.pieces["reasoning"])
 
     @property
     def finish(self):

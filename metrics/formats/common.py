@@ -36,6 +36,25 @@ class UpstreamError(Exception):
         self.payload = payload
 
 
+class Pieces:
+    """What a native reader has heard so far: text and reasoning pieces, model, usage, stop reason."""
+
+    def __init__(self):
+        self.pieces = {"text": [], "reasoning": []}
+        self.model = ""
+        self.usage = {}
+        self.stop = ""
+        self.done = False
+
+    @property
+    def text(self):
+        return "".join(self.pieces["text"])
+
+    @property
+    def reasoning(self):
+        return "".join(self.pieces["reasoning"])
+
+
 def hex24():
     return secrets.token_hex(12)
 

@@ -362,23 +362,8 @@ def url(base, model, stream=True):
     return f"{base}/models/{name}:{method}"
 
 
-class Reader:
+class Reader(common.Pieces):
     """Reads Gemini chunks back (OUT-6, STR-15): thought parts are reasoning, the rest text."""
-
-    def __init__(self):
-        self.pieces = {"text": [], "reasoning": []}
-        self.model = ""
-        self.usage = {}
-        self.stop = ""
-        self.done = False
-
-    @property
-    def text(self):
-        return "".join(self.pieces["text"])
-
-    @property
-    def reasoning(self):
-        return "".join(self.pieces["reasoning"])
 
     @property
     def finish(self):
