@@ -420,7 +420,7 @@ def main(argv=None):
         client.STOP.set()
         server.server_close()
         if upstream:
-            upstream.stop()
+            demo.stop_demo(upstream)
 
 
 if __name__ == "__main__":

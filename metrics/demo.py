@@ -60,6 +60,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import socket
 import sys
 import tempfile
@@ -974,6 +975,12 @@ def start_demo():
     register(up)
     set_collection("demo", **DEMO_COLLECTION)
     return up
+
+
+def stop_demo(up):
+    """Stop the demo upstream and throw its data folder away."""
+    up.stop()
+    shutil.rmtree(paths.data(), ignore_errors=True)
 
 
 def snippets(base):
