@@ -32,11 +32,6 @@ RECORD_USAGE = "GET /bench/record?collection=bench/<name>[&task=<words in the ve
 CLIENT_GONE = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, TimeoutError)
 
 
-def route_of(raw):
-    """GW-1: the path without its query string or trailing `/`."""
-    return raw.split("?", 1)[0].rstrip("/") or "/"
-
-
 def listing(may_call=None):
     """`GET /v1/models` (LST-1). Google's own SDK lists at this path too (its default API version
     is v1) and reads `models`, so the Gemini listing (FMT-71) rides along beside OpenAI's `data`."""
@@ -55,7 +50,7 @@ class Handler(httpserver.Handler):
     # -- GET ---------------------------------------------------------------
 
     def do_GET(self):
-        path = route_of(self.path)
+        path = formats.route(self.path)
         if path == "/health":  # open on both ports, before the Host check (OPEN-1, security improvement 21)
             return self.send_json(200, {"ok": True})
         problem = guard.host_problem(self.headers, self.port)
@@ -113,7 +108,7 @@ class Handler(httpserver.Handler):
     # -- POST --------------------------------------------------------------
 
     def do_POST(self):
-        path = route_of(self.path)
+        path = formats.route(self.path)
         problem = guard.write_problem(self.headers, self.port, guard.is_gateway_route(self.path),
                                       guard.GATEWAY_CAP)
         if problem:

@@ -43,7 +43,7 @@ import time
 import urllib.parse
 from http.cookies import CookieError, SimpleCookie
 
-from metrics import gatekeys
+from metrics import formats, gatekeys
 
 GATEWAY_CAP = 20_000_000
 DASHBOARD_CAP = 1_000_000
@@ -57,7 +57,6 @@ EXPOSED = "X-Bench-Panel, X-Bench-Seats, X-Bench-Conversation, X-Bench-Model"
 HEADER_LIST = re.compile(r"[A-Za-z0-9-]{1,64}([ \t]*,[ \t]*[A-Za-z0-9-]{1,64}){0,31}")
 ORIGIN_ITEM = re.compile(r"[a-z][a-z0-9+.-]*://[^/?#@\s]+")
 SECRET_QUERY = re.compile(r"([?&](?:key|api_key|access_token)=)[^&\s]*", re.IGNORECASE)
-GEMINI_METHOD = re.compile(r"/v1/models/[^/]+:[^/]+")
 DEFAULT_PORTS = {"http": ":80", "https": ":443"}
 FALSE = ("", "0", "false", "no", "off")
 TRUE = ("1", "true", "yes", "on")
@@ -206,9 +205,8 @@ def is_gateway_route(path):
 
 
 def is_gemini_route(path):
-    """CRED-2 (3): the routes where `?key=` is a credential."""
-    path = path.split("?", 1)[0]
-    return path.startswith("/v1beta/") or bool(GEMINI_METHOD.fullmatch(path))
+    """CRED-2 (3): the routes where `?key=` is a credential: those that speak Gemini's format."""
+    return formats.format_of(path) == "gemini"
 
 
 def allowed_hosts(port):
