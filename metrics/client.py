@@ -57,7 +57,8 @@ import time
 from email.utils import parsedate_to_datetime
 from urllib.parse import urlsplit
 
-from metrics import catalog, connections, endpoints, fileio, formats, keys, learn, ledger, notices, paths, registry
+from metrics import catalog, connections, endpoints, fileio, formats, gather, keys, learn, ledger, notices, paths, registry
+from metrics.gather import TimedOut, TooLarge
 
 DEFAULT_TIMEOUT = 420
 CLI_TIMEOUT = 120
@@ -71,7 +72,6 @@ BUDGET_FAILED_CHARS = 200
 TIMEOUT_SLACK = 0.5
 MIN_SOCKET_TIMEOUT = 0.01
 TIMEOUT_STEP = 0.05  # how far a read may outlast the deadline, so the socket timeout is rarely set again
-MAX_LINE = 65_536  # a chunk-size or trailer line longer than this is not HTTP
 MAX_RETRY_AFTER = 60
 DRAIN = 0.25  # how long the end of a body may take after [DONE] before the connection is dropped
 IDLE_PER_HOST = 32
@@ -80,6 +80,7 @@ BACKENDS = ("builtin", "llm")
 BODY_OWN_FIELDS = ("model", "messages", "stream", "stream_options")
 
 STOP = threading.Event()  # set by a server shutting down: every call in flight ends as timed out (CL-7)
+READER = gather.Reader(STOP)  # reads the bodies nobody listens to while they arrive
 DONE = object()  # the `[DONE]` marker of a stream
 
 
@@ -91,13 +92,6 @@ class Stop(Exception):
         self.text = text
         self.refused = refused
 
-
-class TimedOut(TimeoutError):
-    """The deadline passed, or STOP was set, while waiting for the reply."""
-
-
-class TooLarge(ValueError):
-    """The reply grew past MAX_REPLY bytes."""
 
 
 class HTTPError(OSError):
@@ -254,6 +248,8 @@ class Body:
     Setting a socket timeout is a system call that also hands the GIL over, so it is set
     again only when the time left has fallen TIMEOUT_STEP below it (or it ran out while
     time was left, the deadline having moved, STR-13): a read ends by the deadline + TIMEOUT_STEP.
+
+    `gather()` hands a body nobody listens to over to the one reader thread instead (metrics/gather.py).
     """
 
     def __init__(self, call, resp, sock):
@@ -267,6 +263,7 @@ class Body:
         self.backlog = False  # the last read filled the buffer
         self.total = 0
         self.complete = resp.length == 0  # HEAD, 204, 304, Content-Length: 0
+        self.gathered = None  # the reader's record of this body once `gather()` handed it over
         self._pieces = self._chunked() if resp.chunked else self._sized()
 
     def __iter__(self):
@@ -277,6 +274,8 @@ class Body:
 
     def drain(self, seconds):
         """Read the rest for at most `seconds` (the end of a body after `[DONE]`), so the connection can be kept."""
+        if self.gathered is not None:
+            return  # the reader already gave the end of the body its DRAIN seconds
         call, end = self.call, time.monotonic() + seconds
         self.limit = lambda: min(call.limit(), end)
         try:
@@ -288,6 +287,10 @@ class Body:
     def close(self):
         """Stop reading and let the response go; the reader, suspended, would keep this Body alive until a GC."""
         self._pieces.close()
+        if self.gathered is not None:
+            self.call.arrived = None
+            if not self.gathered.done.is_set():
+                READER.drop(self.gathered)
         self.resp.close()
 
     def _recv(self, due=None):
@@ -316,7 +319,7 @@ class Body:
                 continue
             self.total += len(data)
             if self.total > MAX_REPLY:
-                raise TooLarge("the reply is over 32 MB")
+                raise gather.too_large(MAX_REPLY)
             return data
 
     def _sized(self):
@@ -334,50 +337,50 @@ class Body:
         self.complete = True
 
     def _chunked(self):
-        """Chunked framing undone: `<hex size>[;ext]CRLF <data> CRLF` ..., a size 0, trailer lines, a blank line."""
-        raw, at, due, ending = b"", 0, 0, False  # bytes not decoded yet, where decoding is, data due, past size 0
-        while True:
+        framing = gather.Chunked()
+        while not framing.complete:
             data = self._recv()
             if not data:
-                if ending:  # closed within the trailers, as http.client allows: the body itself is whole
-                    self.complete = True
-                    return
-                raise http.client.IncompleteRead(b"")
-            raw = raw[at:] + data if at < len(raw) else data
-            at = 0
-            out = []
-            while True:
-                if due:
-                    piece = raw[at:at + due]
-                    if not piece:
-                        break
-                    out.append(piece)
-                    at += len(piece)
-                    due -= len(piece)
-                    continue
-                end = raw.find(b"\n", at)
-                if end < 0:
-                    if len(raw) - at > MAX_LINE:
-                        raise http.client.IncompleteRead(b"")
-                    break
-                line = raw[at:end].strip()
-                at = end + 1
-                if ending:
-                    if not line:
-                        self.complete = True
-                        break
-                elif line:  # a blank line is the CRLF that ends a chunk's data
-                    try:
-                        due = int(line.split(b";", 1)[0], 16)
-                    except ValueError:
-                        raise http.client.IncompleteRead(b"") from None
-                    if due < 0:
-                        raise http.client.IncompleteRead(b"")
-                    ending = due == 0
-            if out:
-                yield out[0] if len(out) == 1 else b"".join(out)
-            if self.complete:
-                return
+                framing.closed()  # whole only if closed within the trailers, as http.client allows
+                break
+            data = framing.feed(data)
+            if data:
+                yield data
+        self.complete = True
+
+    def gather(self):
+        """Hand the rest of the body to `READER` (metrics/gather.py) when nobody needs its pieces as they
+        come; iterating then waits for the body to end and replays its pieces, each with its arrival time."""
+        if self.complete or not gather.usable(self.sock):
+            return
+        self.sock.setblocking(False)
+        sse = "text/event-stream" in (self.resp.getheader("Content-Type") or "").lower()
+        self.gathered = gather.Gathered(self.sock, self.resp.chunked, self.resp.length, self.limit(),
+                                        MAX_REPLY, sse, DRAIN)
+        now = time.monotonic()
+        while self.buffered:  # what http.client read past the headers; b"" once its buffer is empty
+            data = self.resp.fp.read1(READ_SIZE)
+            self.buffered = bool(data)
+            if data and self.gathered.take(data, now):
+                self.gathered.done.set()
+                break
+        else:
+            READER.add(self.gathered)
+        self._pieces = self._replay()
+
+    def _replay(self):
+        body, call = self.gathered, self.call
+        if not body.done.is_set():
+            # the reader ends every body by its deadline + SCAN; the extra second only guards against a reader bug
+            if not body.done.wait(max(0.0, body.deadline - time.monotonic()) + gather.SCAN + 1):
+                READER.drop(body)
+                raise TimedOut()
+        self.total, self.complete = body.total, body.complete  # a reader may stop at `[DONE]`
+        for call.arrived, piece in body.pieces:
+            yield piece
+        call.arrived = None
+        if body.error is not None:
+            raise body.error
 
 
 def get(url, headers=None, timeout=60):
@@ -427,6 +430,7 @@ class Call:
         self.sent_at = None
         self.status = 0
         self.first_piece = None
+        self.arrived = None  # when the piece being read arrived, if it was read earlier (a gathered body)
         self.fell_back = False
         self.swap = False
 
@@ -445,7 +449,11 @@ class Call:
 
     def piece(self):
         if self.first_piece is None:
-            self.first_piece = round(time.monotonic() - self.started, 2)
+            self.first_piece = round((self.arrived or time.monotonic()) - self.started, 2)
+
+    def quiet(self):
+        """Nobody needs this call's pieces as they come: its body can be read whole by `READER`."""
+        return self.on_delta is None and self.on_chunk is None and self.first_deadline is None
 
     def delta(self, kind, text):
         """A new piece of `text` ("text" or "reasoning"): the first sets first_token_s; `on_delta` hears it."""
@@ -974,6 +982,8 @@ def _attempts(call, read, retries):
             body = Body(call, resp, sock)
             if resp.status < 300:
                 _observe(call, resp, None)
+                if call.quiet():
+                    body.gather()
                 return _read_reply(call, read, key, conn, resp, body)
             blob = _error_body(body)
             _finish(key, conn, body)
