@@ -24,7 +24,6 @@ registered alias, so after the first panel each costs a dict lookup rather
 than a stat of every file it comes from.
 """
 
-import os
 import re
 import threading
 
@@ -215,14 +214,6 @@ _sources = {}  # data folder -> the files a record is made from
 _table = Table(None)
 
 
-def _stamp(where):
-    try:
-        st = os.stat(where)
-    except OSError:
-        return None
-    return st.st_mtime_ns, st.st_size, st.st_ino
-
-
 def table():
     """Every alias's record (see `Table`), rebuilt when a source file's stat or a listing in memory changes."""
     global _table
@@ -232,7 +223,7 @@ def table():
         files = _sources[folder] = tuple(str(f) for f in (
             paths.file("config", "model-catalog.json"), paths.file("config", "model-learned.json"),
             paths.file("config", "model-overrides.json"), registry.path(), endpoints.path()))
-    state = (folder, _generation) + tuple(_stamp(f) for f in files)
+    state = (folder, _generation) + tuple(fileio.stamp(f) for f in files)
     found = _table
     if found.state != state:
         found = _table = Table(state)

@@ -41,6 +41,7 @@ Improvements over the reference (models.md, "Improvements worth making"):
     python -m metrics.client --selftest        the reply parsers' self-checks
 """
 
+import functools
 import http.client
 import itertools
 import json
@@ -183,41 +184,84 @@ def _connection(key):
     return http.client.HTTPConnection(host, port)
 
 
-def _roundtrip(conn, method, target, data, headers, wait):
-    conn.timeout = wait  # bounds connecting when the connection is new
+class Sent:
+    """A request on the wire whose answer has not been read: what `_response()` needs to read it,
+    or to send it again on a fresh connection when a pooled one turns out to have been closed."""
+
+    def __init__(self, key, conn, method, target, data, headers, left, pooled):
+        self.key, self.conn, self.pooled = key, conn, pooled
+        self.method, self.target, self.data, self.headers, self.left = method, target, data, headers, left
+        self.sock = None
+
+
+def _write(sent):
+    conn = sent.conn
+    conn.timeout = _socket_timeout(sent.left())  # bounds connecting when the connection is new
     if conn.sock is None:
         conn.connect()
         # http.client writes headers and body separately: without this, Nagle's
         # algorithm can hold the body back until the headers are acknowledged.
         conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    conn.sock.settimeout(wait)
-    conn.request(method, target, body=data, headers=headers)
-    sock = conn.sock  # kept: a `Connection: close` reply takes it off `conn` but it is still read
-    return conn.getresponse(), sock
+    conn.sock.settimeout(conn.timeout)
+    conn.request(sent.method, sent.target, body=sent.data, headers=sent.headers)
+    sent.sock = conn.sock  # kept: a `Connection: close` reply takes it off `conn` but it is still read
+
+
+def _afresh(sent):
+    """Send again on a new connection: the pooled one had been closed by the server (not an attempt)."""
+    sent.conn.close()
+    sent.conn, sent.pooled = _connection(sent.key), False
+    _write(sent)
+
+
+def _request(method, url, headers, data, left, connect=True):
+    """Send one request on an idle pooled connection, else a new one; returns its `Sent`.
+
+    With `connect` False it is sent only on an idle connection (None when there is none): a caller that
+    sends for several others must not make them wait while it opens a connection (a TLS handshake).
+    """
+    key, target = _split(url)
+    conn = POOL.take(key)
+    if conn is None and not connect:
+        return None
+    sent = Sent(key, conn or _connection(key), method, target, data, headers, left, conn is not None)
+    try:
+        try:
+            _write(sent)
+        except ConnectionError:
+            if not sent.pooled:
+                raise
+            _afresh(sent)
+    except BaseException:
+        sent.conn.close()
+        raise
+    return sent
+
+
+def _response(sent):
+    """`(pool key, connection, response, socket)` once the status line and headers are in."""
+    try:
+        try:
+            sent.conn.sock.settimeout(_socket_timeout(sent.left()))
+            resp = sent.conn.getresponse()
+        except ConnectionError:
+            if not sent.pooled:
+                raise
+            _afresh(sent)
+            resp = sent.conn.getresponse()
+    except BaseException:
+        sent.conn.close()
+        raise
+    return sent.key, sent.conn, resp, sent.sock
 
 
 def _exchange(method, url, headers, data, left):
-    """Send one request: `(pool key, connection, response, socket)` once the status line and headers are in.
+    """Send one request and wait for its answer's head: `(pool key, connection, response, socket)`.
 
     A pooled connection that fails before any answer (the server had closed it)
     is retried once on a fresh one; that is not counted as an attempt.
     """
-    key, target = _split(url)
-    conn = POOL.take(key)
-    if conn is not None:
-        try:
-            return (key, conn, *_roundtrip(conn, method, target, data, headers, _socket_timeout(left())))
-        except ConnectionError:
-            conn.close()
-        except BaseException:
-            conn.close()
-            raise
-    conn = _connection(key)
-    try:
-        return (key, conn, *_roundtrip(conn, method, target, data, headers, _socket_timeout(left())))
-    except BaseException:
-        conn.close()
-        raise
+    return _response(_request(method, url, headers, data, left))
 
 
 def _socket_timeout(left):
@@ -257,7 +301,7 @@ class Body:
         self.resp = resp
         self.sock = sock
         self.limit = call.limit
-        self.armed = sock.gettimeout() or math.inf  # as _roundtrip set it
+        self.armed = sock.gettimeout() or math.inf  # as _response set it
         self.buffer = memoryview(bytearray(WAITING_READ))
         self.buffered = True  # http.client may have read past the headers: that comes first
         self.backlog = False  # the last read filled the buffer
@@ -429,6 +473,7 @@ class Call:
         self.attempts = 0
         self.sent_at = None
         self.status = 0
+        self.early = None  # the first attempt, sent by `begin()` before anyone waits for it
         self.first_piece = None
         self.arrived = None  # when the piece being read arrived, if it was read earlier (a gathered body)
         self.fell_back = False
@@ -955,24 +1000,40 @@ def _read_reply(call, read, key, conn, resp, body):
     return reply
 
 
+def _post(call, connect=True):
+    """Send `call.payload` as one attempt: its `Sent`, the exception that stopped it, or a reply
+    when it cannot be sent at all; None when `connect` is False and no idle connection was ready."""
+    try:
+        data = json.dumps(call.payload).encode()
+    except (TypeError, ValueError) as exc:
+        return _reply(error=f"Error: client failed: the request cannot be sent as JSON: {exc}")
+    wall = time.time()
+    try:
+        sent = _request("POST", call.url, call.headers, data, call.left, connect)
+    except ValueError as exc:
+        sent = _reply(error=f"Error: client failed: {exc}")
+    except (OSError, http.client.HTTPException) as exc:
+        sent = exc
+    if sent is not None:
+        call.attempts += 1
+        call.sent_at = call.sent_at or wall
+    return sent
+
+
 def _attempts(call, read, retries):
     """Send `call.payload` until it succeeds, fails for good, or time runs out (RET-1..6)."""
     tried = 0
     while True:
         if STOP.is_set() or call.left() <= 0:
             return _reply(timed_out=True)
-        try:
-            data = json.dumps(call.payload).encode()
-        except (TypeError, ValueError) as exc:
-            return _reply(error=f"Error: client failed: the request cannot be sent as JSON: {exc}")
-        call.attempts += 1
-        if call.sent_at is None:
-            call.sent_at = time.time()
+        sent, call.early = call.early or _post(call), None
+        if isinstance(sent, dict):
+            return sent
         wait = None
         try:
-            key, conn, resp, sock = _exchange("POST", call.url, call.headers, data, call.left)
-        except ValueError as exc:
-            return _reply(error=f"Error: client failed: {exc}")
+            if isinstance(sent, BaseException):
+                raise sent
+            key, conn, resp, sock = _response(sent)
         except (OSError, http.client.HTTPException) as exc:
             if isinstance(exc, TimeoutError) and call.left() <= TIMEOUT_SLACK:
                 return _reply(timed_out=True)
@@ -1113,24 +1174,57 @@ def chat(alias, prompt, system="", timeout=DEFAULT_TIMEOUT, messages=None, on_de
     arrive, `on_chunk(chunk)` every stream chunk (a proxy); `first_token` ends the
     call as timed out when no first piece came within that many seconds.
     """
+    return begin(alias, prompt, system, timeout, messages, on_delta, purpose, body, on_chunk, first_token,
+                 retries)()
+
+
+def begin(alias, prompt, system="", timeout=DEFAULT_TIMEOUT, messages=None, on_delta=None, purpose="",
+          body=None, on_chunk=None, first_token=None, retries=None):
+    """`chat()` in two halves: prepare the call and send its first request now, if a kept-alive connection
+    is ready for it; the function returned sends it otherwise, waits for the answer and returns `chat()`'s
+    reply. A panel sends every seat's request from one thread before any seat waits, so no seat's
+    request queues behind another's preparation, and none behind another's connection set-up."""
     call = Call(alias, timeout, first_token, on_delta, on_chunk)
-    reply, refused = _reply(), False
+    retries = RETRIES if retries is None else retries
     try:
         _prepare(call, prompt, system, messages, body)
+        call.early = _post(call, connect=False)
+    except Stop as stop:
+        return functools.partial(_settle, call, _reply(error=stop.text), purpose, stop.refused)
+    except Exception as exc:
+        return functools.partial(_settle, call, exc, purpose, False)
+    return functools.partial(_finish_call, call, purpose, retries)
+
+
+def _finish_call(call, purpose, retries):
+    reply, refused = _reply(), False
+    try:
         read = APIS[call.api][1]
-        reply = _send(call, read, RETRIES if retries is None else retries)
+        reply = _send(call, read, retries)
         if _budget_cut(call, reply):
-            reply = _budget_retry(call, read, RETRIES if retries is None else retries, reply)
+            reply = _budget_retry(call, read, retries, reply)
         if not reply["error"] and not reply["timed_out"]:
             call.swap = _note_swap(call, reply)
     except Stop as stop:
         reply, refused = _reply(error=stop.text), stop.refused
     finally:
-        if call.secret and call.secret in reply["error"]:
-            reply["error"] = keys.hide(reply["error"].replace(call.secret, "***"))  # an upstream echoing it (KEY-7)
-        reply.update(first_token_s=call.first_piece, attempts=call.attempts,
-                     seconds=round(time.monotonic() - call.started, 1))
-        _account(call, reply, purpose, refused)
+        _settle(call, reply, purpose, refused)
+    return reply
+
+
+def _settle(call, reply, purpose, refused):
+    """Every call's last step, however it ended: the secret taken out of the error, the timings, the ledger line.
+    `reply` may be the exception that ended the call before a request could be sent: it is raised after."""
+    raised = reply if isinstance(reply, BaseException) else None
+    if raised is not None:
+        reply = _reply()
+    if call.secret and call.secret in reply["error"]:
+        reply["error"] = keys.hide(reply["error"].replace(call.secret, "***"))  # an upstream echoing it (KEY-7)
+    reply.update(first_token_s=call.first_piece, attempts=call.attempts,
+                 seconds=round(time.monotonic() - call.started, 1))
+    _account(call, reply, purpose, refused)
+    if raised is not None:
+        raise raised
     return reply
 
 

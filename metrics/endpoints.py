@@ -17,12 +17,11 @@ follows a redirect, so a key never reaches another host (models.md improvement 4
 """
 
 import json
-import os
 import re
 import sys
 from urllib.parse import urlsplit
 
-from metrics import keys, paths, registry
+from metrics import fileio, keys, paths, registry
 
 KINDS = ("provider", "aggregator", "hub", "local")
 HUBS = ("openwebui", "litellm", "cliproxy")
@@ -56,7 +55,7 @@ def load():
     global _cache
     where = str(path())
     try:
-        st = os.stat(where)
+        st = fileio.stat(where)
     except FileNotFoundError:
         return {}
     except OSError as exc:

@@ -77,6 +77,7 @@ def write_atomic(path, text, mode=None):
     `mode` sets the new file's permissions (0o600 for secrets) before it appears.
     """
     path = Path(path)
+    _looked.__dict__.get("seen", {}).pop(str(path), None)  # this thread's snapshot must see its own write
     path.parent.mkdir(parents=True, exist_ok=True)
     temp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.part")
     try:
@@ -131,9 +132,49 @@ _json_cache = {}
 _json_cache_lock = threading.Lock()
 
 
-def _stat_key(path):
+_looked = threading.local()  # `seen`: {path: stat result or OSError} while a snapshot is open on this thread
+
+
+@contextlib.contextmanager
+def snapshot():
+    """Within it, each file is stat'ed once on this thread, however many modules ask about it.
+
+    A panel's plan asks about the same few config files ~100 times (every seat's registration,
+    endpoint, options...); each stat is a system call that hands the GIL to another thread.
+    A file changed meanwhile is seen by the next snapshot; this thread's own writes at once.
+    """
+    if "seen" in _looked.__dict__:
+        yield
+        return
+    _looked.seen = {}
     try:
-        st = os.stat(path)
+        yield
+    finally:
+        del _looked.seen
+
+
+def stat(path):
+    """`os.stat(path)` (OSError raised as it was), asked once per path within a `snapshot()`."""
+    seen = _looked.__dict__.get("seen")
+    if seen is None:
+        return os.stat(path)
+    path = os.fspath(path)
+    found = seen.get(path)
+    if found is None:
+        try:
+            found = os.stat(path)
+        except OSError as exc:
+            found = exc
+        seen[path] = found
+    if isinstance(found, OSError):
+        raise found
+    return found
+
+
+def stamp(path):
+    """What says a file changed: `(mtime_ns, size, inode)`, None when it cannot be stat'ed."""
+    try:
+        st = stat(path)
     except OSError:
         return None
     return (st.st_mtime_ns, st.st_size, st.st_ino)
@@ -146,7 +187,7 @@ def read_json(path, comments=True):
     The parse is cached by (mtime, size, inode): callers must not mutate the result.
     """
     path = str(path)
-    key = _stat_key(path)
+    key = stamp(path)
     if key is None:
         return {}
     cached = _json_cache.get(path)

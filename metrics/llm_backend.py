@@ -165,14 +165,6 @@ def _llm():
     return llm
 
 
-def _stat(path):
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return st.st_mtime_ns, st.st_size
-
-
 def _generation(llm):
     """llm's models by alias and the clients built for them, kept until llm's registry files change.
 
@@ -182,7 +174,7 @@ def _generation(llm):
     """
     global _cache
     folder = paths.llm_dir()  # llm.user_dir() is the same folder, with a mkdir on every call
-    key = (str(folder), *(_stat(folder / name) for name in REGISTRY_FILES), int(time.monotonic() // MODELS_TTL))
+    key = (str(folder), *(fileio.stamp(folder / name) for name in REGISTRY_FILES), int(time.monotonic() // MODELS_TTL))
     cache = _cache
     if cache["key"] != key:
         cache = _cache = {"key": key, "models": llm.get_model_aliases(), "clients": {}, "streamed": set()}

@@ -133,33 +133,50 @@ def seat_label(key):
 
 def ask_seat(alias, system, prompt, messages=None, on_delta=None):
     """Ask one seat (SEAT-1..5); a model failure never raises, it comes back as status `error`."""
+    return begin_seat(alias, system, prompt, messages, on_delta)()
+
+
+def begin_seat(alias, system, prompt, messages=None, on_delta=None):
+    """`ask_seat()` in two halves: the seat's request is sent now, on the caller's thread (the built-in
+    client); the function returned waits for the answer and returns the seat's result."""
     started = time.monotonic()
-    answer, error = "", ""
     try:
         if messages is not None or client.backend(alias) == "builtin":
-            result = client.chat(alias, prompt, system=system, timeout=SEAT_TIMEOUT, messages=messages,
-                                 on_delta=on_delta, purpose="gateway")
+            answer = client.begin(alias, prompt, system=system, timeout=SEAT_TIMEOUT, messages=messages,
+                                  on_delta=on_delta, purpose="gateway")
         else:
-            result = llm_backend.ask(alias, prompt, system=system, timeout=SEAT_TIMEOUT, on_delta=on_delta)
-        answer = result.get("text") or ""
+            answer = functools.partial(llm_backend.ask, alias, prompt, system=system, timeout=SEAT_TIMEOUT,
+                                       on_delta=on_delta)
+    except Exception as exc:  # one seat failing must not lose the others
+        answer = exc
+    return functools.partial(_seat_result, alias, started, answer)
+
+
+def _seat_result(alias, started, answer):
+    text, error = "", ""
+    try:
+        if isinstance(answer, Exception):
+            raise answer
+        result = answer()
+        text = result.get("text") or ""
         error = f"no answer in {SEAT_TIMEOUT:g}s" if result.get("timed_out") else (result.get("error") or "")
     except Exception as exc:  # one seat failing must not lose the others
-        answer, error = "", f"{type(exc).__name__}: {exc}"
+        text, error = "", f"{type(exc).__name__}: {exc}"
     if not error:
-        phrase = notices.notice(answer)
+        phrase = notices.notice(text)
         if phrase:
-            error = f"provider notice in a success reply ({phrase}): {answer.strip()[:200]}"
-            answer = ""
+            error = f"provider notice in a success reply ({phrase}): {text.strip()[:200]}"
+            text = ""
     if error:
         error = images.redact(error)
         try:
             learn.record(alias, error, "gateway")
         except Exception:
             pass
-    status = "error" if error else ("empty" if not answer.strip() else "ok")
+    status = "error" if error else ("empty" if not text.strip() else "ok")
     if error:
-        answer = ""
-    return {"status": status, "answer": answer, "error": error[-SEAT_ERROR_KEPT:],
+        text = ""
+    return {"status": status, "answer": text, "error": error[-SEAT_ERROR_KEPT:],
             "seconds": round(time.monotonic() - started, 1)}
 
 
@@ -421,21 +438,26 @@ def merge(plan, seats, on_part=None):
 
 def run(name, messages, nominees=(), reply="", caller="local", on_part=None):
     """Seat, ask, log and merge one panel; returns `(content, bench)` (PNL-1..22, MRG-*, RPL-*)."""
-    futures = {}
+    begun, futures = [], {}
 
     def start(plan, key, alias):
-        # each seat is asked the moment the plan is sure of it: members before the router has been asked
+        # each seat's request leaves the moment the plan is sure of it (members before the router has been
+        # asked), sent from this thread; the seats' own threads, which only wait for the answers, start
+        # once every request is out, so none of them competes with this thread for the GIL meanwhile
         seat_messages = messages if plan.image_count else None
-        futures[_pool.submit(ask_seat, alias, plan.system, plan.prompt, seat_messages)] = (plan, key, alias)
+        begun.append((begin_seat(alias, plan.system, plan.prompt, seat_messages), (plan, key, alias)))
 
     try:
-        plan = Plan(name, messages, nominees, reply, caller, on_seat=start)
+        with fileio.snapshot():  # one look at each config file for the whole plan, however many seats ask
+            plan = Plan(name, messages, nominees, reply, caller, on_seat=start)
     except Exception:
         # refusals all come before the first seat starts; after an unexpected failure the seats already
-        # asked are still written to the offload log when they finish (PNL-20)
-        for future, (started, key, alias) in futures.items():
-            future.add_done_callback(functools.partial(_log_orphan, started, key, alias))
+        # asked are still waited for and written to the offload log when they finish (PNL-20)
+        for answer, (started, key, alias) in begun:
+            _pool.submit(answer).add_done_callback(functools.partial(_log_orphan, started, key, alias))
         raise
+    for answer, seat in begun:
+        futures[_pool.submit(answer)] = seat
     top = heading(name, plan.panel, len(plan.members), plan.explorers_seated(), plan.shape, plan.shape_by,
                   plan.skipped)
     streaming_all = on_part is not None and not plan.merged

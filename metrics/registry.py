@@ -11,7 +11,6 @@ Reads are cached by the file's stat, so the client's hot path does not re-parse
 the file on every call. Callers must not mutate what the readers return.
 """
 
-import os
 import re
 import time
 
@@ -69,7 +68,7 @@ def registrations():
     global _cache
     where = str(path())
     try:
-        st = os.stat(where)
+        st = fileio.stat(where)
     except OSError:
         return {}
     key = (where, st.st_mtime_ns, st.st_size, st.st_ino)

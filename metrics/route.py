@@ -66,14 +66,6 @@ SUITE_RECHECK = 10.0
 KEPT_OUT = frozenset({"claim", "seeded", "rebench"})  # a guess scores half on these (SU-20)
 
 
-def _stat(path):
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return (st.st_mtime_ns, st.st_size, st.st_ino)
-
-
 _where = {}  # data folder -> {name: path string}; built once so the hot path makes no Path objects
 
 
@@ -209,7 +201,7 @@ def _perf_state(folder):
     Rows without a model or a whole-number `answered` are skipped.
     """
     where = _files(folder)
-    key = (_stat(where["perf"]), _stat(where["renames"]))
+    key = (fileio.stamp(where["perf"]), fileio.stamp(where["renames"]))
     cached = _perf.get(folder)
     if cached is not None and cached[0] == key:
         return cached
@@ -249,7 +241,7 @@ def _walk(tasks):
         return found
     for folder in folders:
         spec_path = os.path.join(folder.path, "task.json")
-        spec_stat = _stat(spec_path)
+        spec_stat = fileio.stamp(spec_path)
         if spec_stat is None:
             continue
         try:
@@ -316,7 +308,7 @@ def _suite_recall(folder):
             _rescan(state, where["tasks"])
             state["checked"] = now
             state["renames"] = None
-        renames = (_stat(where["renames"]),)
+        renames = (fileio.stamp(where["renames"]),)
         if state["renames"] != renames:
             current = aliases.resolver()
             totals = {}
@@ -342,7 +334,7 @@ def _statics(regs, folder):
     """
     global _static
     where = _files(folder)
-    key = (folder,) + tuple(_stat(where[name]) for name in ("tags", "decisions", "endpoints", "connections"))
+    key = (folder,) + tuple(fileio.stamp(where[name]) for name in ("tags", "decisions", "endpoints", "connections"))
     if _static[0] is regs and _static[1] == key:
         return _static[2]
     preferred = set(connections.facts()["preferred"])

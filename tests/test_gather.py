@@ -246,3 +246,23 @@ def test_chunked_framing_split_anywhere(cut):
 def test_chunked_framing_refuses_a_bad_size_line():
     with pytest.raises(Exception):
         gather.Chunked().feed(b"zz\r\n")
+
+
+def test_begin_sends_at_once_on_a_kept_connection_and_the_answer_waits(bench):
+    client.chat("paced", "warm the pool")
+    seen = len(bench.requests)
+    finish = client.begin("paced", "sent before anyone waits")
+    deadline = time.monotonic() + 5
+    while len(bench.requests) == seen and time.monotonic() < deadline:
+        time.sleep(0.005)  # the upstream records the request from its own thread
+    assert bench.requests[-1]["body"]["messages"][-1]["content"] == "sent before anyone waits"
+    res = finish()
+    assert res["text"] == bench.answer_for("paced", "sent before anyone waits") and res["attempts"] == 1
+
+
+def test_begin_leaves_opening_a_connection_to_the_waiting_half(bench):
+    client.POOL.clear()
+    finish = client.begin("quick", "cold")
+    assert finish.args[0].early is None  # nothing sent: connecting could have held up the caller
+    res = finish()
+    assert res["text"] == bench.answer_for("quick", "cold") and res["attempts"] == 1
