@@ -456,13 +456,15 @@ def run(name, messages, nominees=(), reply="", caller="local", on_part=None):
         for answer, (started, key, alias) in begun:
             _pool.submit(answer).add_done_callback(functools.partial(_log_orphan, started, key, alias))
         raise
-    for answer, seat in begun:
-        futures[_pool.submit(answer)] = seat
     top = heading(name, plan.panel, len(plan.members), plan.explorers_seated(), plan.shape, plan.shape_by,
                   plan.skipped)
     streaming_all = on_part is not None and not plan.merged
-    if streaming_all:
-        on_part(top)
+    try:
+        if streaming_all:
+            on_part(top)  # before the seat threads start, so the caller's 200 and heading leave at once
+    finally:
+        for answer, seat in begun:
+            futures[_pool.submit(answer)] = seat
 
     finished = {}
     for future in concurrent.futures.as_completed(futures):
