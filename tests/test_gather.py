@@ -266,3 +266,35 @@ def test_begin_leaves_opening_a_connection_to_the_waiting_half(bench):
     assert finish.args[0].early is None  # nothing sent: connecting could have held up the caller
     res = finish()
     assert res["text"] == bench.answer_for("quick", "cold") and res["attempts"] == 1
+
+
+def odd_stream():
+    """Every way an SSE stream may be written: comments, other fields, CRLF, data split over lines, a value
+    that is not JSON, two values in one event, then plain one-line events."""
+    return [b": keep-alive\r\n\r\n",
+            b"event: delta\nid: 1\n" + event("Mixed ")[:-1] + b"\r\n",
+            b'data: {"model": "m", "choices": [{"index": 0,\ndata: "delta": {"content": "lines "}}]}\n\n',
+            b"data: not json\n\n",
+            b'data: {"choices": [{"index": 0, "delta": {"content": "x"}}]} {"extra": 1}\n\n',
+            event("and "), event("plain "), event("ones", "stop"), b"data: [DONE]\n\n"]
+
+
+@pytest.mark.parametrize("events", [
+    [event(f"w{i} ") for i in range(30)] + [event("", "stop"), b"data: [DONE]\n\n"],  # as providers write them
+    odd_stream(),
+])
+def test_a_gathered_stream_reads_as_the_same_events_as_a_listened_one(raw, events):
+    def reply(conn):
+        conn.sendall(SSE_HEAD)
+        for data in events:
+            conn.sendall(chunk(data))
+            server.done.wait(0.002)  # apart, so they arrive as separate reads
+        conn.sendall(b"0\r\n\r\n")
+
+    server = raw(reply)
+    heard = []
+    live = client.chat("m", "hi", on_delta=lambda kind, piece: heard.append(piece))
+    quiet = client.chat("m", "hi")
+    assert quiet["text"] == live["text"] == "".join(heard) and quiet["text"]
+    assert (quiet["error"], quiet["finish"]) == ("", "stop")
+    assert quiet["first_token_s"] <= live["first_token_s"] + 0.05
