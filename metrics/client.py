@@ -17,6 +17,10 @@ Connections are kept alive in a pool shared by threads: a connection serves one
 call at a time and goes back only when its reply was read to the end and the
 server did not ask to close. A panel pays connection set-up once, not per seat.
 
+`begin()` is `chat()` in two halves, so a panel can send every seat's request from
+one thread before any seat's thread wakes; a reply nobody listens to as it streams
+is read by the one reader thread of metrics/gather.py instead of its caller's.
+
 `APIS` maps an endpoint's `api` to its (build, read) pair: chat completions,
 and the native Anthropic, Gemini and Responses APIs, whose requests and readers
 are the gateway's own format translators run in reverse (`metrics.formats`), so

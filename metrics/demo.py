@@ -38,6 +38,8 @@ Decisions the brief left open (written down for the next engineer):
 - Precedence of the answer: echo, then answer, then the notice text, then words, then the persona.
 - Nothing is logged: request bodies (and image data) live only in `Upstream.requests`, in memory.
 - Waits use an Event rather than time.sleep so `stop()` returns at once even with a "slow" reply in flight.
+- A chat stream's tokens are written by one pacer thread for every stream (`Pacer`), each at its due
+  time: a thread per stream waking per token cost more CPU than the gateway it stands in front of.
 
 Native APIs (formats.md §12, TST-1): the same models also answer Anthropic Messages
 (`POST …/messages`), Gemini (`POST …/models/<m>:generateContent` / `:streamGenerateContent`,

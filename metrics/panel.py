@@ -5,6 +5,11 @@ parallel, writes each seat to the offload log the moment it answers, merges when
 asked, and returns `(content, bench)`. It is format-blind: the gateway's routes
 turn requests into `run()` arguments and the result into each API's reply.
 
+Every seat's request is sent from the thread that plans the panel (`begin_seat`), the
+members' before the router is asked for explorers; the seats' own threads start once all
+are out and only wait for the answers. Sending from one thread keeps the last seat's
+request from queuing behind the others' preparation for the GIL (5 ms at worst).
+
 Streaming callers pass `on_part`, which hears the reply piece by piece: the
 heading once the seats are decided, each seat's section the moment that seat
 finishes, then the footer. A merged reply streams the merger's own words as it
