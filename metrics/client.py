@@ -47,6 +47,7 @@ Improvements over the reference (models.md, "Improvements worth making"):
 
 import functools
 import http.client
+import itertools
 import json
 import math
 import os
@@ -403,7 +404,7 @@ class Body:
         self.sock.setblocking(False)
         sse = "text/event-stream" in (self.resp.getheader("Content-Type") or "").lower()
         self.gathered = gather.Gathered(self.sock, self.resp.chunked, self.resp.length, self.limit(),
-                                        MAX_REPLY, Events() if sse else None, DRAIN)
+                                        MAX_REPLY, sse, DRAIN)
         now = time.monotonic()
         while self.buffered:  # what http.client read past the headers; b"" once its buffer is empty
             data = self.resp.fp.read1(READ_SIZE)
@@ -415,9 +416,7 @@ class Body:
             READER.add(self.gathered)
         self._pieces = self._replay()
 
-    def _replay(self, parsed=False):
-        """The gathered pieces, or with `parsed` the values the reader parsed from them, each with
-        `call.arrived` set to when it arrived; then what ended the body early, raised."""
+    def _replay(self):
         body, call = self.gathered, self.call
         if not body.done.is_set():
             # the reader ends every body by its deadline + SCAN; the extra second only guards against a reader bug
@@ -425,17 +424,11 @@ class Body:
                 READER.drop(body)
                 raise TimedOut()
         self.total, self.complete = body.total, body.complete  # a reader may stop at `[DONE]`
-        for call.arrived, item in body.values if parsed else body.pieces:
-            yield item
+        for call.arrived, piece in body.pieces:
+            yield piece
         call.arrived = None
         if body.error is not None:
             raise body.error
-
-    def events(self):
-        """The body's server-sent event values (`sse()`); a gathered body's were parsed as they came."""
-        if self.gathered is None or self.gathered.events is None:
-            return sse(self)
-        return self._replay(parsed=True)
 
 
 def get(url, headers=None, timeout=60):
@@ -545,41 +538,23 @@ def _reason(exc):
 
 
 def sse(pieces):
-    """JSON values of a server-sent event stream, `DONE` for `[DONE]` (STR-6)."""
-    events = Events()
-    for piece in pieces:
-        yield from events.feed(piece)
-    yield from events.end()
-
-
-class Events:
-    """A server-sent event stream undone as its bytes arrive: `feed()` returns the values they complete.
+    """JSON values of a server-sent event stream, `DONE` for `[DONE]` (STR-6).
 
     Lines are split on bytes and only data is decoded, so a character split across reads
-    survives; `end()`, the end of the body, ends the last line and the last event.
+    survives; the end of the body ends the last line and the last event.
     """
-
-    def __init__(self):
-        self.pending = b""
-        self.data = []
-        self.done = False  # a `[DONE]` has been read
-
-    def feed(self, piece):
-        lines = (self.pending + piece if self.pending else piece).split(b"\n")
-        self.pending = lines.pop()
-        values = []
+    pending = b""
+    data = []
+    for piece in itertools.chain(pieces, (b"\n\n",)):
+        lines = (pending + piece if pending else piece).split(b"\n")
+        pending = lines.pop()
         for line in lines:
             line = line.rstrip(b"\r")
             if line.startswith(b"data:"):
-                self.data.append(line[6:] if line[5:6] == b" " else line[5:])
-            elif not line and self.data:
-                values += _event(self.data)
-                self.data = []
-        self.done = self.done or DONE in values
-        return values
-
-    def end(self):
-        return self.feed(b"\n\n")
+                data.append(line[6:] if line[5:6] == b" " else line[5:])
+            elif not line and data:
+                yield from _event(data)
+                data = []
 
 
 def _event(data):
@@ -739,7 +714,7 @@ def _chat_json(call, blob):
 def read_chat(call, resp, body):
     """A chat completions reply: a stream by its content type or its first bytes, else one JSON object (STR-5)."""
     if "text/event-stream" in (resp.getheader("Content-Type") or "").lower():
-        return _chat_stream(call, body.events())
+        return _chat_stream(call, sse(body))
     blob = body.read()
     if blob.lstrip().startswith(b"data:"):
         return _chat_stream(call, sse([blob]))
@@ -823,7 +798,7 @@ def read_native(call, resp, body):
     """A native API's reply (STR-5, STR-14..16): its event stream, else one JSON object (a Gemini array too)."""
     reader = READERS[call.api]()
     if "text/event-stream" in (resp.getheader("Content-Type") or "").lower():
-        events = body.events()
+        events = sse(body)
     else:
         blob = body.read()
         try:

@@ -11,8 +11,6 @@ at most TICK later than it would have.
 
 What the threaded reader (`client.Body`) guarantees holds here too:
 - each piece keeps the time it arrived, so a first token's time is the one on the wire;
-- a server-sent event stream is parsed here as it arrives (`events`, a `client.Events`), so a
-  seat's events are ready the moment its last chunk is, not decoded after it;
 - a body ends by its deadline (+ SCAN, how often deadlines and `client.STOP` are checked);
 - past an SSE `data: [DONE]` line the rest of the body has DRAIN seconds, then the connection
   is dropped rather than kept;
@@ -24,6 +22,7 @@ and every body where epoll is missing (not Linux), keep the threaded reader (`us
 
 import http.client
 import os
+import re
 import select
 import socket
 import sys
@@ -34,6 +33,7 @@ TICK = 0.001
 SCAN = 0.05
 READ_SIZE = 65_536
 MAX_LINE = 65_536  # a chunk-size or trailer line longer than this is not HTTP
+DONE_LINE = re.compile(rb"\ndata: ?\[DONE\]")
 
 
 class TimedOut(TimeoutError):
@@ -100,18 +100,18 @@ class Chunked:
 class Gathered:
     """One body in the reader's care: its pieces with their arrival times, and how it ended."""
 
-    def __init__(self, sock, chunked, length, deadline, limit, events, drain):
+    def __init__(self, sock, chunked, length, deadline, limit, sse, drain):
         self.sock = sock
         self.fd = sock.fileno()
         self.framing = Chunked() if chunked else None
         self.left = None if chunked else length  # bytes due in a sized body; None: up to the close
         self.deadline = deadline
         self.limit = limit
-        self.events = events  # parses a server-sent event stream: `feed(bytes)`, `end()` -> values; `done`
+        self.sse = sse
         self.drain = drain
         self.draining = False
+        self.tail = b"\n"  # the start of a body is the start of a line
         self.pieces = []
-        self.values = []  # (arrival time, value) the events parser gave
         self.total = 0
         self.complete = False
         self.error = None
@@ -120,13 +120,10 @@ class Gathered:
     def take(self, data, now):
         """Take one read's bytes (b"" when the server closed); True once the body has ended."""
         try:
-            ended = self._take(data, now)
+            return self._take(data, now)
         except (http.client.HTTPException, ValueError) as exc:
             self.error = exc
             return True
-        if ended:
-            self._flush(now)
-        return ended
 
     def _take(self, data, now):
         if not data:
@@ -148,24 +145,18 @@ class Gathered:
             self.complete = self.left == 0
         if data:
             self.pieces.append((now, data))
-            if self.events is not None:
-                self.values += [(now, value) for value in self.events.feed(data)]
-                if self.events.done and not self.draining:
+            if self.sse and not self.draining:
+                seen = self.tail + data
+                if b"[DONE]" in seen and DONE_LINE.search(seen):
                     self.draining = True
                     self.deadline = min(self.deadline, now + self.drain)
+                self.tail = seen[-16:]
         return self.complete
 
-    def _flush(self, now):
-        """The body has ended well: that ends its last event too."""
-        if self.events is not None:
-            self.values += [(now, value) for value in self.events.end()]
-
-    def expire(self, now, stopping):
+    def expire(self, stopping):
         """The deadline passed: after `[DONE]` the body is over (not whole); otherwise it timed out."""
         if stopping or not self.draining:
             self.error = TimedOut()
-        else:
-            self._flush(now)
 
 
 def usable(sock):
@@ -255,7 +246,7 @@ class Reader:
         stopping = self.stop.is_set()
         for body in list(self.bodies.values()):
             if stopping or now >= body.deadline:
-                body.expire(now, stopping)
+                body.expire(stopping)
                 self._end(body)
 
 
