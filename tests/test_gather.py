@@ -298,3 +298,43 @@ def test_a_gathered_stream_reads_as_the_same_events_as_a_listened_one(raw, event
     assert quiet["text"] == live["text"] == "".join(heard) and quiet["text"]
     assert (quiet["error"], quiet["finish"]) == ("", "stop")
     assert quiet["first_token_s"] <= live["first_token_s"] + 0.05
+
+
+def test_a_batch_wakes_the_waiting_call_before_the_body_ends():
+    left, right = socket.socketpair()
+    with left, right:
+        body = gather.Gathered(left, chunked=False, length=None, deadline=time.monotonic() + 5, limit=10**6,
+                               sse=True, drain=0.25)
+        for i in range(gather.BATCH - 1):
+            body.take(b"data: {}\n\n", time.monotonic())
+        assert not body.fresh.is_set()
+        body.take(b"data: {}\n\n", time.monotonic())
+        assert body.fresh.is_set() and not body.done.is_set()
+
+
+def test_a_waiting_call_parses_what_has_gathered_while_the_server_holds(raw, monkeypatch):
+    monkeypatch.setattr(gather, "BATCH", 1)  # every piece wakes the waiting call
+    release = threading.Event()
+    head = SSE_HEAD + b"".join(chunk(event(f"w{i} ")) for i in range(5))
+
+    def reply(conn):
+        conn.sendall(head)
+        release.wait(30)
+        conn.sendall(chunk(event("end", "stop")) + chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n")
+
+    raw(reply)
+    before = len(SEEN)
+    result = {}
+    asking = threading.Thread(target=lambda: result.update(client.chat("m", "hi")))
+    asking.start()
+    try:
+        deadline = time.monotonic() + 10
+        # the five words arrive with the headers or after them; either way none may wait for the end
+        while time.monotonic() < deadline and not (len(SEEN) > before and SEEN[before].total and not SEEN[before].pieces):
+            time.sleep(0.005)
+        assert len(SEEN) > before and SEEN[before].total and not SEEN[before].pieces
+        assert not SEEN[before].done.is_set()
+    finally:
+        release.set()
+        asking.join(10)
+    assert result["text"] == "w0 w1 w2 w3 w4 end" and result["error"] == ""
