@@ -15,6 +15,7 @@ connection and a stream ends at the close.
 
 import argparse
 import json
+import os
 import queue
 import sys
 import threading
@@ -387,7 +388,13 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description="Benchwarmers panel gateway")
     parser.add_argument("--demo", action="store_true", help="serve a throwaway demo bench on the local upstream")
     parser.add_argument("--port", type=int, default=None, help="port (default BENCH_GATEWAY_PORT or 8123)")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="processes serving the port (default 1); one process uses at most about one core")
     args = parser.parse_args(argv)
+    if args.workers < 1:
+        parser.error("--workers: at least 1")
+    if args.workers > 1 and (args.demo or not hasattr(os, "fork")):
+        parser.error("--workers above 1 needs fork (Linux, macOS) and cannot be used with --demo")
     sys.stdout.reconfigure(encoding="utf-8")
     address = guard.bind_address()
     problem = guard.startup_problem(address)
@@ -400,13 +407,16 @@ def main(argv=None):
     if args.demo:
         upstream = demo.start_demo()
     server = Server((address, port))
+    workers = httpserver.share(server, args.workers - 1) if args.workers > 1 else []
     threading.Thread(target=panel.warm_up, name="warm-up", daemon=True).start()
-    host = f"[{address}]" if ":" in address else address
-    base = f"http://{host}:{server.server_address[1]}/v1"
-    names = ", ".join(f"bench/{n}" for n in collections.load())
-    print(f"bench gateway on {base} — models: {names or 'none yet'}", flush=True)
-    if args.demo:
-        print(demo.snippets(base), flush=True)
+    if workers is not None:  # the parent (or the only process) announces the server
+        host = f"[{address}]" if ":" in address else address
+        base = f"http://{host}:{server.server_address[1]}/v1"
+        names = ", ".join(f"bench/{n}" for n in collections.load())
+        processes = f" ({args.workers} processes)" if workers else ""
+        print(f"bench gateway on {base}{processes} — models: {names or 'none yet'}", flush=True)
+        if args.demo:
+            print(demo.snippets(base), flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:
@@ -414,6 +424,8 @@ def main(argv=None):
     finally:
         client.STOP.set()
         server.server_close()
+        if workers:
+            httpserver.reap(server, workers)
         if upstream:
             demo.stop_demo(upstream)
 

@@ -16,6 +16,8 @@ measures, each against the floor taken in the same run:
   log size    overhead and 8-client throughput with metrics/offloads.jsonl pre-filled with 0,
               10,000 and 100,000 realistic lines (a fresh gateway for each).
   backends    the overhead with BENCH_CLIENT=llm, in-process and `llm -m` subprocess paths.
+  workers     throughput at 32 and 64 clients with `gateway.py --workers 2`: one process per core
+              (CPU and memory summed over the gateway's processes).
 
 Every phase records the gateway's peak RSS (VmHWM, reset at the phase start through
 /proc/<pid>/clear_refs), its CPU time and the upstream's (/proc/<pid>/stat), the machine's
@@ -72,6 +74,8 @@ REQUEST_TIMEOUT = 120
 START_TIMEOUT = 60
 CLIENT_LEVELS = (1, 8, 32, 64)
 LOG_SIZES = (0, 10_000, 100_000)
+WORKERS = 2
+WORKER_CLIENT_LEVELS = (32, 64)
 TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -102,17 +106,41 @@ TARGETS = {
     "100k-line log: peak RSS at 8 clients": ("<=", 100.0, "MB"),
     "llm in-process overhead p50": ("<=", 150.0, "ms"),
     "llm subprocess overhead p50": ("<=", 150.0, "ms"),
+    "panels/s at 32 clients, 2 workers": (">=", 48.0, "/s"),
+    "errors + dropped at 64 clients, 2 workers": ("<=", 0, ""),
 }
 
 
 # -------------------------------------------------------------------------------- measuring processes
 
 
-def cpu_seconds(pid):
-    """(own CPU, reaped children's CPU) of a process in seconds, from /proc/<pid>/stat."""
+def stat_fields(pid):
     with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK, (int(fields[13]) + int(fields[14])) / TICK
+        return f.read().rsplit(")", 1)[1].split()
+
+
+def cpu_seconds(pids):
+    """(own CPU, reaped children's CPU) of processes in seconds, summed, from /proc/<pid>/stat."""
+    own = reaped = 0
+    for pid in pids:
+        fields = stat_fields(pid)
+        own += int(fields[11]) + int(fields[12])
+        reaped += int(fields[13]) + int(fields[14])
+    return own / TICK, reaped / TICK
+
+
+def workers_of(pid):
+    """The gateway's worker processes: its children alive between panels (an `llm -m` child lives only
+    within a panel)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if int(stat_fields(entry)[1]) == pid:
+                    found.append(int(entry))
+            except (OSError, IndexError, ValueError):
+                continue
+    return found
 
 
 def status_kb(pid, field):
@@ -150,18 +178,20 @@ class Meter:
     """CPU, peak memory and machine load of the gateway and the upstream over one phase."""
 
     def __init__(self, gateway, upstream):
-        self.gateway, self.upstream = gateway, upstream
-        reset_peak(gateway.pid)
+        self.gateway = [gateway.pid] + workers_of(gateway.pid)
+        self.upstream = [upstream.pid]
+        for pid in self.gateway:
+            reset_peak(pid)
         self.load_start = loadavg()
         self.started = time.monotonic()
         self.machine = machine_ticks()
         self.own = os.times()
-        self.gw = cpu_seconds(gateway.pid)
-        self.up = cpu_seconds(upstream.pid)
+        self.gw = cpu_seconds(self.gateway)
+        self.up = cpu_seconds(self.upstream)
 
     def stop(self, panels):
         elapsed = time.monotonic() - self.started
-        gw, up = cpu_seconds(self.gateway.pid), cpu_seconds(self.upstream.pid)
+        gw, up = cpu_seconds(self.gateway), cpu_seconds(self.upstream)
         own = os.times()
         busy, total = machine_ticks()
         gw_cpu = gw[0] - self.gw[0]
@@ -182,8 +212,9 @@ class Meter:
             "loadgen_cores": round(loader / elapsed, 2),
             "machine_busy_cores": round(machine, 2),
             "others_cores": round(max(0.0, machine - (gw_cpu + gw_children + up_cpu + loader) / elapsed), 2),
-            "gateway_peak_rss_mb": round(status_kb(self.gateway.pid, "VmHWM") / 1024, 1),
-            "gateway_rss_mb": round(status_kb(self.gateway.pid, "VmRSS") / 1024, 1),
+            "gateway_processes": len(self.gateway),
+            "gateway_peak_rss_mb": round(sum(status_kb(pid, "VmHWM") for pid in self.gateway) / 1024, 1),
+            "gateway_rss_mb": round(sum(status_kb(pid, "VmRSS") for pid in self.gateway) / 1024, 1),
             "loadavg_start": self.load_start, "loadavg_end": loadavg(),
         }
 
@@ -629,6 +660,13 @@ def run_phases(bench, phases, results, say):
             entry = bench.fresh_gateway(f"backend-{name}", warm=1 if "subprocess" in name else 3, **env)
             entry.update(bench.overhead(panels))
             out["backends"][name] = entry
+    if "workers" in phases:
+        command = [sys.executable, str(CODE / "gateway.py"), "--port", "0", "--workers", str(WORKERS)]
+        out["workers"] = bench.fresh_gateway(f"workers{WORKERS}", command=command)
+        out["workers"]["processes"] = WORKERS
+        for clients in WORKER_CLIENT_LEVELS:
+            say(f"workers: {WORKERS} gateway processes, {clients} concurrent clients for {bench.seconds:g} s")
+            out["workers"][str(clients)] = bench.throughput(clients)
 
 
 # -------------------------------------------------------------------------------- report
@@ -649,6 +687,10 @@ def verdicts(results):
         found["panels/s at 32 clients"] = p["throughput"]["32"]["panels_per_s"]
         t64 = p["throughput"]["64"]
         found["errors + dropped at 64 clients"] = t64["error_count"] + t64["dropped"]
+    if "workers" in p:
+        found[f"panels/s at 32 clients, {WORKERS} workers"] = p["workers"]["32"]["panels_per_s"]
+        w64 = p["workers"]["64"]
+        found[f"errors + dropped at 64 clients, {WORKERS} workers"] = w64["error_count"] + w64["dropped"]
     if "log_size" in p:
         empty = p["log_size"]["0"]["overhead"]["overhead_ms"]["p50"]
         big = p["log_size"]["100000"]
@@ -716,6 +758,13 @@ def render(results):
                          f"8 clients {t['panels_per_s']:.1f}/s p50 {t['latency_ms']['p50']:.0f} ms  "
                          f"RSS peak {t['gateway_peak_rss_mb']:.0f} MB  gw {t['gateway_cpu_ms_per_panel']:.1f} ms/panel"
                          f"  errors {t['error_count']} dropped {t['dropped']}")
+    if "workers" in p:
+        lines += ["", f"Throughput with gateway.py --workers {p['workers']['processes']} (CPU and RSS of every process)"]
+        for clients in WORKER_CLIENT_LEVELS:
+            t = p["workers"][str(clients)]
+            lines.append(f"  {clients:>2} clients  {t['panels_per_s']:6.1f}/s  latency {ms(t['latency_ms'])}  "
+                         f"errors {t['error_count']} dropped {t['dropped']} {t['errors'] or ''}")
+            lines.append(f"              {cpu(t)}  machine {t['machine_busy_cores']:.2f} cores busy")
     if "backends" in p:
         lines += ["", "Backends (sequential overhead; ms)"]
         for name, b in p["backends"].items():
@@ -915,8 +964,8 @@ def render_profile(found):
 def main(argv=None):
     parser = argparse.ArgumentParser(description="Benchmark the panel gateway against its floor (issue 7).")
     parser.add_argument("--quick", action="store_true", help="3 s phases and fewer panels (development)")
-    parser.add_argument("--phases", default="overhead,streaming,throughput,logsize,backends",
-                        help="comma-separated subset of overhead,streaming,throughput,logsize,backends")
+    parser.add_argument("--phases", default="overhead,streaming,throughput,logsize,backends,workers",
+                        help="comma-separated subset of overhead,streaming,throughput,logsize,backends,workers")
     parser.add_argument("--profile", action="store_true", help="profile the gateway instead of benchmarking it")
     parser.add_argument("--tokens", type=int, default=TOKENS,
                         help=f"chunks each ~1,000-character answer streams in (default {TOKENS}; 1 isolates the "

@@ -26,6 +26,10 @@ handlers. What they add, each so that a client cannot hold a thread or bend a re
   refusal before that or on an open route (improvement 19).
 - A header name or value holding CR or LF raises instead of being written (improvement 5).
 - Access log and diagnostics through `metrics.guard` (LOG-1..5), with the client address.
+- Worker processes (`share()`): one Python process cannot use more than about one core (the
+  GIL), so `python gateway.py --workers N` forks N-1 copies that accept on the same listening
+  socket. Everything they share is in the data folder, written under file locks, as the gateway
+  and the dashboard already share it; the connection cap counts per process.
 
 Tests shorten the deadlines by setting `server.read_timeout` on a running server.
 """
@@ -34,6 +38,8 @@ import contextlib
 import io
 import ipaddress
 import json
+import os
+import signal
 import socket
 import threading
 import time
@@ -302,3 +308,48 @@ class Server(ThreadingHTTPServer):
             request.close()
             with self.count_lock:
                 self.refusers -= 1
+
+
+def share(server, extra):
+    """Fork `extra` processes that serve `server`'s listening socket too.
+
+    Returns the children's pids in the parent and None in a child. Call it before any thread
+    starts: a fork copies only the calling thread, and a lock another thread held stays held.
+    A child shuts its server down when the parent's end of a pipe closes, however the parent ends.
+    """
+    if threading.active_count() != 1:
+        raise RuntimeError("worker processes must be forked before any thread starts")
+    server.socket.setblocking(False)  # every process polls the socket: those that lose a connection's race must not block in accept
+    alive, held = os.pipe()
+    children = []
+    for _ in range(extra):
+        pid = os.fork()
+        if pid == 0:
+            os.close(held)
+            threading.Thread(target=_serve_while_alive, args=(server, alive), name="parent-watch",
+                             daemon=True).start()
+            return None
+        children.append(pid)
+    os.close(alive)
+    server.parent_alive = held  # closed when the parent exits, which tells every child to stop
+    return children
+
+
+def _serve_while_alive(server, alive):
+    while os.read(alive, 1):
+        pass
+    server.shutdown()
+
+
+def reap(server, children, timeout=10.0):
+    """Stop the forked workers and wait for them; any still running after `timeout` seconds is killed."""
+    os.close(server.parent_alive)
+    waiters = [threading.Thread(target=os.waitpid, args=(pid, 0), daemon=True) for pid in children]
+    for waiter in waiters:
+        waiter.start()
+    deadline = time.monotonic() + timeout
+    for pid, waiter in zip(children, waiters):
+        waiter.join(max(0.0, deadline - time.monotonic()))
+        if waiter.is_alive():
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)

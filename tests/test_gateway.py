@@ -4,9 +4,12 @@ Each test names the statement ids it pins.
 """
 
 import base64
+import concurrent.futures
 import http.client
 import json
 import os
+import select
+import signal
 import socket
 import subprocess
 import sys
@@ -402,6 +405,68 @@ def test_seat1_llm_backend_panel(gateway, bench, monkeypatch):
     seats = {s["alias"]: s for s in reply["bench"]["seats"]}
     assert seats["alpha"]["status"] == "ok" and seats["alpha"]["answer"] == "Alpha: the loop skips the first item."
     assert seats["gone"]["status"] == "error" and "404" in seats["gone"]["error"]
+
+
+def children_of(pid):
+    """Live child processes of `pid` (Linux /proc)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                if entry.isdigit() and int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                    found.append(int(entry))
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_workers_serve_one_port_from_one_data_folder_and_stop_with_the_parent(bench):
+    """`gateway.py --workers 2`: a forked copy accepts on the same socket; panels and verdicts land in the one
+    data folder whichever process takes them; the copy ends when the parent does."""
+    ask(["alpha", "gamma"])
+    process = subprocess.Popen([sys.executable, "gateway.py", "--port", "0", "--workers", "2"], cwd=paths.CODE,
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        banner = process.stdout.readline()
+        assert " (2 processes) — models: bench/core" in banner
+        gateway = banner.split(" on ")[1].split("/v1")[0]
+        [worker] = children_of(process.pid)
+        body = {"model": "bench/core", "messages": [{"role": "user", "content": PROMPT}]}
+        with concurrent.futures.ThreadPoolExecutor(12) as pool:
+            replies = list(pool.map(lambda _: post(gateway, "/v1/chat/completions", body), range(12)))
+            calls = [seat["call"] for status, _, reply in replies for seat in reply["bench"]["seats"]]
+            assert all(status == 200 for status, _, _ in replies) and len(calls) == 24
+            judged = list(pool.map(lambda call: post(gateway, "/bench/verdict", {"call": call, "useful": True}),
+                                   calls))
+        assert all(status == 200 for status, _, _ in judged)  # each process finds the calls the other logged
+        assert sorted(e["call"] for e in seats_logged() if e.get("useful")) == sorted(calls)
+        assert len(call_log()) == 12
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(15)
+    assert process.returncode == 0 and not os.path.exists(f"/proc/{worker}")  # reaped before the parent ended
+
+
+@pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="waits on a pidfd (Linux)")
+def test_a_worker_stops_when_its_parent_is_killed(bench):
+    process = subprocess.Popen([sys.executable, "gateway.py", "--port", "0", "--workers", "2"], cwd=paths.CODE,
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    process.stdout.readline()
+    [worker] = children_of(process.pid)
+    exited = os.pidfd_open(worker)
+    try:
+        process.kill()
+        process.wait(15)
+        assert select.select([exited], [], [], 15)[0] == [exited]  # readable once the worker has exited
+    finally:
+        os.close(exited)
+
+
+def test_workers_above_one_are_refused_with_the_demo():
+    done = subprocess.run([sys.executable, "gateway.py", "--demo", "--workers", "2"], cwd=paths.CODE,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "--workers above 1 needs fork" in done.stderr
 
 
 def test_run1_demo_command_serves_a_panel(tmp_path):
