@@ -8,7 +8,8 @@ measures, each against the floor taken in the same run:
 
   overhead    30 sequential non-streamed panels: latency minus the floor, p50/p95. Each panel is
               followed by the same request sent straight to the upstream for every seat it seated,
-              all at once, as the gateway does; the slowest of those is that panel's floor.
+              all at once, as the gateway does; the slowest of those is that panel's floor. The same
+              floor measured again right after gives the rig's own noise (no gateway on that path).
   streaming   time to the response headers, to the first seat's section, each section's lag after
               its own seat's floor (paired the same way), and to `[DONE]`.
   throughput  1, 8, 32 and 64 concurrent clients for 10 s each: panels/s, p50/p95, every error and
@@ -444,7 +445,9 @@ def sequential(port, direct, panels):
         latency = time.perf_counter() - started
         aliases = seated(reply)
         floors = direct.floors(aliases) if aliases else {}
+        again = direct.floors(aliases) if aliases else {}  # the same floor once more: how much the rig alone varies
         rows.append({"latency": latency, "floor": max(floors.values()) if floors else float("nan"),
+                     "floor_again": max(again.values()) if again else float("nan"),
                      "floors": floors, "status": status,
                      "seat_errors": sum(1 for s in (reply or {}).get("bench", {}).get("seats", [])
                                         if s.get("status") != "ok")})
@@ -458,6 +461,7 @@ def overhead_figures(rows):
     return {"overhead_ms": spread(over), "latency_ms": spread([r["latency"] for r in good]),
             "floor_ms": spread([r["floor"] for r in good]),
             "floor_over_configured_ms": spread(configured),
+            "rig_noise_ms": spread([r["floor_again"] - r["floor"] for r in good]),
             "failed_panels": len(rows) - len(good)}
 
 
@@ -733,6 +737,7 @@ def render(results):
                   f"  floor (paired)      {ms(o['floor_ms'])}   floor over configured latency p50 "
                   f"{o['floor_over_configured_ms']['p50']:.1f}",
                   f"  overhead            {ms(o['overhead_ms'])}   failed {o['failed_panels']}",
+                  f"  rig noise           {ms(o['rig_noise_ms'])}   (the floor again minus the floor: no gateway)",
                   f"  {cpu(o)}"]
     if "streaming" in p:
         s = p["streaming"]
