@@ -422,10 +422,9 @@ class Body:
         left to parse when the body ends (a seat's result is ready ~1 ms sooner than parsing it whole)."""
         body, call = self.gathered, self.call
         while True:
-            if not body.fresh.wait(self._grace(body)):
+            if not body.fresh.acquire(timeout=self._grace(body)):
                 self._give_up(body)
-            body.fresh.clear()
-            ended = body.done.is_set()  # after the clear: the reader sets `fresh` again once it has ended
+            ended = body.done.is_set()  # after taking the signal: the reader signals again once it has ended
             count = len(body.pieces)  # the reader only appends, and ends a body after its last piece
             batch = body.pieces[:count]
             del body.pieces[:count]

@@ -118,11 +118,20 @@ class Gathered:
         self.complete = False
         self.error = None
         self.done = threading.Event()
-        self.fresh = threading.Event()  # a batch is waiting, or the body has ended
+        # released when a batch is waiting or the body has ended; the waiter's acquire takes the signal.
+        # A bare lock, not an Event: an Event's wait and set run Python-level Condition code each time.
+        self.fresh = threading.Lock()
+        self.fresh.acquire()
+
+    def signal(self):
+        try:
+            self.fresh.release()
+        except RuntimeError:
+            pass  # signalled already, and not taken yet
 
     def end(self):
         self.done.set()
-        self.fresh.set()
+        self.signal()
 
     def take(self, data, now):
         """Take one read's bytes (b"" when the server closed); True once the body has ended."""
@@ -153,7 +162,7 @@ class Gathered:
         if data:
             self.pieces.append((now, data))
             if len(self.pieces) >= BATCH:
-                self.fresh.set()
+                self.signal()
             if self.sse and not self.draining:
                 seen = self.tail + data
                 if b"[DONE]" in seen and DONE_LINE.search(seen):
