@@ -764,7 +764,8 @@ def render(results):
                          f"RSS peak {t['gateway_peak_rss_mb']:.0f} MB  gw {t['gateway_cpu_ms_per_panel']:.1f} ms/panel"
                          f"  errors {t['error_count']} dropped {t['dropped']}")
     if "workers" in p:
-        lines += ["", f"Throughput with gateway.py --workers {p['workers']['processes']} (CPU and RSS of every process)"]
+        lines += ["", f"Throughput with gateway.py --workers {p['workers']['processes']} "
+                      "(CPU and RSS of every process)"]
         for clients in WORKER_CLIENT_LEVELS:
             t = p["workers"][str(clients)]
             lines.append(f"  {clients:>2} clients  {t['panels_per_s']:6.1f}/s  latency {ms(t['latency_ms'])}  "

@@ -319,14 +319,15 @@ def share(server, extra):
     """
     if threading.active_count() != 1:
         raise RuntimeError("worker processes must be forked before any thread starts")
-    server.socket.setblocking(False)  # every process polls the socket: those that lose a connection's race must not block in accept
+    # every process polls the socket: the ones that lose a connection's race must not block in accept
+    server.socket.setblocking(False)
     alive, held = os.pipe()
     children = []
     for _ in range(extra):
         pid = os.fork()
         if pid == 0:
             os.close(held)
-            threading.Thread(target=_serve_while_alive, args=(server, alive), name="parent-watch",
+            threading.Thread(target=_stop_with_parent, args=(server, alive), name="parent-watch",
                              daemon=True).start()
             return None
         children.append(pid)
@@ -335,7 +336,7 @@ def share(server, extra):
     return children
 
 
-def _serve_while_alive(server, alive):
+def _stop_with_parent(server, alive):
     while os.read(alive, 1):
         pass
     server.shutdown()
