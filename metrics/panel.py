@@ -413,6 +413,14 @@ def merger_candidates(plan):
     return list(dict.fromkeys(candidates))
 
 
+def _text_to(on_part):
+    """An `on_delta` that passes the answer's text (not its reasoning) to `on_part`."""
+    def on_delta(kind, piece):
+        if kind == "text":
+            on_part(piece)
+    return on_delta
+
+
 def merge(plan, seats, on_part=None):
     """Ask one more model to write a single answer (MRG-1..8): `(merger seat or None, answer, note)`."""
     answered = [s for s in seats if s["status"] == "ok"]
@@ -425,12 +433,7 @@ def merge(plan, seats, on_part=None):
     if not fits:
         return None, "", f"no merger has the context window for the merge (about {need:,} tokens)"
     alias = fits[0]
-    on_delta = None
-    if on_part is not None:
-        def on_delta(kind, piece):
-            if kind == "text":
-                on_part(piece)
-    result = ask_seat(alias, MERGE_SYSTEM, text, on_delta=on_delta)
+    result = ask_seat(alias, MERGE_SYSTEM, text, on_delta=_text_to(on_part) if on_part is not None else None)
     seat = seat_record(f"{plan.panel}.merger", "merger", alias, result)
     log_seat(seat, plan.task)
     if seat["status"] != "ok":
