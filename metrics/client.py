@@ -321,13 +321,14 @@ class Body:
         return b"".join(self._pieces)
 
     def drain(self, seconds):
-        """Read the rest for at most `seconds` (the end of a body after `[DONE]`), so the connection can be kept."""
-        if self.gathered is not None:  # the reader gives the end of the body its DRAIN seconds
-            self._await(self.gathered)
-            return
-        call, end = self.call, time.monotonic() + seconds
-        self.limit = lambda: min(call.limit(), end)
+        """Read the rest for at most `seconds` (the end of a body after `[DONE]`), so the connection can be kept.
+        The answer is already whole: however the rest ends, the connection is only kept if it ended whole."""
         try:
+            if self.gathered is not None:  # the reader gives the end of the body its DRAIN seconds
+                self._await(self.gathered)
+                return
+            call, end = self.call, time.monotonic() + seconds
+            self.limit = lambda: min(call.limit(), end)
             for _ in self._pieces:
                 pass
         except (OSError, ValueError, http.client.HTTPException):

@@ -29,7 +29,7 @@ handlers. What they add, each so that a client cannot hold a thread or bend a re
 - Worker processes (`share()`): one Python process cannot use more than about one core (the
   GIL), so `python gateway.py --workers N` forks N-1 copies that accept on the same listening
   socket. Everything they share is in the data folder, written under file locks, as the gateway
-  and the dashboard already share it; the connection cap counts per process.
+  and the dashboard already share it; the connection cap and the admin-token backoff count per process.
 
 Tests shorten the deadlines by setting `server.read_timeout` on a running server.
 """
@@ -354,3 +354,4 @@ def reap(server, children, timeout=10.0):
         if waiter.is_alive():
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
+            waiter.join(timeout)  # its waitpid reaps the killed worker

@@ -5,6 +5,7 @@ Each test names the statement ids it pins.
 
 import base64
 import concurrent.futures
+import contextlib
 import http.client
 import json
 import os
@@ -420,6 +421,16 @@ def children_of(pid):
     return found
 
 
+@contextlib.contextmanager
+def paused(pid):
+    """SIGSTOP `pid` for the block: the other process sharing the socket takes every connection meanwhile."""
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_workers_serve_one_port_from_one_data_folder_and_stop_with_the_parent(bench):
     """`gateway.py --workers 2`: a forked copy accepts on the same socket; panels and verdicts land in the one
@@ -439,9 +450,17 @@ def test_workers_serve_one_port_from_one_data_folder_and_stop_with_the_parent(be
             assert all(status == 200 for status, _, _ in replies) and len(calls) == 24
             judged = list(pool.map(lambda call: post(gateway, "/bench/verdict", {"call": call, "useful": True}),
                                    calls))
-        assert all(status == 200 for status, _, _ in judged)  # each process finds the calls the other logged
+        assert all(status == 200 for status, _, _ in judged)
         assert sorted(e["call"] for e in seats_logged() if e.get("useful")) == sorted(calls)
-        assert len(call_log()) == 12
+        # whichever took those, each process answers alone: paused while idle, so no file lock is held
+        with paused(process.pid):  # only the worker can take this panel
+            status, _, reply = post(gateway, "/v1/chat/completions", body)
+        assert status == 200
+        with paused(worker):  # only the parent: it judges a call the worker logged
+            status, _, judged = post(gateway, "/bench/verdict", {"call": reply["bench"]["seats"][0]["call"],
+                                                                 "useful": False})
+        assert status == 200 and judged["recorded"]["useful"] is False
+        assert len(call_log()) == 13
     finally:
         process.send_signal(signal.SIGINT)
         process.wait(15)

@@ -178,6 +178,33 @@ def test_done_without_the_end_of_the_body_gets_drain_seconds(raw):
     assert client.POOL.take(("http", "127.0.0.1", int(server.base_url.split(":")[2].split("/")[0]))) is None
 
 
+def test_a_close_after_done_without_the_last_chunk_keeps_the_answer(raw):
+    def reply(conn):
+        conn.sendall(SSE_HEAD + chunk(event("all here", "stop")) + chunk(b"data: [DONE]\n\n"))
+        server.done.wait(0.05)  # then closes: the body never ends as chunked framing says it must
+
+    server = raw(reply)
+    res = client.chat("m", "hi", timeout=30)
+    assert (res["text"], res["error"], res["timed_out"]) == ("all here", "", False)
+    assert client.POOL.take(("http", "127.0.0.1", int(server.base_url.split(":")[2].split("/")[0]))) is None
+
+
+def test_stop_while_draining_after_done_keeps_the_answer(raw):
+    def reply(conn):
+        conn.sendall(SSE_HEAD + chunk(event("all here", "stop")) + chunk(b"data: [DONE]\n\n"))
+        server.done.wait(30)
+
+    server = raw(reply)
+    timer = threading.Timer(client.DRAIN / 2, client.STOP.set)  # during the DRAIN after [DONE]
+    timer.start()
+    try:
+        res = client.chat("m", "hi", timeout=30)
+    finally:
+        timer.cancel()
+        client.STOP.clear()
+    assert (res["text"], res["error"], res["timed_out"]) == ("all here", "", False)
+
+
 def test_a_body_past_the_size_limit_ends_too_large(raw, monkeypatch):
     monkeypatch.setattr(client, "MAX_REPLY", 5000)
 
