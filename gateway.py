@@ -295,6 +295,8 @@ class Handler(httpserver.Handler):
                         continue
                 kind, value = event
                 event = None
+                if kind == "seated":
+                    continue  # the 200 has gone: the heading follows once every seat's request is out
                 if kind == "part":
                     writer.text(value)
                     streamed = True

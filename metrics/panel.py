@@ -444,11 +444,15 @@ def merge(plan, seats, on_part=None):
     return seat, seat["answer"], ""
 
 
-def run(name, messages, nominees=(), reply="", caller="local", on_part=None):
-    """Seat, ask, log and merge one panel; returns `(content, bench)` (PNL-1..22, MRG-*, RPL-*)."""
+def run(name, messages, nominees=(), reply="", caller="local", on_part=None, on_seated=None):
+    """Seat, ask, log and merge one panel; returns `(content, bench)` (PNL-1..22, MRG-*, RPL-*).
+
+    `on_seated()` hears, once, that no refusal can follow: just before the first seat is asked."""
     begun, futures = [], {}
 
     def start(plan, key, alias):
+        if not begun and on_seated is not None:
+            on_seated()  # a stream's 200 can leave while the seats' requests go out
         # each seat's request leaves the moment the plan is sure of it (members before the router has been
         # asked), sent from this thread; the seats' own threads, which only wait for the answers, start
         # once every request is out, so none of them competes with this thread for the GIL meanwhile
@@ -564,14 +568,16 @@ def warm_up():
 def start(name, messages, nominees=(), reply="", caller="local"):
     """Run a panel on its own thread (STR-2); returns a queue of events.
 
-    Events: `("part", text)`, then `("done", (content, bench))` or `("error", exception)`.
+    Events: `("seated", None)` once no refusal can follow, `("part", text)`, then `("done", (content, bench))`
+    or `("error", exception)`; a refusal is an `error` before any `seated`.
     """
     events = queue.Queue()
 
     def work():
         try:
             events.put(("done", run(name, messages, nominees, reply, caller,
-                                    on_part=lambda text: events.put(("part", text)))))
+                                    on_part=lambda text: events.put(("part", text)),
+                                    on_seated=lambda: events.put(("seated", None)))))
         except Exception as exc:
             events.put(("error", exc))
 
