@@ -107,8 +107,8 @@ TARGETS = {
     "100k-line log: peak RSS at 8 clients": ("<=", 100.0, "MB"),
     "llm in-process overhead p50": ("<=", 150.0, "ms"),
     "llm subprocess overhead p50": ("<=", 150.0, "ms"),
-    "panels/s at 32 clients, 2 workers": (">=", 48.0, "/s"),
-    "errors + dropped at 64 clients, 2 workers": ("<=", 0, ""),
+    f"panels/s at 32 clients, {WORKERS} workers": (">=", 48.0, "/s"),
+    f"errors + dropped at 64 clients, {WORKERS} workers": ("<=", 0, ""),
 }
 
 

@@ -62,7 +62,8 @@ import time
 from email.utils import parsedate_to_datetime
 from urllib.parse import urlsplit
 
-from metrics import catalog, connections, endpoints, fileio, formats, gather, keys, learn, ledger, notices, paths, registry
+from metrics import (catalog, connections, endpoints, fileio, formats, gather, keys, learn, ledger, notices, paths,
+                     registry)
 from metrics.gather import TimedOut, TooLarge
 
 DEFAULT_TIMEOUT = 420
@@ -400,7 +401,7 @@ class Body:
 
     def gather(self):
         """Hand the rest of the body to `READER` (metrics/gather.py) when nobody needs its pieces as they
-        come; iterating then waits for the body to end and replays its pieces, each with its arrival time."""
+        come; iterating then takes them a batch at a time as they gather, each with its arrival time."""
         if self.complete or not gather.usable(self.sock):
             return
         self.sock.setblocking(False)

@@ -838,7 +838,7 @@ class Pacer:
             while last < len(timed) and timed[last][0] <= now:
                 last += 1
             try:
-                stream["write"](timed[first][1] if last == first + 1 else b"".join(p for _, p in timed[first:last]))
+                stream["write"](b"".join(piece for _, piece in timed[first:last]))
                 stream["next"] = last
             except OSError as exc:
                 stream["error"] = exc

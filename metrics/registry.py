@@ -67,11 +67,10 @@ def registrations():
     """Every registration by alias (REG-3); `{}` when the file is missing (a fresh install)."""
     global _cache
     where = str(path())
-    try:
-        st = fileio.stat(where)
-    except OSError:
+    stamp = fileio.stamp(where)
+    if stamp is None:
         return {}
-    key = (where, st.st_mtime_ns, st.st_size, st.st_ino)
+    key = (where, *stamp)
     if _cache[0] != key:
         try:
             with open(where, encoding="utf-8") as f:
