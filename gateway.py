@@ -22,10 +22,11 @@ import threading
 import time
 import urllib.parse
 
-from metrics import __version__, client, collections, demo, formats, gatekeys, guard, httpserver, offload, panel
+from metrics import __version__, client, collections, demo, formats, gatekeys, guard, httpserver, offload, panel, paths
 
 STREAM_GRACE = 1.0
 KEEPALIVE = 10.0
+MAX_PENDING = 1000  # ids one `/bench/pending` may ask about (security review 4: no guessing in bulk)
 GET_ROUTES = "GET /v1/models, /bench/record, /api/tags, /api/version or /v1beta/models"
 POST_ROUTES = ("POST /v1/chat/completions, /v1/messages, /v1/responses, /v1/completions, /api/chat, /api/generate, "
                "/v1beta/models/<collection>:generateContent or /bench/verdict")
@@ -41,6 +42,15 @@ def listing(may_call=None):
     return {"object": "list", "data": rows, **formats.gemini.models(rows)}
 
 
+def health():
+    """`/health`: `{"ok": true}`, and what an operator must know: the data folder not taking writes."""
+    payload = {"ok": True}
+    problem = paths.write_problem()
+    if problem:
+        payload["data_folder"] = {"writable": False, "problem": problem}
+    return payload
+
+
 class Handler(httpserver.Handler):
     server_version = f"benchwarmers/{__version__}"
 
@@ -53,7 +63,7 @@ class Handler(httpserver.Handler):
     def do_GET(self):
         path = formats.route(self.path)
         if path == "/health":  # open on both ports, before the Host check (OPEN-1, security improvement 21)
-            return self.send_json(200, {"ok": True})
+            return self.send_json(200, health())
         problem = guard.host_problem(self.headers, self.port)
         if problem:
             return self.refuse(403, problem)
@@ -102,6 +112,9 @@ class Handler(httpserver.Handler):
         task = (query.get("task") or [""])[0]
         if not collection:
             return self.refuse(400, f"name the collection: {RECORD_USAGE}")
+        refusal = gatekeys.charge(self.who)
+        if refusal:
+            return self.refuse(*refusal)
         seen = gatekeys.sees_collection(self.who, collection)  # a scoped key reads only its own
         self.send_json(200, {"collection": collection, "task": task,
                              "aliases": offload.record(collection, task) if seen else {}})
@@ -119,11 +132,17 @@ class Handler(httpserver.Handler):
         body = self.read_json()
         if body is None:
             return
-        if path == "/bench/verdict":
-            return self.verdict(body)
-        if path == "/bench/pending":
-            return self.pending(body)
-        self.format_post(path, body)
+        try:
+            if path in ("/bench/verdict", "/bench/pending"):
+                refusal = gatekeys.charge(self.who)
+                if refusal:
+                    return self.refuse(*refusal)
+                return self.verdict(body) if path == "/bench/verdict" else self.pending(body)
+            self.format_post(path, body)
+        except OSError as exc:  # the data folder could not be written: say so, never drop the connection
+            if isinstance(exc, CLIENT_GONE):
+                return
+            self.refuse(*paths.unwritable(exc))
 
     def read_json(self):
         """GW-3 (4): exactly Content-Length bytes; `{}` when empty; 400 when not a JSON object."""
@@ -160,12 +179,15 @@ class Handler(httpserver.Handler):
             entry = offload.verdict(call, useful, note, claims["real"], claims["false"])
         except KeyError as exc:
             return self.refuse(404, exc.args[0])
-        self.send_json(200, {"ok": True, "recorded": entry})
+        # the task holds the prompt's first words: a verdict's reply never shows them (security review 4)
+        self.send_json(200, {"ok": True, "recorded": {k: v for k, v in entry.items() if k != "task"}})
 
     def pending(self, body):
         calls = body.get("calls")
         if not isinstance(calls, list) or not all(isinstance(c, str) for c in calls):
             return self.refuse(400, '"calls" must be a list of call ids')
+        if len(calls) > MAX_PENDING:
+            return self.refuse(400, f'"calls" holds {len(calls):,} ids; ask about at most {MAX_PENDING:,} at a time')
         self.send_json(200, {"pending": offload.pending([c for c in calls if gatekeys.sees_call(self.who, c)])})
 
     def format_post(self, path, body):

@@ -18,7 +18,9 @@ from metrics import connections, fileio, paths
 
 PREFIX = "bench/"
 REPLIES = ("all", "merged", "route")
-DEFAULTS = {"max_calls": 5, "max_explorers": 2}
+# max_panels / max_panels_per_key: panels in flight in one process, and for one gateway key (security
+# review 2); stop_grace: seconds a stopping gateway lets panels in flight finish (nothing-lost item 7)
+DEFAULTS = {"max_calls": 5, "max_explorers": 2, "max_panels": 128, "max_panels_per_key": 32, "stop_grace": 5}
 EXPLORER_CLAMP = 2  # the router never seats more than two explorers, whatever the settings say
 CAPABILITIES = ("tools", "vision", "structured_output", "reasoning")
 LIMITS = ("rpm", "rpd", "tpm", "tpd")

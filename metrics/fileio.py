@@ -4,7 +4,8 @@
   (each holder opens its own file description).
 - `update(path, change)`: the locked read-change-write for JSON objects.
 - `write_atomic(path, text)`: temp file + replace, so readers never see half a file.
-- `append_jsonl(path, record)`: one whole line per record, even with many writers.
+- `append_jsonl(path, record)`: one whole line per record, even with many writers; all
+  or nothing (a failed write is cut back, a torn tail is ended first).
 - `read_jsonl` / `read_jsonl_from`: readers that skip a torn or corrupt line, say so
   once on stderr, and keep going.
 - `read_json(path)`: `{}` for a missing, unreadable or non-object file; cached by the
@@ -76,26 +77,33 @@ def write_atomic(path, text, mode=None):
 
     `mode` sets the new file's permissions (0o600 for secrets) before it appears.
     """
+    global _write_failure
     path = Path(path)
     _looked.__dict__.get("seen", {}).pop(str(path), None)  # this thread's snapshot must see its own write
-    path.parent.mkdir(parents=True, exist_ok=True)
     temp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.part")
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         with open(temp, "w", encoding="utf-8", newline="") as out:
             out.write(text)
         if mode is not None:
             os.chmod(temp, mode)
-        for attempt in range(REPLACE_TRIES):
-            try:
-                os.replace(temp, path)
-                break
-            except PermissionError:  # Windows: a reader has the file open
-                if attempt == REPLACE_TRIES - 1:
-                    raise
-                time.sleep(LOCK_POLL)
+        _replace(temp, path)
+    except OSError as exc:  # the old file is untouched; the error names the file and the system's reason
+        raise _failed(path, exc) from exc
     finally:
-        with contextlib.suppress(FileNotFoundError):
+        with contextlib.suppress(OSError):
             os.unlink(temp)
+    _write_failure = None
+
+
+def _replace(temp, path):
+    for attempt in range(REPLACE_TRIES):
+        try:
+            return os.replace(temp, path)
+        except PermissionError:  # Windows: a reader has the file open
+            if attempt == REPLACE_TRIES - 1:
+                raise
+            time.sleep(LOCK_POLL)
 
 
 def dumps(data, indent=2):
@@ -210,22 +218,89 @@ def append_jsonl(path, record):
     append_bytes(path, line)
 
 
+class WriteFailed(OSError):
+    """A write to the data folder failed and was undone; `errno` and `strerror` are the system's."""
+
+
+APPEND_FLAGS = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0)
+_write_failure = None  # the last failed write's message, until a write succeeds (`/health` reads it)
+_ends = {}  # path: (inode, size) after this process's last append, which ended with a newline
+
+
 def append_bytes(path, data):
+    """Append whole lines to `path` under an exclusive flock on the file itself (see `append_locked`)."""
     path = Path(path)
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    except FileNotFoundError:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(path, APPEND_FLAGS, 0o644)
+        except FileNotFoundError:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, APPEND_FLAGS, 0o644)
+    except OSError as exc:
+        raise _failed(path, exc) from exc
     try:
         if fcntl:
             fcntl.flock(fd, fcntl.LOCK_EX)
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
+        append_locked(fd, path, data)
     finally:
         os.close(fd)  # closing releases the flock
+
+
+def append_locked(fd, path, data):
+    """Append `data` to `fd` (opened with `APPEND_FLAGS`, every other writer locked out), all or
+    nothing (nothing-lost issue, item 1).
+
+    A file whose last byte is not a newline (a crash's torn tail) gets one first, so the torn
+    line never swallows this record; a write that fails part way is cut back to the size before
+    it, so no half line is left for the next record to be glued onto. What fails is raised as
+    `WriteFailed` naming the file and the system's reason.
+    """
+    global _write_failure
+    key = os.fspath(path)
+    st = os.fstat(fd)
+    start = st.st_size
+    # this process's own last append ended the file with a newline: no need to look again
+    if start and _ends.get(key) != (st.st_ino, start) and _byte_at(fd, start - 1) != b"\n":
+        data = b"\n" + data
+    try:
+        _write_all(fd, data)
+    except OSError as exc:
+        _undo(fd, start)
+        raise _failed(path, exc) from exc
+    _ends[key] = (st.st_ino, start + len(data))
+    _write_failure = None
+
+
+def _byte_at(fd, offset):
+    if hasattr(os, "pread"):
+        return os.pread(fd, 1, offset)
+    os.lseek(fd, offset, os.SEEK_SET)  # O_APPEND writes still go to the end
+    return os.read(fd, 1)
+
+
+def _write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _undo(fd, size):
+    """Cut the file back to `size`: a failed append leaves nothing behind."""
+    with contextlib.suppress(OSError):
+        os.ftruncate(fd, size)
+
+
+def _failed(path, exc):
+    global _write_failure
+    failure = WriteFailed(exc.errno, exc.strerror or str(exc), str(path))
+    _write_failure = f"{path}: [Errno {exc.errno}] {exc.strerror or exc}"
+    return failure
+
+
+def write_failure():
+    """Why the last write to a file failed, or "" once a later one succeeded."""
+    return _write_failure or ""
 
 
 _warned = set()

@@ -131,9 +131,7 @@ class _Kept:
             out = self._fd(path)
             self._hold(lock, deadline)
             try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(out, view):]
+                fileio.append_locked(out, path, data)
             finally:
                 fcntl.flock(lock, fcntl.LOCK_UN)
         except BaseException:
@@ -148,12 +146,11 @@ class _Kept:
             if os.fstat(fd).st_nlink:
                 return fd
             os.close(fd)  # the file was deleted: a line written there would be lost
-        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT
         try:
-            fd = os.open(path, flags, 0o644)
+            fd = os.open(path, fileio.APPEND_FLAGS, 0o644)
         except FileNotFoundError:
             os.makedirs(os.path.dirname(path), exist_ok=True)
-            fd = os.open(path, flags, 0o644)
+            fd = os.open(path, fileio.APPEND_FLAGS, 0o644)
         self.fds[path] = fd
         return fd
 

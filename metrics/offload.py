@@ -57,11 +57,14 @@ def note_for(label, status, seconds, error=""):
     return note
 
 
-def add(model, task, useful=None, note="", call=None, real=None, false=None, status=None, seconds=None):
+def add(model, task, useful=None, note="", call=None, real=None, false=None, status=None, seconds=None,
+        collection=None, shape=None):
     """Append one offload line (OFF-1, OFF-3) and return it.
 
-    Key order is the contract's, then our `status` and `seconds` when given. The line is
-    ASCII-escaped JSON written in one O_APPEND write, so readers never see half of it.
+    Key order is the contract's, then our `status`, `seconds`, `collection` and `shape` when given
+    (a panel seat's collection and shape as fields, so no reader has to find them in the task's
+    free text, which holds the caller's prompt). The line is ASCII-escaped JSON written in one
+    O_APPEND write, all or nothing, so readers never see half of it.
     """
     entry = {"date": datetime.date.today().isoformat(), "model": model, "task": task, "useful": useful, "note": note}
     if call:
@@ -74,6 +77,10 @@ def add(model, task, useful=None, note="", call=None, real=None, false=None, sta
         entry["status"] = status
     if seconds is not None:
         entry["seconds"] = seconds
+    if collection:
+        entry["collection"] = collection
+    if shape:
+        entry["shape"] = shape
     data = (json.dumps(entry) + "\n").encode("ascii")
     # append_bytes' flock already keeps lines whole; this lock also covers systems without flock
     with _append_lock:
@@ -120,7 +127,7 @@ def verdict(call, useful, note="", real=None, false=None, replace=False):
         ):
             return target
         return add(target["model"], target.get("task", ""), useful, note, call, real, false,
-                   target.get("status"), target.get("seconds"))
+                   target.get("status"), target.get("seconds"), target.get("collection"), target.get("shape"))
 
 
 def _date(entry):
@@ -137,22 +144,36 @@ def _failed(entry):
     return isinstance(note, str) and "; error in " in note.split(":", 1)[0]
 
 
-def _collections_in(task):
-    """Every X with `(X,` in the task and no comma in X: the collections VRD-2 can match it by."""
-    found = set()
-    start = task.find("(")
-    while start != -1:
-        comma = task.find(",", start + 1)
-        if comma == -1:
-            break
-        found.add(task[start + 1:comma])
-        start = task.find("(", start + 1)
-    return found
+def _suffix(task):
+    """The `(<collection>, <shape>)` group the panel appends to a task, as `(collection, shape)`, or None.
 
-
-def _shape_of(task):
-    """The X of a task ending `, X)` (X without `, `), as the panel writes `(bench/<name>, <shape>)`."""
+    Only the last group counts: the task starts with the caller's prompt, which may hold
+    anything, so a collection named inside it must never count (security review 6).
+    """
     if not task.endswith(")"):
+        return None
+    inner = task[task.rfind("(") + 1:-1]
+    collection, comma, shape = inner.partition(", ")
+    return (collection, shape) if comma and collection else None
+
+
+def collection_of(entry):
+    """The collection an offload line counts towards: its `collection` field, else the task's suffix."""
+    collection = entry.get("collection")
+    if isinstance(collection, str):
+        return collection
+    task = entry.get("task")
+    found = _suffix(task) if isinstance(task, str) else None
+    return found[0] if found else None
+
+
+def _shape_of(entry):
+    """The line's `shape` field, else the X of a task ending `, X)` (X without `, `), as panels wrote it."""
+    shape = entry.get("shape")
+    if isinstance(shape, str):
+        return shape
+    task = entry.get("task")
+    if not isinstance(task, str) or not task.endswith(")"):
         return None
     cut = task.rfind(", ")
     return None if cut == -1 else task[cut + 2:-1]
@@ -293,11 +314,10 @@ class Index:
             self.offset += end
             self.bytes_read += end
 
-    def _kind(self, task):
-        """The number of the (collections, shape) a judged entry's task counts towards."""
-        if not isinstance(task, str):
-            return 0
-        return _intern(self.kind_keys, self.kind_ids, (tuple(sorted(_collections_in(task))), _shape_of(task)))
+    def _kind(self, record):
+        """The number of the (collections, shape) a judged entry counts towards."""
+        collection = collection_of(record)
+        return _intern(self.kind_keys, self.kind_ids, ((collection,) if collection else (), _shape_of(record)))
 
     def _places(self, raw, flags, kind):
         places = [(ALL, raw)]
@@ -321,7 +341,7 @@ class Index:
             return  # not an offload line: nothing to attribute it to
         useful = record.get("useful")
         flags = (0 if useful is None else JUDGED | (USEFUL if useful else 0)) | (FAILED if _failed(record) else 0)
-        kind = self._kind(record.get("task")) if flags & JUDGED else 0
+        kind = self._kind(record) if flags & JUDGED else 0
         date = _date(record)
         model, day = _intern(self.names, self.name_ids, raw), _intern(self.days, self.day_ids, date)
         new = (date, flags, record.get("task", ""))
@@ -429,13 +449,13 @@ class Index:
         return merged
 
     def _scan(self, positions, resolve, wanted):
-        """Judged entries at `positions`, read back, that `wanted(task, note)` accepts, merged like `_merged`:
+        """Judged entries at `positions`, read back, that `wanted(entry)` accepts, merged like `_merged`:
         for what no group answers by itself."""
         merged = {}
         for pos in sorted(positions):
             entry = self._entry(pos)
             useful = entry.get("useful")
-            if useful is None or not wanted(str(entry.get("task", "")), str(entry.get("note", ""))):
+            if useful is None or not wanted(entry):
                 continue
             row = merged.setdefault(resolve(entry["model"]), [0, 0, 0, ("", -1), ""])
             row[0] += 1
@@ -480,7 +500,8 @@ class Index:
                 ending, part = f", {shape})", shape.rsplit(", ", 1)[1]
                 positions = [pos for pos in range(len(self.starts))
                              if self.flags[pos] & JUDGED and self.kind_keys[self.kinds[pos]][1] == part]
-                merged = self._scan(positions, resolve, lambda task, note: task.endswith(ending))
+                merged = self._scan(positions, resolve, lambda entry: "shape" not in entry
+                                    and str(entry.get("task", "")).endswith(ending))
             else:
                 merged = self._merged(("shape", shape), resolve)
             return {name: {"useful": row[1], "judged": row[2]} for name, row in merged.items()}
@@ -490,12 +511,9 @@ class Index:
         resolve = aliases.resolver()
 
         def compute():
-            if "," in collection:  # no collection name holds one: `(a,b,` is read among collection a's
-                within = f"({collection},"
-                positions = self.judged_in.get(collection.split(",", 1)[0], ())
-                merged = self._scan(positions, resolve, lambda text, note: within in text and task in note)
-            elif task:  # a note filter: only this collection's judged entries are read
-                merged = self._scan(self.judged_in.get(collection, ()), resolve, lambda text, note: task in note)
+            if task:  # a note filter: only this collection's judged entries are read
+                merged = self._scan(self.judged_in.get(collection, ()), resolve,
+                                    lambda entry: task in str(entry.get("note", "")))
             else:
                 merged = self._merged(("collection", collection), resolve)
             return {
@@ -555,8 +573,11 @@ def shape_record(shape):
 
 
 def record(collection, task=""):
-    """VRD-2's `aliases`: judged entries whose task holds `(<collection>,` and whose note holds `task`.
+    """VRD-2's `aliases`: judged entries of `collection` whose note holds `task`.
 
+    An entry's collection is its `collection` field, or for lines older than that field the
+    `(<collection>, <shape>)` suffix the panel appends to its task; never a collection named
+    inside the prompt (security review 6: a deliberate tightening of VRD-2's "task contains").
     `core` reads as `bench/core` (IMP-6); an unknown collection gives `{}`.
     """
     if collection and not collection.startswith("bench/"):

@@ -83,8 +83,71 @@ class UnknownCollection(LookupError):
     """The collection is not (or no longer) in collections.json (404)."""
 
 
+class Busy(Exception):
+    """Too many panels in flight in this process, or for this key (503 with Retry-After)."""
+
+
+BUSY_RETRY = 2
+STOPPED = concurrent.futures.Future()  # done once the server stops waiting for panels: seats left are ended
+STOP_SETTLE = 1.0  # after a stop, how long seats get to come back ended before they are logged as stopped
+GATEWAY_STOPPED = "gateway stopped"
+
+
+class Flight:
+    """The panels in flight in this process (security review 2, nothing-lost item 7).
+
+    A cap on panels at once, in all and per gateway key, bounds what a burst of abandoned
+    streams can hold (prompts, seat threads); the count lets a stopping server wait for them.
+    `local` (this machine, no key) is held by the process cap alone.
+    """
+
+    def __init__(self):
+        self.idle = threading.Condition()
+        self.count = 0
+        self.by_key = {}
+
+    def enter(self, caller, cap, key_cap):
+        with self.idle:
+            if self.count >= cap:
+                raise Busy(f"the gateway has {cap} panels in flight (max_panels in config/gateway.json); "
+                           f"try again in {BUSY_RETRY}s")
+            if caller != "local" and self.by_key.get(caller, 0) >= key_cap:
+                raise Busy(f"the gateway key {caller} has {key_cap} panels in flight (max_panels_per_key in "
+                           f"config/gateway.json); try again in {BUSY_RETRY}s")
+            self.count += 1
+            self.by_key[caller] = self.by_key.get(caller, 0) + 1
+
+    def leave(self, caller):
+        with self.idle:
+            self.count -= 1
+            left = self.by_key[caller] - 1
+            if left:
+                self.by_key[caller] = left
+            else:
+                del self.by_key[caller]
+            self.idle.notify_all()
+
+    def wait_idle(self, timeout):
+        """True once no panel is in flight, False when `timeout` seconds passed first."""
+        with self.idle:
+            return self.idle.wait_for(lambda: self.count == 0, timeout)
+
+
+flight = Flight()
+
+
+def stop_seats():
+    """End every seat still asked (the server is stopping): calls in flight end at once and are
+    logged `error` "gateway stopped" with their real seconds; no new seat or merger is asked."""
+    client.STOP.set()
+    if not STOPPED.done():
+        STOPPED.set_result(None)
+
+
 def panel_id():
-    return "p" + datetime.datetime.now().strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+    """`pYYYYMMDD-HHMMSS-<16 hex>`: 64 random bits, so ids neither collide across processes and
+    machines nor can be guessed (nothing-lost item 8, security review 4; older ids had 4 hex)."""
+    return "p" + datetime.datetime.now().strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(8)
 
 
 def local_iso():
@@ -164,7 +227,9 @@ def _seat_result(alias, started, answer):
             raise answer
         result = answer()
         text = result.get("text") or ""
-        error = f"no answer in {SEAT_TIMEOUT:g}s" if result.get("timed_out") else (result.get("error") or "")
+        error = result.get("error") or ""
+        if result.get("timed_out"):
+            error = GATEWAY_STOPPED if client.STOP.is_set() else f"no answer in {SEAT_TIMEOUT:g}s"
     except Exception as exc:  # one seat failing must not lose the others
         text, error = "", f"{type(exc).__name__}: {exc}"
     if not error:
@@ -193,7 +258,9 @@ def section(seat):
     else:
         body = "_empty reply — usually a token budget, not incapacity_"
     label = seat["seat"]
-    return f"## {label} — {seat['alias']}\n`{seat['call']}` · {seat['status']} · {seat['seconds']}s\n\n{body}\n"
+    unlogged = f" · not in the offload log ({seat['log_error']})" if seat.get("logged") is False else ""
+    return (f"## {label} — {seat['alias']}\n`{seat['call']}` · {seat['status']} · {seat['seconds']}s{unlogged}"
+            f"\n\n{body}\n")
 
 
 FOOTER = (
@@ -217,11 +284,18 @@ def seat_record(call, label, alias, result):
             "seconds": result["seconds"], "answer": result["answer"], "error": result["error"]}
 
 
-def log_seat(seat, task):
-    """Write one seat to the offload log (PNL-20): called the moment the seat finishes."""
+def log_seat(seat, plan):
+    """Write one seat to the offload log (PNL-20): called the moment the seat finishes.
+
+    A line that cannot be written never loses the answer (nothing-lost item 4): the seat says
+    `"logged": false` with the reason, and the reply goes on with every other seat.
+    """
     note = offload.note_for(seat["seat"], seat["status"], seat["seconds"], seat["error"])
-    offload.add(seat["alias"], task, None, note, call=seat["call"], status=seat["status"],
-                seconds=seat["seconds"])
+    try:
+        offload.add(seat["alias"], plan.task, None, note, call=seat["call"], status=seat["status"],
+                    seconds=seat["seconds"], collection=f"bench/{plan.name}", shape=plan.shape)
+    except OSError as exc:
+        seat["logged"], seat["log_error"] = False, str(exc)
 
 
 class Plan:
@@ -433,9 +507,11 @@ def merge(plan, seats, on_part=None):
     if not fits:
         return None, "", f"no merger has the context window for the merge (about {need:,} tokens)"
     alias = fits[0]
+    if STOPPED.done():
+        return None, "", GATEWAY_STOPPED
     result = ask_seat(alias, MERGE_SYSTEM, text, on_delta=_text_to(on_part) if on_part is not None else None)
     seat = seat_record(f"{plan.panel}.merger", "merger", alias, result)
-    log_seat(seat, plan.task)
+    log_seat(seat, plan)
     if seat["status"] != "ok":
         note = f"the merger {alias} came back {seat['status']}"
         if seat["error"]:
@@ -447,7 +523,17 @@ def merge(plan, seats, on_part=None):
 def run(name, messages, nominees=(), reply="", caller="local", on_part=None, on_seated=None):
     """Seat, ask, log and merge one panel; returns `(content, bench)` (PNL-1..22, MRG-*, RPL-*).
 
-    `on_seated()` hears, once, that no refusal can follow: just before the first seat is asked."""
+    `on_seated()` hears, once, that no refusal can follow: just before the first seat is asked.
+    Raises `Busy` (503) when the process or the key already has its cap of panels in flight."""
+    settings = collections.settings()
+    flight.enter(caller, settings["max_panels"], settings["max_panels_per_key"])
+    try:
+        return _run(name, messages, nominees, reply, caller, on_part, on_seated)
+    finally:
+        flight.leave(caller)
+
+
+def _run(name, messages, nominees, reply, caller, on_part, on_seated):
     begun, futures = [], {}
 
     def start(plan, key, alias):
@@ -457,7 +543,8 @@ def run(name, messages, nominees=(), reply="", caller="local", on_part=None, on_
         # asked), sent from this thread; the seats' own threads, which only wait for the answers, start
         # once every request is out, so none of them competes with this thread for the GIL meanwhile
         seat_messages = messages if plan.image_count else None
-        begun.append((begin_seat(alias, plan.system, plan.prompt, seat_messages), (plan, key, alias)))
+        begun.append((begin_seat(alias, plan.system, plan.prompt, seat_messages), (plan, key, alias),
+                      time.monotonic()))
 
     try:
         with fileio.snapshot():  # one look at each config file for the whole plan, however many seats ask
@@ -465,8 +552,8 @@ def run(name, messages, nominees=(), reply="", caller="local", on_part=None, on_
     except Exception:
         # refusals all come before the first seat starts; after an unexpected failure the seats already
         # asked are still waited for and written to the offload log when they finish (PNL-20)
-        for answer, (started, key, alias) in begun:
-            _pool.submit(answer).add_done_callback(functools.partial(_log_orphan, started, key, alias))
+        for answer, (half_made, key, alias), _ in begun:
+            _pool.submit(answer).add_done_callback(functools.partial(_log_orphan, half_made, key, alias))
         raise
     top = heading(name, plan.panel, len(plan.members), plan.explorers_seated(), plan.shape, plan.shape_by,
                   plan.skipped)
@@ -475,14 +562,11 @@ def run(name, messages, nominees=(), reply="", caller="local", on_part=None, on_
         if streaming_all:
             on_part(top)  # before the seat threads start, so the caller's 200 and heading leave at once
     finally:
-        for answer, seat in begun:
-            futures[_pool.submit(answer)] = seat
+        for answer, seat, started in begun:
+            futures[_pool.submit(answer)] = (*seat, started)
 
     finished = {}
-    for future in concurrent.futures.as_completed(futures):
-        _, key, alias = futures[future]
-        seat = seat_record(f"{plan.panel}.{key}", seat_label(key), alias, future.result())
-        log_seat(seat, plan.task)
+    for key, seat in _answers(plan, futures):
         finished[key] = seat
         if streaming_all:
             on_part("\n" + section(seat))
@@ -502,13 +586,52 @@ def run(name, messages, nominees=(), reply="", caller="local", on_part=None, on_
         content = every
         if streaming_all:
             on_part("\n" + FOOTER)
-    write_call_log(plan, seats, merger)
+    problems = [f"{s['call']}: {s['log_error']}" for s in seats + [merger] if s and s.get("logged") is False]
+    try:
+        write_call_log(plan, seats, merger)
+    except OSError as exc:
+        problems.append(f"calls log: {exc}")
+    if problems:
+        bench["log"] = ("the data folder could not be written, so some of this panel is not on record "
+                        "(seats marked logged: false): " + "; ".join(problems))
     return content, bench
+
+
+def _answers(plan, futures):
+    """`(key, seat)` as each seat finishes, logged the moment it does (PNL-20).
+
+    A stopping server (`stop_seats`) ends the calls in flight; a seat whose call does not come back
+    within STOP_SETTLE (a backend that cannot be interrupted) is logged `error` "gateway stopped"
+    with its real seconds, so every seat asked is on record before the process exits.
+    """
+    pending = set(futures)
+    while pending:
+        done, _ = concurrent.futures.wait(pending | {STOPPED}, return_when=concurrent.futures.FIRST_COMPLETED)
+        if STOPPED in done:
+            done, _ = concurrent.futures.wait(pending, timeout=STOP_SETTLE)
+        for future in done - {STOPPED}:
+            pending.discard(future)
+            _, key, alias, _ = futures[future]
+            yield key, _logged(plan, key, alias, future.result())
+        if STOPPED.done():
+            for future in pending:
+                _, key, alias, started = futures[future]
+                future.cancel()
+                stopped = {"status": "error", "answer": "", "error": GATEWAY_STOPPED,
+                           "seconds": round(time.monotonic() - started, 1)}
+                yield key, _logged(plan, key, alias, stopped)
+            return
+
+
+def _logged(plan, key, alias, result):
+    seat = seat_record(f"{plan.panel}.{key}", seat_label(key), alias, result)
+    log_seat(seat, plan)
+    return seat
 
 
 def _log_orphan(plan, key, alias, future):
     try:
-        log_seat(seat_record(f"{plan.panel}.{key}", seat_label(key), alias, future.result()), plan.task)
+        _logged(plan, key, alias, future.result())
     except Exception:
         pass  # the panel has already failed with its own error
 
@@ -586,7 +709,11 @@ def start(name, messages, nominees=(), reply="", caller="local"):
 
 
 def refusal(exc):
-    """The status and message a panel exception is answered with (gateway.md §14)."""
+    """The status, message (and headers) a panel exception is answered with (gateway.md §14)."""
+    if isinstance(exc, Busy):
+        return 503, str(exc), {"Retry-After": str(BUSY_RETRY)}
+    if isinstance(exc, OSError) and exc.errno:
+        return paths.unwritable(exc)
     if isinstance(exc, TooLarge):
         return 413, str(exc)
     if isinstance(exc, ValueError):

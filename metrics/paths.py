@@ -11,11 +11,14 @@ Every module asks this one for its paths: `paths.file("config", "gateway.json")`
     python -m metrics.paths      prints `<folder>  (<why>)`
 """
 
+import errno
 import os
 import shutil
 import sys
 import threading
 from pathlib import Path
+
+from metrics import fileio
 
 CODE = Path(__file__).resolve().parent.parent
 SHIPPED = CODE / "config"
@@ -125,6 +128,35 @@ def make(folder):
             except FileExistsError:
                 pass
     return copied
+
+
+NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+
+
+def unwritable(exc):
+    """`(status, message)` for a write the data folder refused (nothing-lost item 3): 507 when it is
+    out of space or past a file-size limit, 503 for anything else (read-only, permissions)."""
+    status = 507 if exc.errno in NO_SPACE else 503
+    cause = f"[Errno {exc.errno}] {exc.strerror}" if exc.errno else str(exc)
+    where = f" ({exc.filename})" if exc.filename else ""
+    return status, f"the data folder {located()[0]} could not be written{where}: {cause}"
+
+
+def write_problem():
+    """Why the data folder cannot take writes now, or "" (for `/health`): the last write that failed
+    and nothing has succeeded since, a folder this process may not write, or a full file system."""
+    folder = located()[0]
+    failed = fileio.write_failure()
+    if failed:
+        return failed
+    try:
+        if not os.access(folder, os.W_OK):
+            return f"{folder} is not writable by this process"
+        if os.statvfs(folder).f_bavail == 0:
+            return f"{folder}: [Errno {errno.ENOSPC}] {os.strerror(errno.ENOSPC)}"
+    except (OSError, AttributeError):  # a folder not made yet, or no statvfs (Windows)
+        pass
+    return ""
 
 
 def default_home():

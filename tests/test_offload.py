@@ -338,10 +338,19 @@ def literal_answers(records, calls):
     return entries, summary, last_used, pending
 
 
+def literal_collection(e):
+    """The `collection` field, else the part before ", " of the task's last parenthesised group at its end."""
+    if "collection" in e:
+        return e["collection"]
+    task = e["task"]
+    inner = task[task.rfind("(") + 1:-1] if task.endswith(")") else ""
+    return inner.split(", ")[0] if ", " in inner else None
+
+
 def literal_record(entries, collection, note=""):
     out = {}
     for e in entries:
-        if e["useful"] is not None and f"({collection}," in e["task"] and note in e["note"]:
+        if e["useful"] is not None and literal_collection(e) == collection and note in e["note"]:
             r = out.setdefault(e["model"], {"useful": 0, "notUseful": 0, "judged": 0, "lastAt": ""})
             r["useful" if e["useful"] else "notUseful"] += 1
             r["judged"] += 1
@@ -352,7 +361,8 @@ def literal_record(entries, collection, note=""):
 def literal_shape(entries, shape):
     out = {}
     for e in entries:
-        if e["useful"] is not None and e["task"].endswith(f", {shape})"):
+        named = e["shape"] == shape if "shape" in e else e["task"].endswith(f", {shape})")
+        if e["useful"] is not None and named:
             r = out.setdefault(e["model"], {"useful": 0, "judged": 0})
             r["useful"] += e["useful"]
             r["judged"] += 1
@@ -365,7 +375,8 @@ def test_index_matches_a_literal_reading_of_the_spec_as_the_log_grows(monkeypatc
     rnd = random.Random(7)
     rename({"older": "old", "old": "a"})
     tasks = ["fix (bench/x, code)", "look (bench/x, review)", "route me (bench/x:route)", "odd (a, b) (bench/x, code)",
-             "(bench/y, code)", "plain", "ends (bench/x, code) not", "comma (bench/x,y, code)"]
+             "(bench/y, code)", "plain", "ends (bench/x, code) not", "comma (bench/x,y, code)",
+             "a prompt naming (bench/y, code) (bench/x, code)"]
     notes = ["member; ok in 1.0s", "explorer; error in 0.3s: x", "hit it", "member; ok in 1.0s: a; error in b"]
     calls = [f"{CALL}.member{i}" for i in range(30)]
     collections = [("bench/x", ""), ("bench/x", "hit"), ("bench/y", ""), ("bench/x,y", ""), ("bench/x,y", "hit"),
@@ -380,6 +391,8 @@ def test_index_matches_a_literal_reading_of_the_spec_as_the_log_grows(monkeypatc
                 r["call"] = rnd.choice(calls)
             if rnd.random() < 0.3:
                 r["status"] = rnd.choice(["ok", "error", "empty"])
+            if rnd.random() < 0.3:  # lines since the fields came: they win over anything in the task
+                r["collection"], r["shape"] = rnd.choice(["bench/x", "bench/y"]), rnd.choice(["code", "prose"])
             records.append(r)
             fileio.append_bytes(offload.log_path(), json.dumps(r).encode() + b"\n")
         fileio.append_bytes(offload.log_path(), b'{"not": "an offload"}\n[1, 2]\n')

@@ -28,8 +28,8 @@ from metrics import catalog, shape
 PROMPT = "Is this loop off by one? for i in range(1, len(xs)): total += xs[i]"
 PNG = "data:image/png;base64," + base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 60).decode()
 SIGNED = "https://u:pw@h.example/p?sig=SECRET123"
-CALL_ID = re.compile(r"\bp\d{8}-\d{6}-[0-9a-f]{4}\.[a-z]+\d*\b")  # GW-ID-1, as the MCP stop-hook reads it
-PANEL_ID = re.compile(r"p\d{8}-\d{6}-[0-9a-f]{4}")
+CALL_ID = re.compile(r"\bp\d{8}-\d{6}-[0-9a-f]{16}\.[a-z]+\d*\b")  # GW-ID-1 with 64 random bits (issue 12 item 8)
+PANEL_ID = re.compile(r"p\d{8}-\d{6}-[0-9a-f]{16}")
 RETIRED_ON = ("retired from the bench on 2026-10-20; take it out of the collection "
               "(Restore in its model popup brings it back)")
 KNOWN_SHAPES = "code, design, enumeration, general, image, prose, quick, review, vision"
@@ -188,7 +188,8 @@ def test_section1_constants():
     assert (gateway.STREAM_GRACE, gateway.KEEPALIVE) == (1.0, 10.0)
     assert (shape.CONFIDENT, shape.INPUT_CAP, shape.TIMEOUT, shape.RATE_LIMIT_WAITS) == (0.6, 20000, 60, (5, 15))
     assert (panel.SEAT_ERROR_KEPT, panel.SECTION_ERROR, panel.TASK_CHARS, offload.ERROR_EXCERPT) == (500, 300, 90, 120)
-    assert collections.DEFAULTS == {"max_calls": 5, "max_explorers": 2} and route.EXPLORER_CLAMP == 2
+    assert {k: collections.DEFAULTS[k] for k in ("max_calls", "max_explorers")} == {"max_calls": 5, "max_explorers": 2}
+    assert route.EXPLORER_CLAMP == 2
 
 
 # -- §3 identifiers and §9.5 the call log ---------------------------------------------------------
@@ -247,7 +248,8 @@ def test_off2_a_verdict_replaces_the_seat_in_place(gw, bench):
     lines = paths.file("metrics", "offloads.jsonl").read_bytes().decode("ascii").splitlines()
     assert len(lines) == 3 and "caf\\u00e9" in lines[-1]
     assert list(json.loads(lines[-1])) == ["date", "model", "task", "useful", "note", "call", "real", "status",
-                                           "seconds"]
+                                           "seconds", "collection", "shape"]
+    assert "task" not in recorded  # the reply never shows the prompt's first words (security review 4)
     _, _, with_prefix = request(gw, "GET", "/bench/record?collection=bench/core")
     _, _, bare = request(gw, "GET", "/bench/record?collection=core")
     aliases = json.loads(with_prefix)["aliases"]
@@ -365,19 +367,23 @@ def test_str8_a_refusal_after_the_200_arrives_in_stream(gw, bench, monkeypatch):
     assert chat(gw)[0] == 503  # the same panel not streamed: the plain refusal
 
 
-def test_str8_imp1_an_unexpected_failure_is_a_500_plain_and_in_stream(gw, bench):
-    """IMP-1, STR-8, §14: an offload log that cannot be written fails the panel with 500, not a dropped connection."""
-    collection(["alpha"])
+def test_nothing_lost_item4_a_log_that_cannot_be_written_loses_no_answer(gw, bench):
+    """Nothing-lost item 4: an offload log that cannot be written (here a folder in its place) still
+    returns every answer, plain and streamed; each seat says `logged: false` and why, so does the reply."""
+    collection(["alpha", "beta"])
     paths.file("metrics", "offloads.jsonl").mkdir(parents=True)
     status, reply = chat(gw)
-    assert status == 500 and reply["error"]["code"] == 500
-    assert reply["error"]["message"].startswith("the panel failed (IsADirectoryError: ")
+    assert status == 200
+    seats = reply["bench"]["seats"]
+    assert [s["alias"] for s in seats] == ["alpha", "beta"] and all(s["status"] == "ok" for s in seats)
+    assert all(s["logged"] is False and "Is a directory" in s["log_error"] for s in seats)
+    assert "could not be written" in reply["bench"]["log"]
+    assert "not in the offload log" in reply["choices"][0]["message"]["content"]
     status, _, events = sse(gw)
     assert status == 200
-    error = next(e[1]["error"] for e in events if e[0] == "data" and "error" in e[1])
-    assert error["code"] == 500 and error["message"].startswith("the panel failed (IsADirectoryError: ")
-    assert events[-1] == ("done", None)
-
+    last = [e[1] for e in events if e[0] == "data"][-1]
+    assert all(s["logged"] is False for s in last["bench"]["seats"]) and "log" in last["bench"]
+    assert len(call_log()) == 2  # the calls log still took both panels
 
 def test_str5_str10_stream_concatenates_to_the_plain_reply(gw, bench):
     """STR-5, STR-7, STR-10, RPL-1: pieces join to the non-streamed content; every chunk has the chat shape."""

@@ -490,6 +490,9 @@ def test_test6_scope_cap_and_callers_end_to_end(port, keys_on, watch):
     assert [(line["model"], line["key"]) for line in calls()] == [("bench/vision", "estate"), ("bench/core", "chat-ui")]
     core_call = core_reply["bench"]["seats"][0]["call"]
     vision_call = vision_reply["bench"]["seats"][0]["call"]
+    status, headers, reply = request(port, "POST", "/bench/verdict", {"call": vision_call, "useful": True}, as_estate)
+    assert status == 429 and "Retry-After" in headers  # /bench/* counts against the cap too (security review 4)
+    as_estate = {"Authorization": f"Bearer {watch.add(gatekeys.make('estate-judge', ['vision']))}"}
     status, _, reply = request(port, "POST", "/bench/verdict", {"call": core_call, "useful": True}, as_estate)
     assert status == 404 and "no offload with call id" in message(reply)
     assert request(port, "POST", "/bench/verdict", {"call": vision_call, "useful": True}, as_estate)[0] == 200
@@ -499,7 +502,7 @@ def test_test6_scope_cap_and_callers_end_to_end(port, keys_on, watch):
     assert request(port, "POST", "/bench/verdict", {"call": core_call, "useful": True}, as_chat)[0] == 200
     assert request(port, "GET", "/bench/record?collection=bench/core", headers=as_estate)[2]["aliases"] == {}
     assert request(port, "GET", "/bench/record?collection=core", headers=as_chat)[2]["aliases"] != {}
-    assert gatekeys.revoke("estate")
+    assert gatekeys.revoke("estate-judge")
     assert request(port, "GET", "/v1/models", headers=as_estate)[0] == 401  # KEY-6: at once
 
 
