@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import queue
+import signal
 import sys
 import threading
 import time
@@ -26,6 +27,7 @@ from metrics import __version__, client, collections, demo, formats, gatekeys, g
 
 STREAM_GRACE = 1.0
 KEEPALIVE = 10.0
+REPLY_WAIT = 2.0  # a stopping gateway's wait for the last replies to be written
 MAX_PENDING = 1000  # ids one `/bench/pending` may ask about (security review 4: no guessing in bulk)
 GET_ROUTES = "GET /v1/models, /bench/record, /api/tags, /api/version or /v1beta/models"
 POST_ROUTES = ("POST /v1/chat/completions, /v1/messages, /v1/responses, /v1/completions, /api/chat, /api/generate, "
@@ -408,6 +410,34 @@ def serve(host="127.0.0.1", port=0):
     return server
 
 
+def stop_on_signals(server):
+    """SIGTERM and SIGINT stop the gateway gently (nothing-lost item 7): no new connections, the panels
+    in flight get `stop_grace` seconds to finish, then their seats are ended and logged. A second
+    signal ends the grace at once. Forked workers inherit the handlers, so each drains its own."""
+    stopping = threading.Event()
+
+    def handle(signum, frame):
+        if stopping.is_set():
+            panel.stop_seats()
+            return
+        stopping.set()
+        threading.Thread(target=server.shutdown, name="stop", daemon=True).start()  # not from serve_forever's thread
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, handle)
+
+
+def drain(server, grace):
+    """Wait up to `grace` seconds for the panels in flight, end the seats still asked, then give every
+    reply (a stream's error sections and its end in its own format) time to reach its client."""
+    if not panel.flight.wait_idle(grace):
+        print(f"stopping: panels still in flight after {grace:g}s; ending their seats", file=sys.stderr, flush=True)
+        panel.stop_seats()
+        panel.flight.wait_idle(panel.STOP_SETTLE + REPLY_WAIT)
+    client.STOP.set()
+    server.wait_closed(REPLY_WAIT)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description="Benchwarmers panel gateway")
     parser.add_argument("--demo", action="store_true", help="serve a throwaway demo bench on the local upstream")
@@ -431,6 +461,7 @@ def main(argv=None):
     if args.demo:
         upstream = demo.start_demo()
     server = Server((address, port))
+    stop_on_signals(server)
     workers = httpserver.share(server, args.workers - 1) if args.workers > 1 else []
     threading.Thread(target=panel.warm_up, name="warm-up", daemon=True).start()
     if workers is not None:  # the parent (or the only process) announces the server
@@ -441,15 +472,16 @@ def main(argv=None):
         print(f"bench gateway on {base}{processes} — models: {names or 'none yet'}", flush=True)
         if args.demo:
             print(demo.snippets(base), flush=True)
+    grace = collections.settings()["stop_grace"]
     try:
         server.serve_forever()
-    except KeyboardInterrupt:
-        pass
     finally:
-        client.STOP.set()
         server.server_close()
         if workers:
-            httpserver.reap(server, workers)
+            httpserver.release(server)  # the workers drain at the same time as this process
+        drain(server, grace)
+        if workers:
+            httpserver.reap(server, workers, timeout=grace + panel.STOP_SETTLE + 2 * REPLY_WAIT)
         if upstream:
             demo.stop_demo(upstream)
 

@@ -77,7 +77,6 @@ def write_atomic(path, text, mode=None):
 
     `mode` sets the new file's permissions (0o600 for secrets) before it appears.
     """
-    global _write_failure
     path = Path(path)
     _looked.__dict__.get("seen", {}).pop(str(path), None)  # this thread's snapshot must see its own write
     temp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.part")
@@ -93,7 +92,7 @@ def write_atomic(path, text, mode=None):
     finally:
         with contextlib.suppress(OSError):
             os.unlink(temp)
-    _write_failure = None
+    _failures.pop(str(path), None)
 
 
 def _replace(temp, path):
@@ -223,7 +222,7 @@ class WriteFailed(OSError):
 
 
 APPEND_FLAGS = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0)
-_write_failure = None  # the last failed write's message, until a write succeeds (`/health` reads it)
+_failures = {}  # path: why its last write failed, until one succeeds (`/health` reads them)
 _ends = {}  # path: (inode, size) after this process's last append, which ended with a newline
 
 
@@ -255,7 +254,6 @@ def append_locked(fd, path, data):
     it, so no half line is left for the next record to be glued onto. What fails is raised as
     `WriteFailed` naming the file and the system's reason.
     """
-    global _write_failure
     key = os.fspath(path)
     st = os.fstat(fd)
     start = st.st_size
@@ -268,7 +266,7 @@ def append_locked(fd, path, data):
         _undo(fd, start)
         raise _failed(path, exc) from exc
     _ends[key] = (st.st_ino, start + len(data))
-    _write_failure = None
+    _failures.pop(key, None)
 
 
 def _byte_at(fd, offset):
@@ -292,15 +290,13 @@ def _undo(fd, size):
 
 
 def _failed(path, exc):
-    global _write_failure
-    failure = WriteFailed(exc.errno, exc.strerror or str(exc), str(path))
-    _write_failure = f"{path}: [Errno {exc.errno}] {exc.strerror or exc}"
-    return failure
+    _failures[os.fspath(path)] = f"{path}: [Errno {exc.errno}] {exc.strerror or exc}"
+    return WriteFailed(exc.errno, exc.strerror or str(exc), os.fspath(path))
 
 
 def write_failure():
-    """Why the last write to a file failed, or "" once a later one succeeded."""
-    return _write_failure or ""
+    """Why a file's last write failed (the first such file), or "" when every file's last write succeeded."""
+    return next(iter(_failures.values()), "")
 
 
 _warned = set()

@@ -230,6 +230,7 @@ class Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 1024
     allow_reuse_address = True
+    parent_alive = None  # with worker processes: the pipe whose close tells them to stop
     read_timeout = READ_TIMEOUT
     max_connections = MAX_CONNECTIONS
 
@@ -242,7 +243,7 @@ class Server(ThreadingHTTPServer):
             pass
         self.open = 0
         self.refusers = 0
-        self.count_lock = threading.Lock()
+        self.count_lock = threading.Condition()  # notified as connections close: a stopping server waits
         super().__init__((host, address[1]), handler)
 
     def process_request(self, request, client_address):
@@ -272,6 +273,12 @@ class Server(ThreadingHTTPServer):
     def _closed_one(self):
         with self.count_lock:
             self.open -= 1
+            self.count_lock.notify_all()
+
+    def wait_closed(self, timeout):
+        """True once every connection this server took has closed, False after `timeout` seconds."""
+        with self.count_lock:
+            return self.count_lock.wait_for(lambda: self.open == 0, timeout)
 
     def busy_body(self):
         message = f"the server is busy ({self.max_connections} connections open); try again in {BUSY_RETRY}s"
@@ -342,9 +349,16 @@ def _stop_with_parent(server, alive):
     server.shutdown()
 
 
+def release(server):
+    """Tell the forked workers to stop (each drains its own work), without waiting for them."""
+    if server.parent_alive is not None:
+        os.close(server.parent_alive)
+        server.parent_alive = None
+
+
 def reap(server, children, timeout=10.0):
     """Stop the forked workers and wait for them; any still running after `timeout` seconds is killed."""
-    os.close(server.parent_alive)
+    release(server)
     waiters = [threading.Thread(target=os.waitpid, args=(pid, 0), daemon=True) for pid in children]
     for waiter in waiters:
         waiter.start()
