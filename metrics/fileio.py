@@ -290,13 +290,15 @@ def _undo(fd, size):
 
 
 def _failed(path, exc):
-    _failures[os.fspath(path)] = f"{path}: [Errno {exc.errno}] {exc.strerror or exc}"
+    _failures[os.fspath(path)] = f"[Errno {exc.errno}] {exc.strerror or exc}"
     return WriteFailed(exc.errno, exc.strerror or str(exc), os.fspath(path))
 
 
-def write_failure():
-    """Why a file's last write failed (the first such file), or "" when every file's last write succeeded."""
-    return next(iter(_failures.values()), "")
+def write_failure(folder):
+    """Why the last write to a file in `folder` failed (the first such file), or "" when each one's
+    last write succeeded."""
+    inside = os.path.join(os.fspath(folder), "")
+    return next((why for path, why in _failures.items() if path.startswith(inside)), "")
 
 
 _warned = set()

@@ -143,17 +143,17 @@ def unwritable(exc):
 
 
 def write_problem():
-    """Why the data folder cannot take writes now, or "" (for `/health`): the last write that failed
-    and nothing has succeeded since, a folder this process may not write, or a full file system."""
+    """Why the data folder cannot take writes now, or "" (for `/health`, which anyone may ask, so no
+    path is named): a file whose last write failed, a folder this process may not write, or a full disk."""
     folder = located()[0]
-    failed = fileio.write_failure()
+    failed = fileio.write_failure(folder)
     if failed:
         return failed
     try:
         if not os.access(folder, os.W_OK):
-            return f"{folder} is not writable by this process"
+            return "the folder is not writable by this process"
         if os.statvfs(folder).f_bavail == 0:
-            return f"{folder}: [Errno {errno.ENOSPC}] {os.strerror(errno.ENOSPC)}"
+            return f"[Errno {errno.ENOSPC}] {os.strerror(errno.ENOSPC)}"
     except (OSError, AttributeError):  # a folder not made yet, or no statvfs (Windows)
         pass
     return ""

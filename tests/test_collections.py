@@ -8,7 +8,7 @@ import pytest
 
 from metrics import collections, fileio, paths
 
-DEFAULTS = {"max_calls": 5, "max_explorers": 2}
+DEFAULTS = {"max_calls": 5, "max_explorers": 2, "max_panels": 128, "max_panels_per_key": 32, "stop_grace": 5}
 
 
 def write(name, data):
@@ -28,9 +28,9 @@ def test_col2_settings_default_to_5_and_2():
 
 def test_col2_file_overlays_only_its_two_keys_and_edits_apply_to_the_next_call():
     write("gateway.json", {"max_calls": 3, "max_explorers": 1, "_why": "x", "extra": 9})
-    assert collections.settings() == {"max_calls": 3, "max_explorers": 1}
+    assert collections.settings() == {**DEFAULTS, "max_calls": 3, "max_explorers": 1}
     write("gateway.json", {"max_calls": 7})
-    assert collections.settings() == {"max_calls": 7, "max_explorers": 2}
+    assert collections.settings() == {**DEFAULTS, "max_calls": 7}
 
 
 @pytest.mark.parametrize("bad", ["5", 5.0, True, -1, None, [5]])
@@ -46,7 +46,7 @@ def test_imp9_a_value_that_is_not_a_whole_number_keeps_its_default_and_says_why(
 
 def test_imp9_max_explorers_above_2_is_clamped_and_the_editor_is_told():
     write("gateway.json", {"max_calls": 10, "max_explorers": 4})
-    assert collections.settings() == {"max_calls": 10, "max_explorers": 2}
+    assert collections.settings() == {**DEFAULTS, "max_calls": 10}
     assert collections.settings_problems() == [
         "max_explorers 4 has no effect above 2 (the router seats at most 2 explorers); using 2"]
     assert collections.explorers_for(0) == 2
@@ -54,7 +54,7 @@ def test_imp9_max_explorers_above_2_is_clamped_and_the_editor_is_told():
 
 def test_imp9_zero_is_allowed():
     write("gateway.json", {"max_calls": 0, "max_explorers": 0})
-    assert collections.settings() == {"max_calls": 0, "max_explorers": 0}
+    assert collections.settings() == {**DEFAULTS, "max_calls": 0, "max_explorers": 0}
     assert collections.settings_problems() == []
 
 

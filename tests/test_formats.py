@@ -20,6 +20,7 @@ from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types
 
+import gateway
 from metrics import client, demo, fileio, formats, images, paths
 from metrics.formats import anthropic as fa
 from metrics.formats import common, completions, gemini, ollama as fo, responses
@@ -481,11 +482,19 @@ def only_vision_seat_got_the_image(upstream, text):
     assert not [b for b in seat_requests(upstream, "alpha") if text in json.dumps(b)]
 
 
-def break_the_call_log():
-    """The panel then fails after every seat answered (its call log cannot be written): an in-stream error."""
-    log = paths.file("runs", "gateway", "calls.jsonl")
-    log.unlink(missing_ok=True)
-    log.mkdir(parents=True)
+def refuse_after_the_200(upstream):
+    """A refusal that can only come after a stream's 200: the shape picker outlasts the stream's grace
+    (STR-4), then no seat can be found for bench/core (503): every format's in-stream error."""
+    upstream.models["picker"]["latency"] = gateway.STREAM_GRACE + 0.5
+    fileio.write_atomic(paths.file("config", "decision-models.json"),
+                        json.dumps({"picker": {"via": "demo", "served": "picker", "question_types": ["choice"]}}))
+    fileio.write_atomic(paths.file("config", "gateway.json"), '{"max_calls": 5, "max_explorers": 2}')
+    fileio.write_atomic(paths.file("config", "model-roles.json"),
+                        json.dumps({"models": {}, "ad_hoc": [m for m in upstream.models if m != "picker"]}))
+    demo.set_collection("core", [])
+
+
+NO_SEAT = "no members and no explorer could be seated"
 
 
 LONG = "word " * 4000  # far past tiny's 3,000-token window
@@ -540,11 +549,11 @@ def test_anthropic_sdk_image_tools_and_errors(gw, bench, upstream):
                                  messages=[{"role": "user", "content": LONG}]) as stream:
             list(stream)
     assert caught.value.status_code == 413 and caught.value.body["error"]["type"] == "request_too_large"
-    break_the_call_log()
+    refuse_after_the_200(bench)
     with pytest.raises(anthropic.APIStatusError) as caught:
         with sdk.messages.stream(model="bench/core", max_tokens=100, messages=[{"role": "user", "content": "hi"}]) as s:
             list(s)
-    assert "the panel failed" in str(caught.value)
+    assert NO_SEAT in str(caught.value)
 
 
 def test_openai_sdk_responses_plain_and_streamed(gw, bench, upstream):
@@ -591,16 +600,16 @@ def test_openai_sdk_responses_and_completions_errors(gw, bench):
     with pytest.raises(openai.BadRequestError) as caught:
         sdk.completions.create(model="bench/core", prompt=["a", "b"])
     assert "one string" in caught.value.message
-    break_the_call_log()
+    refuse_after_the_200(bench)
     events = list(sdk.responses.create(model="bench/core", input="hi", stream=True))
     assert [e.type for e in events[-2:]] == ["error", "response.failed"]
-    assert "the panel failed" in events[-1].response.error.message
+    assert NO_SEAT in events[-1].response.error.message
     with sdk.responses.stream(model="bench/core", input="hi") as stream:
         with pytest.raises(RuntimeError):
             stream.get_final_response()
     with pytest.raises(openai.APIError) as caught:
         list(sdk.completions.create(model="bench/core", prompt="hi", stream=True))
-    assert "the panel failed" in caught.value.message
+    assert NO_SEAT in caught.value.message
 
 
 def test_ollama_sdk_chat_generate_list_show(gw, bench, upstream):
@@ -645,10 +654,10 @@ def test_ollama_sdk_errors(gw, bench):
     with pytest.raises(ollama.ResponseError) as caught:
         sdk.generate(model="bench/core", prompt="go on", context=[1, 2, 3])
     assert "/api/chat" in caught.value.error
-    break_the_call_log()
+    refuse_after_the_200(bench)
     with pytest.raises(ollama.ResponseError) as caught:
         list(sdk.chat(model="bench/core", messages=[{"role": "user", "content": "hi"}], stream=True))
-    assert "the panel failed" in caught.value.error
+    assert NO_SEAT in caught.value.error
 
 
 def test_google_genai_sdk_generate_stream_count_list(gw, bench, upstream):
@@ -684,10 +693,10 @@ def test_google_genai_sdk_errors(gw, bench):
     with pytest.raises(genai_errors.ClientError) as caught:
         list(sdk.models.generate_content_stream(model="bench/small", contents=LONG))
     assert caught.value.code == 413
-    break_the_call_log()
+    refuse_after_the_200(bench)
     with pytest.raises(genai_errors.APIError) as caught:
         list(sdk.models.generate_content_stream(model="bench/core", contents="hi"))
-    assert caught.value.code == 500 and "the panel failed" in caught.value.message
+    assert caught.value.code == 503 and NO_SEAT in caught.value.message
 
 
 # ---------------------------------------------------------------- raw HTTP: what no SDK shows
