@@ -82,6 +82,12 @@ def ask(body):
     }
 
 
+def json_bytes(payload):
+    """`payload` as UTF-8 JSON, non-ASCII unescaped, for a stream. A lone surrogate (a model's answer may hold
+    one) goes out as its `\\udXXX` escape, inside its string, rather than raising mid-stream (issue 21)."""
+    return json.dumps(payload, ensure_ascii=False).encode("utf-8", "backslashreplace")
+
+
 def completion_id():
     return "chatcmpl-" + secrets.token_hex(12)
 
@@ -116,7 +122,7 @@ class Stream:
         self._event(chunk)
 
     def _event(self, payload):
-        self.write(b"data: " + json.dumps(payload, ensure_ascii=False).encode("utf-8") + b"\n\n")
+        self.write(b"data: " + json_bytes(payload) + b"\n\n")
 
     def start(self):
         self._chunk({"role": "assistant", "content": ""})
