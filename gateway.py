@@ -160,6 +160,10 @@ class Handler(httpserver.Handler):
         if not isinstance(body, dict):
             self.refuse(400, "body must be a JSON object")
             return None
+        problem = formats.body_problem(raw, body)  # issue 21: too deep, or text no seat or log can take
+        if problem:
+            self.refuse(400, problem)
+            return None
         return body
 
     def verdict(self, body):

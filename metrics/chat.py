@@ -12,6 +12,8 @@ import secrets
 import time
 
 REPLY_MODES = ("all", "merged", "route")
+MAX_WITH = 8
+MAX_ALIAS = 200
 LEGACY_FUNCTIONS = ('legacy "functions" / "function_call" fields are not supported; '
                     'send "tools" and "tool_calls" instead')
 
@@ -23,7 +25,9 @@ class Unsupported(ValueError):
 def bench_fields(body):
     """`(model, with, reply)` of any format's body, or `Unsupported` with why (FMT-10, ASK-1).
 
-    Any falsy `model`, `with` or `bench` reads as none (corrections from testing).
+    Any falsy `model`, `with` or `bench` reads as none (corrections from testing). Issue 21: `with`
+    names at most `MAX_WITH` aliases of at most `MAX_ALIAS` characters, since every name is looked at
+    and may be echoed in the reply and the call log, while at most two explorer seats can take one.
     """
     model = body.get("model") or ""
     if not isinstance(model, str):
@@ -31,6 +35,9 @@ def bench_fields(body):
     nominees = body.get("with") or []
     if not isinstance(nominees, list) or not all(isinstance(a, str) for a in nominees):
         raise Unsupported('"with" must be a list of model aliases')
+    if len(nominees) > MAX_WITH or any(len(a) > MAX_ALIAS for a in nominees):
+        raise Unsupported(f'"with" takes at most {MAX_WITH} model aliases of at most {MAX_ALIAS} characters '
+                          "each: nominees fill explorer seats, of which a panel has at most 2")
     bench = body.get("bench") or {}
     if not isinstance(bench, dict) or ("reply" in bench and bench["reply"] not in REPLY_MODES):
         raise Unsupported('"bench" must be an object whose "reply" is "all", "merged" or "route"')
@@ -75,6 +82,12 @@ def ask(body):
     }
 
 
+def json_bytes(payload):
+    """`payload` as UTF-8 JSON, non-ASCII unescaped, for a stream. A lone surrogate (a model's answer may hold
+    one) goes out as its `\\udXXX` escape, inside its string, rather than raising mid-stream (issue 21)."""
+    return json.dumps(payload, ensure_ascii=False).encode("utf-8", "backslashreplace")
+
+
 def completion_id():
     return "chatcmpl-" + secrets.token_hex(12)
 
@@ -109,7 +122,7 @@ class Stream:
         self._event(chunk)
 
     def _event(self, payload):
-        self.write(b"data: " + json.dumps(payload, ensure_ascii=False).encode("utf-8") + b"\n\n")
+        self.write(b"data: " + json_bytes(payload) + b"\n\n")
 
     def start(self):
         self._chunk({"role": "assistant", "content": ""})

@@ -212,8 +212,10 @@ def append_jsonl(path, record):
 
     The line goes out in a single O_APPEND write under an exclusive flock on the
     file itself, so concurrent writers (threads or processes) never interleave.
+    A lone surrogate (say, in a model's answer) is written as its `\\udXXX` escape:
+    every string is inside a JSON literal, so the line stays valid JSON and reads back the same.
     """
-    line = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+    line = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8", "backslashreplace")
     append_bytes(path, line)
 
 

@@ -25,6 +25,8 @@ Decisions where the spec is silent or improved (gateway.md §20):
 - IMP-2: nominees that cannot sit because the collection leaves no explorer seat
   are named in `skipped`; the router's notes about nominees go to `bench.notes`.
 - IMP-4: a nominee whose known context window is too small is skipped with why.
+- Issue 21: nominees no registration answers to are one `skipped` entry (`alias`
+  lists them, `why` counts them), found before any catalog look at a name.
 - IMP-5: the explorer count is fixed before the vision skips (the reference's
   vision behaviour); a skipped blind member does not free an explorer seat.
 - IMP-15: every seat error is redacted, not only those of image requests.
@@ -40,6 +42,7 @@ import threading
 import time
 
 from metrics import (
+    aliases,
     catalog,
     client,
     collections,
@@ -193,6 +196,21 @@ def too_small(alias, needed, known=None):
     """The alias's known window when it is below `needed`, else None (unknown windows never refuse)."""
     size = window(alias, known)
     return size if size is not None and size < needed else None
+
+
+def unregistered(names):
+    """The names no registration answers to, directly or through a rename (ALI-1)."""
+    regs = registry.registrations()
+    current = aliases.resolver()
+    found = []
+    for name in names:
+        try:
+            known = name in regs or current(name) in regs
+        except ValueError:  # a loop in alias-history.json
+            known = False
+        if not known:
+            found.append(name)
+    return found
 
 
 def seat_label(key):
@@ -355,6 +373,11 @@ class Plan:
             if alias in gone and alias not in skipped_aliases:
                 self.skip("with", alias, retired_why(gone[alias]))
         wanted = [a for a in wanted if a not in gone]
+        unknown = unregistered(wanted)
+        if unknown:  # one entry for them all, and no catalog look at a name no model answers to
+            count = f"{len(unknown)} names " if len(unknown) > 1 else ""
+            self.skip("with", ", ".join(unknown), count + "not registered on the bench")
+            wanted = [a for a in wanted if a not in unknown]
 
         self.explorer_count = collections.explorers_for(len(members), self.settings)
         if self.image_count:

@@ -25,6 +25,7 @@ from metrics import chat
 from metrics.formats import anthropic, common, completions, gemini, ollama, responses
 
 Unsupported = common.Unsupported
+body_problem = common.body_problem
 UpstreamError = common.UpstreamError
 prompt_tokens = common.prompt_tokens
 usage = common.usage

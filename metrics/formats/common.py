@@ -23,6 +23,9 @@ from metrics import chat, images
 Unsupported = chat.Unsupported
 TOOL_TURNS = "tool calls and results are sent to chat completions only, not a native API"
 ONLY_IMAGES = "only images can be passed to a panel"
+MAX_NESTING = 100
+NOT_UNICODE = ("the request holds text that is not valid Unicode (a lone surrogate, such as \\ud800 without its "
+               "pair); send UTF-8 text")
 MAGIC = ((b"\x89PNG", "image/png"), (b"\xff\xd8\xff", "image/jpeg"), (b"GIF8", "image/gif"),
          (b"RIFF", "image/webp"), (b"BM", "image/bmp"))
 
@@ -53,6 +56,43 @@ class Pieces:
     @property
     def reasoning(self):
         return "".join(self.pieces["reasoning"])
+
+
+def body_problem(raw, body):
+    """Why a parsed JSON body cannot be taken (a 400 on every route), or "" (issue 21).
+
+    Nesting is bounded so that no later recursion over the body (a schema walk, `str()`, `json.dumps`)
+    can meet the interpreter's limit, which the parser alone leaves a few frames short of. A lone
+    surrogate cannot be sent to any seat or written to a UTF-8 log, so it is refused before a seat is
+    asked. Each scan runs only when the raw bytes could hold what it looks for, so the hot path pays a
+    few byte scans.
+    """
+    if raw.count(b"[") + raw.count(b"{") > MAX_NESTING and deeper_than(body, MAX_NESTING):
+        return f"body nests lists and objects deeper than {MAX_NESTING} levels"
+    # only a \u escape, a non-ASCII byte or a UTF-16/32 body (NUL bytes) can carry a surrogate
+    if (b"\\u" in raw or b"\x00" in raw or not raw.isascii()) and not encodable(body):
+        return NOT_UNICODE
+    return ""
+
+
+def deeper_than(value, limit):
+    """True when `value` nests lists and objects more than `limit` deep; walked level by level, never recursing."""
+    level = [value]
+    for _ in range(limit):
+        level = [child for item in level if isinstance(item, (list, dict))
+                 for child in (item.values() if isinstance(item, dict) else item)]
+        if not level:
+            return False
+    return any(isinstance(item, (list, dict)) for item in level)
+
+
+def encodable(value):
+    """True when every string in `value` (keys included) encodes as UTF-8: no lone surrogate."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def hex24():
@@ -271,4 +311,4 @@ KEEPALIVE_COMMENT = b": keep-alive\n\n"
 def sse(payload, event=None):
     """One SSE event (§0): named when `event` is given; JSON keeps non-ASCII as UTF-8."""
     head = f"event: {event}\n".encode() if event else b""
-    return head + b"data: " + json.dumps(payload, ensure_ascii=False).encode() + b"\n\n"
+    return head + b"data: " + chat.json_bytes(payload) + b"\n\n"

@@ -266,7 +266,7 @@ class Stream:
         self.said = []
 
     def _emit(self, obj, last=False):
-        data = json.dumps(obj, ensure_ascii=False).encode()
+        data = chat.json_bytes(obj)
         if self.sse:
             self.write(b"data: " + data + b"\n\n")
         else:

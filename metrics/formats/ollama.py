@@ -18,7 +18,6 @@ Decisions where the spec is silent or improved:
 
 import datetime
 import hashlib
-import json
 import time
 
 from metrics import chat, images
@@ -213,7 +212,7 @@ class ChatStream:
         self.said = []
 
     def _line(self, obj):
-        self.write(json.dumps(obj, ensure_ascii=False).encode() + b"\n")
+        self.write(chat.json_bytes(obj) + b"\n")
 
     def _piece(self, text):
         return {"model": self.shown, "created_at": now(), **_said(self.key, text), "done": False}
