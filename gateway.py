@@ -300,7 +300,8 @@ class Handler(httpserver.Handler):
 
         `make_writer(write)` gives the format's stream writer (STR-1), so one loop serves every format.
         """
-        events = panel.start(name, ask["messages"], ask["with"], reply, self.who)
+        gone = threading.Event()
+        events = panel.start(name, ask["messages"], ask["with"], reply, self.who, gone)
         try:
             event = events.get(timeout=STREAM_GRACE)
         except queue.Empty:
@@ -336,7 +337,7 @@ class Handler(httpserver.Handler):
                 else:
                     return writer.error(*panel.refusal(value))
         except CLIENT_GONE:
-            return  # STR-9: the panel thread goes on and records every seat
+            gone.set()  # STR-9: the panel thread goes on and records every seat, but asks no merger
 
     # -- OPTIONS and the rest ----------------------------------------------
 

@@ -518,7 +518,7 @@ def _text_to(on_part):
     return on_delta
 
 
-def merge(plan, seats, on_part=None):
+def merge(plan, seats, on_part=None, gone=None):
     """Ask one more model to write a single answer (MRG-1..8): `(merger seat or None, answer, note)`."""
     answered = [s for s in seats if s["status"] == "ok"]
     if not answered:
@@ -532,6 +532,8 @@ def merge(plan, seats, on_part=None):
     alias = fits[0]
     if STOPPED.done():
         return None, "", GATEWAY_STOPPED
+    if gone is not None and gone.is_set():
+        return None, "", "the caller hung up before the merge, so no merger was asked"
     result = ask_seat(alias, MERGE_SYSTEM, text, on_delta=_text_to(on_part) if on_part is not None else None)
     seat = seat_record(f"{plan.panel}.merger", "merger", alias, result)
     log_seat(seat, plan)
@@ -543,20 +545,22 @@ def merge(plan, seats, on_part=None):
     return seat, seat["answer"], ""
 
 
-def run(name, messages, nominees=(), reply="", caller="local", on_part=None, on_seated=None):
+def run(name, messages, nominees=(), reply="", caller="local", on_part=None, on_seated=None, gone=None):
     """Seat, ask, log and merge one panel; returns `(content, bench)` (PNL-1..22, MRG-*, RPL-*).
 
     `on_seated()` hears, once, that no refusal can follow: just before the first seat is asked.
-    Raises `Busy` (503) when the process or the key already has its cap of panels in flight."""
+    `gone` (an Event) is set once the caller has hung up: the seats asked are still waited for and
+    logged, but no merger is asked. Raises `Busy` (503) when the process or the key already has
+    its cap of panels in flight."""
     settings = collections.settings()
     flight.enter(caller, settings["max_panels"], settings["max_panels_per_key"])
     try:
-        return _run(name, messages, nominees, reply, caller, on_part, on_seated)
+        return _run(name, messages, nominees, reply, caller, on_part, on_seated, gone)
     finally:
         flight.leave(caller)
 
 
-def _run(name, messages, nominees, reply, caller, on_part, on_seated):
+def _run(name, messages, nominees, reply, caller, on_part, on_seated, gone):
     begun, futures = [], {}
 
     def start(plan, key, alias):
@@ -604,7 +608,7 @@ def _run(name, messages, nominees, reply, caller, on_part, on_seated):
         bench["notes"] = plan.notes
     merger = None
     if plan.merged:
-        content, merger = merged_content(plan, seats, bench, every, on_part)
+        content, merger = merged_content(plan, seats, bench, every, on_part, gone)
     else:
         content = every
         if streaming_all:
@@ -659,7 +663,7 @@ def _log_orphan(plan, key, alias, future):
         pass  # the panel has already failed with its own error
 
 
-def merged_content(plan, seats, bench, every, on_part):
+def merged_content(plan, seats, bench, every, on_part, gone=None):
     """The merged reply, or every answer with a one-line note when the merge cannot be had (MRG-6..8)."""
     streamed = []
 
@@ -668,7 +672,7 @@ def merged_content(plan, seats, bench, every, on_part):
         on_part(piece)
 
     try:
-        merger, answer, note = merge(plan, seats, relay if on_part else None)
+        merger, answer, note = merge(plan, seats, relay if on_part else None, gone)
     except Exception as exc:
         merger, answer, note = None, "", f"the merge failed ({type(exc).__name__}: {exc})"
     if merger:
@@ -711,8 +715,8 @@ def warm_up():
             print(f"warning: warming up {step.__qualname__} failed ({type(exc).__name__}: {exc})", file=sys.stderr)
 
 
-def start(name, messages, nominees=(), reply="", caller="local"):
-    """Run a panel on its own thread (STR-2); returns a queue of events.
+def start(name, messages, nominees=(), reply="", caller="local", gone=None):
+    """Run a panel on its own thread (STR-2); returns a queue of events. `gone` as for `run()`.
 
     Events: `("seated", None)` once no refusal can follow, `("part", text)`, then `("done", (content, bench))`
     or `("error", exception)`; a refusal is an `error` before any `seated`.
@@ -723,7 +727,7 @@ def start(name, messages, nominees=(), reply="", caller="local"):
         try:
             events.put(("done", run(name, messages, nominees, reply, caller,
                                     on_part=lambda text: events.put(("part", text)),
-                                    on_seated=lambda: events.put(("seated", None)))))
+                                    on_seated=lambda: events.put(("seated", None)), gone=gone)))
         except Exception as exc:
             events.put(("error", exc))
 
