@@ -14,6 +14,7 @@ connection and a stream ends at the close.
 """
 
 import argparse
+import functools
 import json
 import os
 import queue
@@ -41,6 +42,18 @@ def listing(may_call=None):
     return {"object": "list", "data": rows, **formats.gemini.models(rows)}
 
 
+def broken_config_refused(method):
+    """A request that meets a broken config/collections.json, or a broken collection in it, gets 503
+    naming the file and the fault: the server's configuration is wrong, not the request."""
+    @functools.wraps(method)
+    def answer(self):
+        try:
+            return method(self)
+        except collections.Broken as exc:
+            return self.refuse(503, str(exc))
+    return answer
+
+
 class Handler(httpserver.Handler):
     server_version = f"benchwarmers/{__version__}"
 
@@ -50,10 +63,12 @@ class Handler(httpserver.Handler):
 
     # -- GET ---------------------------------------------------------------
 
+    @broken_config_refused
     def do_GET(self):
         path = formats.route(self.path)
         if path == "/health":  # open on both ports, before the Host check (OPEN-1, security improvement 21)
-            return self.send_json(200, {"ok": True})
+            problems = collections.config_problems()  # config files read around: still ok, but say so
+            return self.send_json(200, {"ok": True, "problems": problems} if problems else {"ok": True})
         problem = guard.host_problem(self.headers, self.port)
         if problem:
             return self.refuse(403, problem)
@@ -108,6 +123,7 @@ class Handler(httpserver.Handler):
 
     # -- POST --------------------------------------------------------------
 
+    @broken_config_refused
     def do_POST(self):
         path = formats.route(self.path)
         problem = guard.write_problem(self.headers, self.port, guard.is_gateway_route(self.path),
@@ -408,6 +424,7 @@ def main(argv=None):
     upstream = None
     if args.demo:
         upstream = demo.start_demo()
+    collections.config_problems()  # a broken config file is said on stderr now, once, not at the first request
     server = Server((address, port))
     workers = httpserver.share(server, args.workers - 1) if args.workers > 1 else []
     threading.Thread(target=panel.warm_up, name="warm-up", daemon=True).start()
@@ -416,7 +433,8 @@ def main(argv=None):
         base = f"http://{host}:{server.server_address[1]}/v1"
         names = ", ".join(f"bench/{n}" for n in collections.load())
         processes = f" ({args.workers} processes)" if workers else ""
-        print(f"bench gateway on {base}{processes} — models: {names or 'none yet'}", flush=True)
+        shown = names or collections.collections_problem() or "none yet"
+        print(f"bench gateway on {base}{processes} — models: {shown}", flush=True)
         if args.demo:
             print(demo.snippets(base), flush=True)
     try:
