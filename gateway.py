@@ -14,6 +14,7 @@ connection and a stream ends at the close.
 """
 
 import argparse
+import functools
 import json
 import os
 import queue
@@ -45,12 +46,28 @@ def listing(may_call=None):
 
 
 def health():
-    """`/health`: `{"ok": true}`, and what an operator must know: the data folder not taking writes."""
+    """`/health`: `{"ok": true}`, and what an operator must know: config files read around (by file
+    name), the data folder not taking writes (the system's reason, never a path)."""
     payload = {"ok": True}
+    problems = collections.config_problems()
+    if problems:
+        payload["problems"] = problems
     problem = paths.write_problem()
     if problem:
         payload["data_folder"] = {"writable": False, "problem": problem}
     return payload
+
+
+def broken_config_refused(method):
+    """A request that meets a broken config/collections.json, or a broken collection in it, gets 503
+    naming the file and the fault: the server's configuration is wrong, not the request."""
+    @functools.wraps(method)
+    def answer(self):
+        try:
+            return method(self)
+        except collections.Broken as exc:
+            return self.refuse(503, str(exc))
+    return answer
 
 
 class Handler(httpserver.Handler):
@@ -62,6 +79,7 @@ class Handler(httpserver.Handler):
 
     # -- GET ---------------------------------------------------------------
 
+    @broken_config_refused
     def do_GET(self):
         path = formats.route(self.path)
         if path == "/health":  # open on both ports, before the Host check (OPEN-1, security improvement 21)
@@ -123,6 +141,7 @@ class Handler(httpserver.Handler):
 
     # -- POST --------------------------------------------------------------
 
+    @broken_config_refused
     def do_POST(self):
         path = formats.route(self.path)
         problem = guard.write_problem(self.headers, self.port, guard.is_gateway_route(self.path),
@@ -465,6 +484,7 @@ def main(argv=None):
     upstream = None
     if args.demo:
         upstream = demo.start_demo()
+    collections.config_problems()  # a broken config file is said on stderr now, once, not at the first request
     server = Server((address, port))
     stop_on_signals(server)
     workers = httpserver.share(server, args.workers - 1) if args.workers > 1 else []
@@ -474,7 +494,8 @@ def main(argv=None):
         base = f"http://{host}:{server.server_address[1]}/v1"
         names = ", ".join(f"bench/{n}" for n in collections.load())
         processes = f" ({args.workers} processes)" if workers else ""
-        print(f"bench gateway on {base}{processes} — models: {names or 'none yet'}", flush=True)
+        shown = names or collections.collections_problem() or "none yet"
+        print(f"bench gateway on {base}{processes} — models: {shown}", flush=True)
         if args.demo:
             print(demo.snippets(base), flush=True)
     grace = collections.settings()["stop_grace"]

@@ -5,6 +5,11 @@ on each call (an edit applies to the next request) through `fileio.read_json`,
 which re-parses a file only when it changed. The collection objects returned
 are shared with that cache: callers must not mutate them.
 
+A broken file is said, never read around in silence: a request naming a collection
+while collections.json cannot be read, or naming one whose fields have the wrong
+types, meets `Broken` (503, naming the file and the fault); gateway.json that cannot
+be read serves the defaults and says so once on stderr and on `GET /health`.
+
     python -m metrics.collections     runs the COL-10 self-checks and prints `ok`
 
 (Run it with `-m`: as a plain script this file would shadow the standard library's `collections`.)
@@ -12,7 +17,9 @@ are shared with that cache: callers must not mutate them.
 
 import json
 import os
+import sys
 import tempfile
+import threading
 
 from metrics import connections, fileio, paths
 
@@ -24,6 +31,15 @@ DEFAULTS = {"max_calls": 5, "max_explorers": 2, "max_panels": 128, "max_panels_p
 EXPLORER_CLAMP = 2  # the router never seats more than two explorers, whatever the settings say
 CAPABILITIES = ("tools", "vision", "structured_output", "reasoning")
 LIMITS = ("rpm", "rpd", "tpm", "tpd")
+TEXT_FIELDS = {"merger": "a model alias (a string)", "shape": "a shape name (a string)",
+               "description": "text (a string)", "note": "text (a string)"}
+FIX = "fix it in that file or in the dashboard's Collections dialog"
+
+
+class Broken(LookupError):
+    """The configuration a request needs is broken (503): collections.json cannot be read, or the
+    collection named is no object or has a field of the wrong type. Its message names the file and
+    the fault; a 404 "none yet" would send the caller after the wrong mistake."""
 
 
 def collections_path():
@@ -38,6 +54,81 @@ def load():
     """`{name: collection}` in file order; an entry that is not an object is no collection."""
     data = fileio.read_json(collections_path(), comments=False)
     return {name: c for name, c in data.items() if not name.startswith("_") and isinstance(c, dict)}
+
+
+def collections_problem():
+    """Why config/collections.json cannot be read, naming it; `""` when it reads or is missing."""
+    wrong = fileio.json_problem(collections_path())
+    if not wrong:
+        return ""
+    return f"config/collections.json {wrong}; fix it or restore it — no collection can be read until then"
+
+
+def _read():
+    """collections.json's object (comments kept); raises `Broken` while the file cannot be read."""
+    data = fileio.read_json(collections_path(), comments=False)
+    if not data:  # a broken file reads as {}: only then is it worth asking why
+        broken = collections_problem()
+        if broken:
+            raise Broken(broken)
+    return data
+
+
+def _got(value):
+    """A wrong value as a refusal shows it: a string quoted (cut short), anything else by its type."""
+    if isinstance(value, str):
+        return json.dumps(value[:40] + ("…" if len(value) > 40 else ""), ensure_ascii=False)
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return "a list" if isinstance(value, list) else "an object"
+
+
+def field_problems(c):
+    """What is wrong with a collection's fields against §2's layout, one phrase each naming the field.
+
+    Absent or null is a field's default. Entries of a `members` list that are no alias are not
+    here: PNL-3 keeps the strings, and the panel names the rest among those not asked.
+    """
+    problems = []
+    members = c.get("members")
+    if members is not None and not isinstance(members, list):
+        problems.append('"members" must be a list of model aliases (strings), else the collection has no members;'
+                        f" got {_got(members)}")
+    for field, wanted in TEXT_FIELDS.items():
+        value = c.get(field)
+        if value is not None and not isinstance(value, str):
+            problems.append(f'"{field}" must be {wanted}; got {_got(value)}')
+    reply = c.get("reply")
+    if reply not in (None, "", *REPLIES):
+        problems.append(f'"reply" must be "all", "merged" or "route"; got {_got(reply)}')
+    tags = c.get("tags")
+    if tags is not None and not isinstance(tags, list):
+        problems.append(f'"tags" must be a list of words (strings); got {_got(tags)}')
+    elif tags:
+        odd = [t for t in tags if not isinstance(t, str)]
+        if odd:
+            problems.append(f'"tags" must be a list of words (strings); it holds {_got(odd[0])}')
+    return problems
+
+
+def get(name):
+    """The collection `name` (COL-4's key), None when the file has none by that name (an entry
+    that is no object is no collection, as in `load()`).
+
+    Raises `Broken` while collections.json cannot be read, or when the collection has a field of
+    the wrong type, so nothing downstream meets a list where a string belongs.
+    """
+    c = None if name.startswith("_") else _read().get(name)
+    if not isinstance(c, dict):
+        return None
+    problems = field_problems(c)
+    if problems:
+        raise Broken(f"config/collections.json: bench/{name}: " + "; ".join(problems) + f"; {FIX}")
+    return c
 
 
 def _checked():
@@ -64,16 +155,49 @@ def settings():
 
     IMP-9: a value that is not a whole number of 0 or more (a bool, a string, a float, a
     negative) keeps its default instead of crashing the panel, and `max_explorers` is
-    clamped to 2, the most the router ever seats; `settings_problems()` says why.
+    clamped to 2, the most the router ever seats; `settings_problems()` says why, and
+    each problem is said once on stderr when first met.
     """
-    return _checked()[0]
+    chosen, problems = _checked()
+    fault = _gateway_fault()
+    _tell([fault] if fault else [f"config/gateway.json: {p}" for p in problems])
+    return chosen
+
+
+def _gateway_fault():
+    """Why config/gateway.json cannot be read, naming it; `""` when it reads or is missing."""
+    wrong = fileio.json_problem(settings_path())
+    return f"config/gateway.json {wrong}; using the defaults" if wrong else ""
 
 
 def settings_problems():
     """Why `settings()` differs from what gateway.json says, one sentence each (for the editor)."""
-    problems = _checked()[1]
-    if unreadable(settings_path()):
-        problems.insert(0, "config/gateway.json is not a JSON object; using the defaults")
+    fault = _gateway_fault()
+    return ([fault] if fault else []) + _checked()[1]
+
+
+_told = set()  # the problems already said on stderr by this process
+_told_lock = threading.Lock()
+
+
+def _tell(problems):
+    """Say each problem on stderr the first time this process meets it: once, not once per request."""
+    for problem in problems:
+        with _told_lock:
+            if problem in _told:
+                continue
+            _told.add(problem)
+        print(f"warning: {problem}", file=sys.stderr, flush=True)
+
+
+def config_problems():
+    """The config files read around, one sentence each naming the file and its fault, for `GET /health`
+    (the gateway serves on: gateway.json as the defaults, no collections); said once on stderr too.
+
+    Only faults of whole files: /health answers anyone, so it says nothing of what the files hold.
+    """
+    problems = [p for p in (_gateway_fault(), collections_problem()) if p]
+    _tell(problems)
     return problems
 
 
@@ -94,7 +218,7 @@ def resolve(model):
     name = model.strip()
     if name.startswith(PREFIX):
         name = name[len(PREFIX):]
-    return name if name and name in load() else None
+    return name if name and get(name) is not None else None
 
 
 def split_reply(model):
@@ -195,7 +319,9 @@ def listed(may_call=None):
     other mode, so clients that offer only listed names reach each one.
 
     `may_call(name) -> bool` filters for a scoped key; None lists every collection.
+    Raises `Broken` while collections.json cannot be read: an empty list would say "none yet".
     """
+    _read()
     s = settings()
     rows = []
     for name, c in load().items():
@@ -247,15 +373,8 @@ def choose_message(model, may_call=None):
 
 def unreadable(path):
     """True when `path` exists but is not a JSON object (COL-9): a writer must refuse to save
-    then, or the `{}` it reads would wipe the file."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except FileNotFoundError:
-        return False
-    except (OSError, ValueError):
-        return True
-    return not isinstance(data, dict)
+    then, or the `{}` it reads would wipe the file. `fileio.json_problem` says why."""
+    return bool(fileio.json_problem(path))
 
 
 def main():

@@ -10,6 +10,8 @@
   once on stderr, and keep going.
 - `read_json(path)`: `{}` for a missing, unreadable or non-object file; cached by the
   file's stat so hot paths never re-parse a file that has not changed.
+- `json_problem(path)`: why `read_json` read `{}` (line and column for a syntax error),
+  found by the same cached parse.
 """
 
 import contextlib
@@ -110,13 +112,36 @@ def dumps(data, indent=2):
     return json.dumps(data, indent=indent, ensure_ascii=False) + "\n"
 
 
-def _load_object(path):
+def _parse(path):
+    """`(object, "")` from a JSON object file, else `({}, what is wrong)` as a phrase to follow the
+    file's name. A missing file is no fault (its defaults apply). Deep nesting raises RecursionError
+    in json, not ValueError: it must read as a fault too, or one hand-made file stops the server."""
     try:
         with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+            text = f.read()
+    except FileNotFoundError:
+        return {}, ""
+    except UnicodeDecodeError:
+        return {}, "is not UTF-8 text"
+    except OSError as exc:
+        return {}, f"cannot be read ({exc.strerror or type(exc).__name__})"
+    if not text.strip():
+        return {}, "is empty"
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return {}, f"is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+    except ValueError as exc:  # e.g. a number too long to convert
+        return {}, f"is not valid JSON ({exc})"
+    except RecursionError:
+        return {}, "is nested too deeply to read as JSON"
+    if not isinstance(data, dict):
+        return {}, "is not a JSON object"
+    return data, ""
+
+
+def _load_object(path):
+    return _parse(path)[0]
 
 
 def update(path, change, indent=2, mode=None, **dump):
@@ -187,24 +212,40 @@ def stamp(path):
     return (st.st_mtime_ns, st.st_size, st.st_ino)
 
 
+def _parsed(path):
+    """`(stamp, object, comment-free object, problem)` for `path`, parsed once per change of the file;
+    None when it cannot be stat'ed (missing)."""
+    key = stamp(path)
+    if key is None:
+        return None
+    cached = _json_cache.get(path)
+    if cached is None or cached[0] != key:
+        data, problem = _parse(path)
+        # the comment-free view is made once per parse, not on every call
+        cached = (key, data, {k: v for k, v in data.items() if not k.startswith("_")}, problem)
+        with _json_cache_lock:
+            _json_cache[path] = cached
+    return cached
+
+
 def read_json(path, comments=True):
     """A JSON object from `path`: `{}` when missing, unreadable or not an object.
 
     Top-level keys starting with `_` are comments and dropped unless `comments=False`.
     The parse is cached by (mtime, size, inode): callers must not mutate the result.
     """
-    path = str(path)
-    key = stamp(path)
-    if key is None:
+    cached = _parsed(str(path))
+    if cached is None:
         return {}
-    cached = _json_cache.get(path)
-    if cached is None or cached[0] != key:
-        data = _load_object(path)
-        # the comment-free view is made once per parse, not on every call
-        cached = (key, data, {k: v for k, v in data.items() if not k.startswith("_")})
-        with _json_cache_lock:
-            _json_cache[path] = cached
     return cached[2] if comments else cached[1]
+
+
+def json_problem(path):
+    """Why `read_json(path)` reads `{}` though the file exists, as a phrase to follow the file's
+    name (`is not valid JSON (line 3, column 5: Expecting ',' delimiter)`); `""` when it reads or is
+    missing. It comes from `read_json`'s cached parse: asking costs a stat, never a parse."""
+    cached = _parsed(str(path))
+    return cached[3] if cached else ""
 
 
 def append_jsonl(path, record):
@@ -320,7 +361,7 @@ def parse_lines(blob, path="<jsonl>"):
             continue
         try:
             record = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):  # a deeply nested line is as corrupt as a torn one
             _warn_once(str(path), "a torn or corrupt line")
             continue
         if isinstance(record, dict):

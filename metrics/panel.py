@@ -18,7 +18,7 @@ if the merger breaks off part way, the every-answer fallback follows its partial
 text in the stream, while the non-streamed reply carries the fallback alone.
 
 Refusals raise before any seat is called: `ValueError` (400), `TooLarge` (413),
-`UnknownCollection` (404), `LookupError` (503).
+`UnknownCollection` (404), `LookupError` (503; `collections.Broken` among them).
 
 Decisions where the spec is silent or improved (gateway.md §20):
 - IMP-3: members past `max_calls` are named in `skipped` (why says the cap).
@@ -35,6 +35,7 @@ Decisions where the spec is silent or improved (gateway.md §20):
 import concurrent.futures
 import datetime
 import functools
+import json
 import queue
 import secrets
 import sys
@@ -331,8 +332,8 @@ class Plan:
         self.system, self.prompt = images.flatten(messages)
         if not self.prompt.strip():
             raise ValueError("no user message to put to the collection")
-        collection = collections.load().get(name)
-        if not isinstance(collection, dict):
+        collection = collections.get(name)  # collections.Broken (503) when the file or this entry is broken
+        if collection is None:
             raise UnknownCollection(collections.choose_message(name))
         self.collection = collection
         self.settings = collections.settings()
@@ -341,9 +342,7 @@ class Plan:
         self.needed = images.request_estimate(self.system, self.prompt, self.image_count)
         self.skipped = []
         self.notes = []
-        members = collection.get("members")
-        # a hand-edited string must not seat its letters; the listing reads it as no members too
-        self._seat_members(members if isinstance(members, list) else [], nominees)
+        self._seat_members(collection.get("members") or [], nominees)
         self.merged = (reply or collection.get("reply") or "all") == "merged"
         self._merger_choice()
         self._shape()
@@ -412,6 +411,10 @@ class Plan:
                                          "(max_calls and max_explorers in config/gateway.json)")
             wanted = []
         self.nominees = wanted
+        for entry in raw:
+            if not (isinstance(entry, str) and entry):  # PNL-3 keeps the aliases; the rest is named, not lost
+                self.skip("member", json.dumps(entry)[:60],
+                          'no model alias: "members" in config/collections.json must hold aliases (strings)')
 
     def _too_large_message(self, small):
         images_clause = " (each image counted as 2,500)" if self.image_count else ""
