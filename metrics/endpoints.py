@@ -66,7 +66,7 @@ def load():
     try:
         with open(where, encoding="utf-8") as f:
             data = json.load(f)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:  # RecursionError: JSON nested past the parser's depth
         raise RuntimeError(f"{where} cannot be read: {exc}") from exc
     if not isinstance(data, dict):
         raise RuntimeError(f"{where} is not a JSON object of endpoints")

@@ -63,7 +63,7 @@ def _change_store(change):
             data = json.loads(where.read_text(encoding="utf-8") or "{}")  # a blank file holds nothing to lose
         except FileNotFoundError:
             data = {}
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:
             raise RuntimeError(f"{where} cannot be read ({type(exc).__name__}); fix or move it, then retry") from None
         if not isinstance(data, dict):
             raise RuntimeError(f"{where} is not a JSON object of keys; fix or move it, then retry")

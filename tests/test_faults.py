@@ -6,6 +6,7 @@ starts, real signals sent to a real `python gateway.py`. The upstream is the pro
 (`metrics.demo.Upstream`) on 127.0.0.1.
 """
 
+import concurrent.futures
 import contextlib
 import http.client
 import json
@@ -15,6 +16,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
@@ -340,3 +342,50 @@ def test_item8_panel_ids_from_two_processes_at_full_rate_never_collide(folder):
     logged = {s["call"].rsplit(".", 1)[0] for s in fileio.read_jsonl(log_path())}
     assert logged == set(ids)
     assert panel.panel_id() != panel.panel_id()
+
+
+def rss_mb(pid):
+    with open(f"/proc/{pid}/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:")) / 1024
+
+
+def abandon(port, prompt):
+    """Send a streamed panel request, read its status line, hang up: `status`."""
+    body = json.dumps({"model": "bench/core", "stream": True, "messages": [{"role": "user", "content": prompt}]})
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    try:
+        conn.request("POST", "/v1/chat/completions", body, {"Content-Type": "application/json"})
+        return conn.getresponse().status
+    finally:
+        conn.close()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_review2_abandoned_streams_are_capped_logged_and_their_memory_returned(folder, up):
+    """Security review 2: a burst of streamed requests with 1 MB prompts, each abandoned right after its
+    200, to a slow collection: past `max_panels` they get 503 + Retry-After, every panel taken is still
+    logged seat by seat, and the gateway's memory comes back near where it started."""
+    up.models["quick"].update(latency=4, context_window=2_000_000)
+    demo.set_collection("core", ["quick"])
+    settings(max_panels=12)
+    prompt = "http://a" + ")" * 1_000_000
+    with running() as gateway:
+        assert gateway.ask()[0] == 200
+        baseline = rss_mb(gateway.process.pid)
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            statuses = list(pool.map(lambda _: abandon(gateway.port, prompt), range(40)))
+        assert statuses.count(200) == 12 and statuses.count(503) == 28, statuses
+        busy = gateway.request("POST", "/v1/chat/completions",
+                               {"model": "bench/core", "messages": [{"role": "user", "content": "hi"}]})
+        assert busy[0] == 503 and "max_panels" in busy[1]["error"]["message"], busy
+        calls = paths.file("runs", "gateway", "calls.jsonl")
+        deadline = time.monotonic() + 60
+        while len(fileio.read_jsonl(calls)) < 13 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        seats = fileio.read_jsonl(log_path())
+        assert len(seats) == 13 and all(s["status"] == "ok" for s in seats)
+        deadline = time.monotonic() + 10  # the last panel leaves the count just after its calls line
+        while gateway.ask()[0] == 503 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(fileio.read_jsonl(calls)) == 14  # the cap was free again
+        assert rss_mb(gateway.process.pid) < baseline + 40, (baseline, rss_mb(gateway.process.pid))
