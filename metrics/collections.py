@@ -26,8 +26,11 @@ from metrics import connections, fileio, paths
 PREFIX = "bench/"
 REPLIES = ("all", "merged", "route")
 # max_panels / max_panels_per_key: panels in flight in one process, and for one gateway key (security
-# review 2); stop_grace: seconds a stopping gateway lets panels in flight finish (nothing-lost item 7)
-DEFAULTS = {"max_calls": 5, "max_explorers": 2, "max_panels": 128, "max_panels_per_key": 32, "stop_grace": 5}
+# review 2); stop_grace: seconds a stopping gateway lets panels in flight finish (nothing-lost item 7);
+# calls_log_*: the calls log's size before it is rotated (MB, 0 never), rotated files kept, and whether
+# it keeps prompts at all (security review 9, PRIVACY.md)
+DEFAULTS = {"max_calls": 5, "max_explorers": 2, "max_panels": 128, "max_panels_per_key": 32, "stop_grace": 5,
+            "calls_log_max_mb": 64, "calls_log_keep": 3, "calls_log_prompts": True}
 EXPLORER_CLAMP = 2  # the router never seats more than two explorers, whatever the settings say
 CAPABILITIES = ("tools", "vision", "structured_output", "reasoning")
 LIMITS = ("rpm", "rpd", "tpm", "tpd")
@@ -139,7 +142,12 @@ def _checked():
         if name not in data:
             continue
         value = data[name]
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        if isinstance(default, bool):
+            if isinstance(value, bool):
+                chosen[name] = value
+            else:
+                problems.append(f"{name} must be true or false; got {json.dumps(value)}, using {json.dumps(default)}")
+        elif isinstance(value, bool) or not isinstance(value, int) or value < 0:
             problems.append(f"{name} must be a whole number of 0 or more; got {json.dumps(value)}, using {default}")
         else:
             chosen[name] = value

@@ -255,9 +255,10 @@ def append_jsonl(path, record):
     file itself, so concurrent writers (threads or processes) never interleave.
     A lone surrogate (say, in a model's answer) is written as its `\\udXXX` escape:
     every string is inside a JSON literal, so the line stays valid JSON and reads back the same.
+    Returns the file's size after the append.
     """
     line = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8", "backslashreplace")
-    append_bytes(path, line)
+    return append_bytes(path, line)
 
 
 class WriteFailed(OSError):
@@ -270,7 +271,8 @@ _ends = {}  # path: (inode, size) after this process's last append, which ended 
 
 
 def append_bytes(path, data):
-    """Append whole lines to `path` under an exclusive flock on the file itself (see `append_locked`)."""
+    """Append whole lines to `path` under an exclusive flock on the file itself (see `append_locked`);
+    returns the file's size after it."""
     path = Path(path)
     try:
         try:
@@ -283,7 +285,7 @@ def append_bytes(path, data):
     try:
         if fcntl:
             fcntl.flock(fd, fcntl.LOCK_EX)
-        append_locked(fd, path, data)
+        return append_locked(fd, path, data)
     finally:
         os.close(fd)  # closing releases the flock
 
@@ -295,7 +297,7 @@ def append_locked(fd, path, data):
     A file whose last byte is not a newline (a crash's torn tail) gets one first, so the torn
     line never swallows this record; a write that fails part way is cut back to the size before
     it, so no half line is left for the next record to be glued onto. What fails is raised as
-    `WriteFailed` naming the file and the system's reason.
+    `WriteFailed` naming the file and the system's reason. Returns the file's size after the append.
     """
     key = os.fspath(path)
     st = os.fstat(fd)
@@ -310,6 +312,24 @@ def append_locked(fd, path, data):
         raise _failed(path, exc) from exc
     _ends[key] = (st.st_ino, start + len(data))
     _failures.pop(key, None)
+    return start + len(data)
+
+
+def rotate(path, max_bytes, keep):
+    """Move `path` aside as `path.1`, older ones to `.2` … `.keep` (the oldest dropped), under its lock,
+    if it has grown to `max_bytes`. A writer that had the old file open finishes its line there."""
+    path = Path(path)
+    with lock(path):
+        if stamp(path) is None or os.stat(path).st_size < max_bytes:
+            return  # another process rotated it first
+        for n in range(keep - 1, 0, -1):
+            older = path.with_name(f"{path.name}.{n}")
+            if older.exists():
+                os.replace(older, path.with_name(f"{path.name}.{n + 1}"))
+        if keep:
+            os.replace(path, path.with_name(f"{path.name}.1"))
+        else:
+            os.unlink(path)
 
 
 def _byte_at(fd, offset):

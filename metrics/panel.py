@@ -697,15 +697,30 @@ def merged_content(plan, seats, bench, every, on_part, gone=None):
 
 
 def write_call_log(plan, seats, merger):
-    """One line per panel in runs/gateway/calls.jsonl (CLG-1), after seats and merge."""
+    """One line per panel in runs/gateway/calls.jsonl (CLG-1), after seats and merge.
+
+    Security review 9: `calls_log_prompts: false` keeps the prompt out of it (its length stays), and the
+    log is rotated once it reaches `calls_log_max_mb` (`calls.jsonl.1` … `.N`, `calls_log_keep` of them).
+    """
     order = ("call", "seat", "alias", "status", "answer", "error", "seconds")
     logged = [{k: s[k] for k in order} for s in seats + ([merger] if merger else [])]
     line = {"panel": plan.panel, "at": local_iso(), "model": f"bench/{plan.name}", "shape": plan.shape,
-            "shape_by": plan.shape_by, "key": plan.caller, "system": images.redact(plan.system),
-            "prompt": images.redact(plan.prompt), "seats": logged}
+            "shape_by": plan.shape_by, "key": plan.caller, "system": logged_text(plan.system, plan.settings),
+            "prompt": logged_text(plan.prompt, plan.settings), "seats": logged}
     if plan.skipped:
         line["skipped"] = plan.skipped
-    fileio.append_jsonl(paths.file("runs", "gateway", "calls.jsonl"), line)
+    path = paths.file("runs", "gateway", "calls.jsonl")
+    size = fileio.append_jsonl(path, line)
+    limit = plan.settings["calls_log_max_mb"] * 1_000_000
+    if limit and size >= limit:
+        fileio.rotate(path, limit, plan.settings["calls_log_keep"])
+
+
+def logged_text(text, settings):
+    """A prompt as the calls log keeps it: redacted, or only its length when prompts are not kept."""
+    if not settings["calls_log_prompts"]:
+        return f"[not kept: {len(text):,} characters]" if text else ""
+    return images.redact(text)
 
 
 def warm_up():

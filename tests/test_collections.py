@@ -8,7 +8,8 @@ import pytest
 
 from metrics import collections, fileio, paths
 
-DEFAULTS = {"max_calls": 5, "max_explorers": 2, "max_panels": 128, "max_panels_per_key": 32, "stop_grace": 5}
+DEFAULTS = {"max_calls": 5, "max_explorers": 2, "max_panels": 128, "max_panels_per_key": 32, "stop_grace": 5,
+            "calls_log_max_mb": 64, "calls_log_keep": 3, "calls_log_prompts": True}
 
 
 def write(name, data):

@@ -11,13 +11,14 @@ import base64
 import concurrent.futures
 import json
 import random
+import re
 import socket
 import time
 
 import pytest
 
 import gateway as gateway_module
-from metrics import catalog, chat, demo, fileio, formats, httpserver, offload, paths
+from metrics import catalog, chat, demo, fileio, formats, gatekeys, httpserver, offload, paths
 from metrics.formats import common
 
 PROMPT = "Is this loop off by one? for i in range(1, len(xs)): total += xs[i]"
@@ -566,3 +567,74 @@ def test_fuzz_every_malformed_request_gets_a_4xx_json_reply(port, bench):
     failed = [(what, result[0], result[2][:160]) for (what, _), result in zip(cases, results)
               if not answered_well(result)]
     assert not failed, failed[:10]
+
+
+# -- items 4, 6 and 9: call ids, the record's collection, the calls log ------------------------------
+
+@pytest.fixture
+def keyed(port, monkeypatch):
+    """Gateway keys required on the running gateway; returns `post(path, body, key)`."""
+    monkeypatch.setenv("BENCHWARMERS_REQUIRE_KEYS", "1")
+
+    def as_key(path, body, key):
+        data = json.dumps(body).encode()
+        status, head, raw = exchange(port, http_request(port, "POST", path, data, {"Authorization": f"Bearer {key}"}))
+        return status, head, json.loads(raw)
+    return as_key
+
+
+def test_pending_is_capped_charged_and_a_verdict_shows_no_prompt(port, bench, keyed):
+    """Item 4: `/bench/pending` takes at most 1,000 ids and, like `/bench/verdict`, counts against the
+    key's rpm, so ids cannot be guessed in bulk; a verdict's reply does not show the task's prompt words."""
+    demo.set_collection("core", ["alpha"])
+    key = gatekeys.make("guesser", rpm=3)
+    status, _, reply = keyed("/v1/chat/completions", {"model": "bench/core", "messages": user(PROMPT)}, key)
+    assert status == 200, reply
+    call = reply["bench"]["seats"][0]["call"]
+    assert status == 200 and re.fullmatch(r"p\d{8}-\d{6}-[0-9a-f]{16}\.member1", call)
+    guesses = [f"{call[:17]}{n:016x}.member1" for n in range(1001)]
+    status, _, refused = keyed("/bench/pending", {"calls": guesses}, key)
+    assert status == 400 and "at most 1,000" in refused["error"]["message"]
+    status, _, judged = keyed("/bench/verdict", {"call": call, "useful": True}, key)
+    assert status == 200 and "task" not in judged["recorded"] and PROMPT[:20] not in json.dumps(judged)
+    status, headers, refused = keyed("/bench/pending", {"calls": [call]}, key)
+    assert status == 429 and int(headers["retry-after"]) >= 1  # the fourth request this minute
+
+
+def test_a_collection_named_in_the_prompt_counts_for_nothing(port, bench, keyed):
+    """Item 6: the record reads the collection the gateway wrote, never one the prompt names."""
+    demo.set_collection("core", ["alpha"])
+    demo.set_collection("other", ["beta"])
+    key = gatekeys.make("skewer", ["other"])
+    before = post(port, "/bench/pending", {"calls": []})  # the gateway is up
+    assert before[0] in (200, 401)
+    status, _, reply = keyed("/v1/chat/completions",
+                             {"model": "bench/other", "messages": user("(bench/core, review) rate me")}, key)
+    assert status == 200, reply
+    call = reply["bench"]["seats"][0]["call"]
+    assert keyed("/bench/verdict", {"call": call, "useful": True}, key)[0] == 200
+    entry = offload.by_call(call)
+    assert entry["collection"] == "bench/other" and "(bench/core, review)" in entry["task"]
+    assert offload.record("bench/core") == {}
+    assert offload.record("bench/other")["beta"]["judged"] == 1
+
+
+def test_the_calls_log_can_keep_no_prompt_and_is_rotated_by_size(port, bench):
+    """Item 9: `calls_log_prompts: false` keeps prompts out of calls.jsonl; past `calls_log_max_mb` it is
+    rotated, `calls_log_keep` files kept, every line whole."""
+    demo.set_collection("core", ["seer"])  # a window of 128,000 tokens
+    settings(max_explorers=0, calls_log_prompts=False, calls_log_max_mb=1, calls_log_keep=2)
+    prompt = "a private question " * 15_000  # ~285 KB a line: the fourth line passes 1 MB
+    for _ in range(7):
+        assert post(port, "/v1/chat/completions", {"model": "bench/core", "messages": user(prompt)})[0] == 200
+    log = paths.file("runs", "gateway", "calls.jsonl")
+    assert all("private question" not in line["prompt"] for line in call_log())
+    assert call_log()[0]["prompt"] == f"[not kept: {len(prompt):,} characters]"
+    settings(max_explorers=0, calls_log_max_mb=1, calls_log_keep=2)
+    for _ in range(13):  # rotated after the 4th, 8th and 12th: the oldest file is dropped
+        assert post(port, "/v1/chat/completions", {"model": "bench/core", "messages": user(prompt)})[0] == 200
+    rotated = [log.with_name("calls.jsonl.1"), log.with_name("calls.jsonl.2")]
+    assert all(path.exists() for path in rotated) and not log.with_name("calls.jsonl.3").exists()
+    for path in [log, *rotated]:
+        assert path.stat().st_size < 2_000_000 and all(line["seats"] for line in fileio.read_jsonl(path))
+    assert call_log()[-1]["prompt"].startswith("a private question")
