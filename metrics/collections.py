@@ -11,6 +11,7 @@ are shared with that cache: callers must not mutate them.
 """
 
 import json
+import math
 import os
 import tempfile
 
@@ -19,6 +20,7 @@ from metrics import connections, fileio, paths
 PREFIX = "bench/"
 REPLIES = ("all", "merged", "route")
 DEFAULTS = {"max_calls": 5, "max_explorers": 2}
+TIMEOUTS = {"first_byte_timeout": 180, "idle_timeout": 60}  # a seat's no-bytes windows, seconds (GATEWAY.md, Faults)
 EXPLORER_CLAMP = 2  # the router never seats more than two explorers, whatever the settings say
 CAPABILITIES = ("tools", "vision", "structured_output", "reasoning")
 LIMITS = ("rpm", "rpd", "tpm", "tpd")
@@ -67,9 +69,28 @@ def settings():
     return _checked()[0]
 
 
+def _timed():
+    """`(timeouts, problems)` from gateway.json: any number of seconds of 0 or more (0: no such window)."""
+    data = fileio.read_json(settings_path())
+    chosen, problems = dict(TIMEOUTS), []
+    for name, default in TIMEOUTS.items():
+        value = data.get(name, default)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
+            problems.append(f"{name} must be a number of seconds, 0 or more; got {json.dumps(value)}, using {default}")
+        else:
+            chosen[name] = value
+    return chosen, problems
+
+
+def timeouts():
+    """`{"first_byte_timeout": s, "idle_timeout": s}`: how long a seat's upstream may send no byte, from the
+    request and then between bytes, before the seat ends as an error (fractions allowed; 0: no limit)."""
+    return _timed()[0]
+
+
 def settings_problems():
-    """Why `settings()` differs from what gateway.json says, one sentence each (for the editor)."""
-    problems = _checked()[1]
+    """Why `settings()` or `timeouts()` differs from what gateway.json says, one sentence each (for the editor)."""
+    problems = _checked()[1] + _timed()[1]
     if unreadable(settings_path()):
         problems.insert(0, "config/gateway.json is not a JSON object; using the defaults")
     return problems
