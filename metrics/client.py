@@ -6,6 +6,14 @@ and reads the reply as it streams. What it guarantees:
 - one deadline (`timeout`) bounds everything: connecting, every read (the socket
   timeout follows the time left, so a server trickling bytes cannot hold a call), and
   retry waits;
+- with `first_byte` and `idle` (a panel seat's, from config/gateway.json), an upstream that
+  sends no byte of the body within `first_byte` seconds of the request, or none within `idle`
+  seconds of the last, ends the call with the error `no bytes for N s` (issue 12): a stalled
+  upstream no longer holds a seat to the overall deadline. The windows ride on the reads'
+  socket timeouts, as the deadline does: no extra call per chunk;
+- a stream event that cannot be read (its data not JSON, or not a JSON object) ends the call
+  with an error quoting it, never an answer with its words missing (issue 12, beyond STR-6,
+  which dropped it); a blank data line is a keep-alive, as comments are;
 - rate limits, server errors and connection failures are retried, honouring a
   usable Retry-After;
 - redirects are never followed, so a key only ever reaches the registration's host,
@@ -64,7 +72,7 @@ from urllib.parse import urlsplit
 
 from metrics import (catalog, connections, endpoints, fileio, formats, gather, keys, learn, ledger, notices, paths,
                      registry)
-from metrics.gather import TimedOut, TooLarge
+from metrics.gather import Stalled, TimedOut, TooLarge
 
 DEFAULT_TIMEOUT = 420
 CLI_TIMEOUT = 120
@@ -345,11 +353,18 @@ class Body:
         self.resp.close()
 
     def _recv(self, due=None):
-        """One read of at most `due` bytes, b"" at the server's close; TimedOut at the deadline or STOP."""
+        """One read of at most `due` bytes, b"" at the server's close; TimedOut at the deadline or STOP,
+        Stalled when no byte came within the call's first-byte window, or its idle window since the last."""
+        call, now = self.call, time.monotonic()
+        if self.total:  # a read starts as soon as the last one's bytes are taken: the idle window starts here
+            call.quiet_by = now + call.idle
         while True:
-            left = self.limit() - time.monotonic()
+            limit = self.limit()
+            left = min(limit, call.quiet_by) - now
             if left <= 0 or STOP.is_set():
-                raise TimedOut()
+                if STOP.is_set() or limit <= now:
+                    raise TimedOut()
+                raise call.stalled(self.total)
             if self.armed - left > TIMEOUT_STEP:
                 self.armed = _socket_timeout(left)
                 self.sock.settimeout(self.armed)
@@ -367,6 +382,7 @@ class Body:
             except TimeoutError:
                 self.armed = math.inf
                 self.buffered = False  # a read that waited found http.client's buffer empty
+                now = time.monotonic()
                 continue
             self.total += len(data)
             if self.total > MAX_REPLY:
@@ -406,8 +422,9 @@ class Body:
             return
         self.sock.setblocking(False)
         sse = "text/event-stream" in (self.resp.getheader("Content-Type") or "").lower()
+        call = self.call
         self.gathered = gather.Gathered(self.sock, self.resp.chunked, self.resp.length, self.limit(),
-                                        MAX_REPLY, sse, DRAIN)
+                                        MAX_REPLY, sse, DRAIN, call.quiet_by, call.first_byte, call.idle)
         now = time.monotonic()
         while self.buffered:  # what http.client read past the headers; b"" once its buffer is empty
             data = self.resp.fp.read1(READ_SIZE)
@@ -483,12 +500,16 @@ def get(url, headers=None, timeout=60):
 class Call:
     """One call's deadline and bookkeeping, shared with the builders, readers and PREFLIGHT hooks."""
 
-    def __init__(self, alias="", timeout=DEFAULT_TIMEOUT, first_token=None, on_delta=None, on_chunk=None):
+    def __init__(self, alias="", timeout=DEFAULT_TIMEOUT, first_token=None, on_delta=None, on_chunk=None,
+                 first_byte=None, idle=None):
         self.alias = alias
         self.started = time.monotonic()
         self.wall = time.time()
         self.deadline = self.started + timeout
         self.first_deadline = self.started + first_token if first_token else None
+        self.first_byte = first_byte or math.inf  # the most a reply's first byte may take from its request
+        self.idle = idle or math.inf  # the most any later byte may take from the one before
+        self.quiet_by = math.inf  # when the next byte is due; each request sent starts the first-byte window
         self.on_delta = on_delta
         self.on_chunk = on_chunk
         self.registration = {}
@@ -519,6 +540,14 @@ class Call:
 
     def left(self):
         return self.limit() - time.monotonic()
+
+    def waiting(self):
+        """The time left for the next byte: the deadline's, or less while the quiet window is shorter."""
+        return min(self.limit(), self.quiet_by) - time.monotonic()
+
+    def stalled(self, heard):
+        """The error for a quiet window that ran out: the first-byte one until any byte was `heard`, then idle."""
+        return Stalled(self.idle if heard else self.first_byte, not heard)
 
     def check(self):
         if STOP.is_set() or self.left() <= 0:
@@ -565,8 +594,17 @@ def _reason(exc):
 # ---------------------------------------------------------------- reading replies
 
 
+class Unreadable:
+    """An event whose data is not JSON, as `sse()` yields it: the readers end the call on it (`unreadable`)."""
+
+    __slots__ = ("raw",)
+
+    def __init__(self, raw):
+        self.raw = raw
+
+
 def sse(pieces):
-    """JSON values of a server-sent event stream, `DONE` for `[DONE]` (STR-6).
+    """JSON values of a server-sent event stream, `DONE` for `[DONE]`, `Unreadable` for data that is not JSON (STR-6).
 
     Lines are split on bytes and only data is decoded, so a character split across reads
     survives; the end of the body ends the last line and the last event.
@@ -586,7 +624,8 @@ def sse(pieces):
 
 
 def _event(data):
-    """The values of one event's data lines: together as one, else line by line (no blank lines between events)."""
+    """The values of one event's data lines: together as one, else line by line (no blank lines between events).
+    Blank data is a keep-alive and gives nothing; data that is not JSON is `Unreadable`, never dropped."""
     joined = data[0] if len(data) == 1 else b"\n".join(data)
     if joined.strip() == b"[DONE]":
         return [DONE]
@@ -594,16 +633,16 @@ def _event(data):
         return [_json(joined)]
     except ValueError:
         if len(data) == 1:
-            return []
+            return [Unreadable(joined)] if joined.strip() else []
     values = []
     for line in data:
         if line.strip() == b"[DONE]":
             values.append(DONE)
-            continue
-        try:
-            values.append(_json(line))
-        except ValueError:
-            pass
+        elif line.strip():
+            try:
+                values.append(_json(line))
+            except ValueError:
+                values.append(Unreadable(line))
     return values
 
 
@@ -634,6 +673,17 @@ def _reasoning_of(message):
     return value if isinstance(value, str) else ""
 
 
+def unreadable(event, heard):
+    """The error for a stream event that cannot be read (not JSON, or not an object), `heard` characters into
+    the answer: whatever it carried is lost, so the answer is not passed off as whole (llm_backend says it too)."""
+    if isinstance(event, Unreadable):
+        what, shown = "not JSON", event.raw.strip().decode("utf-8", "replace")
+    else:
+        what, shown = "not a JSON object", json.dumps(event)
+    return (f"Error: client failed: the stream held a chunk that is {what}: {shown[:EXCERPT]!r} "
+            f"(after {heard} characters of the answer; whatever it carried is missing)")
+
+
 def _event_error(event):
     error = event.get("error")
     code = error.get("code") if isinstance(error, dict) else None
@@ -650,7 +700,7 @@ def _chat_stream(call, events):
             done = True
             break
         if not isinstance(event, dict):
-            continue
+            return _reply(error=unreadable(event, sum(map(len, text))))
         choices = event.get("choices")
         choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else None
         if event.get("error") or (choice and choice.get("finish_reason") == "error"):
@@ -834,6 +884,8 @@ def read_native(call, resp, body):
         except ValueError:
             return _reply(error="Error: client failed: the reply was not JSON: "
                                 + blob[:EXCERPT].decode("utf-8", "replace"))
+        if not isinstance(parsed, (dict, list)):
+            return _reply(error="Error: client failed: unexpected reply: " + blob.decode("utf-8", "replace")[:EXCERPT])
         events = parsed if isinstance(parsed, list) else [parsed]
     heard = False
     try:
@@ -841,7 +893,7 @@ def read_native(call, resp, body):
             if event is DONE:
                 break
             if not isinstance(event, dict):
-                continue
+                return _reply(error=unreadable(event, len(reader.text)))
             blocked = _blocked(event) if call.api == "gemini" else ""
             if blocked:
                 return _reply(error=blocked)
@@ -1021,7 +1073,7 @@ def _read_reply(call, read, key, conn, resp, body):
         reply = read(call, resp, body)
     except TimedOut:
         reply = _reply(timed_out=True)
-    except TooLarge as exc:
+    except (Stalled, TooLarge) as exc:
         reply = _reply(error=f"Error: client failed: {exc}")
     except (OSError, http.client.HTTPException) as exc:
         # Never retried: chunks may already have been relayed (STR-4).
@@ -1040,8 +1092,10 @@ def _post(call, connect=True):
     except (TypeError, ValueError) as exc:
         return _reply(error=f"Error: client failed: the request cannot be sent as JSON: {exc}")
     wall = time.time()
+    # a reply asked for whole (RET-5) sends its first byte when it is done: only the deadline bounds it
+    call.quiet_by = time.monotonic() + (math.inf if call.fell_back else call.first_byte)
     try:
-        sent = _request("POST", call.url, call.headers, data, call.left, connect)
+        sent = _request("POST", call.url, call.headers, data, call.waiting, connect)
     except ValueError as exc:
         sent = _reply(error=f"Error: client failed: {exc}")
     except (OSError, http.client.HTTPException) as exc:
@@ -1069,6 +1123,8 @@ def _attempts(call, read, retries):
         except (OSError, http.client.HTTPException) as exc:
             if isinstance(exc, TimeoutError) and call.left() <= TIMEOUT_SLACK:
                 return _reply(timed_out=True)
+            if isinstance(exc, TimeoutError) and call.quiet_by - time.monotonic() <= TIMEOUT_SLACK:
+                return _reply(error=f"Error: client failed: {call.stalled(0)}")  # not even the headers came
             reply = _reply(error=f"Error: client failed: Connection error. ({_reason(exc)})")
         else:
             call.status = resp.status
@@ -1193,7 +1249,7 @@ def _account(call, res, purpose, refused):
 
 
 def chat(alias, prompt, system="", timeout=DEFAULT_TIMEOUT, messages=None, on_delta=None, purpose="",
-         body=None, on_chunk=None, first_token=None, retries=None):
+         body=None, on_chunk=None, first_token=None, retries=None, first_byte=None, idle=None):
     """One call to `alias`; never raises for a model's failure.
 
     Returns `text`, `reasoning`, `error` ("" on success), `timed_out`, `status`
@@ -1204,19 +1260,21 @@ def chat(alias, prompt, system="", timeout=DEFAULT_TIMEOUT, messages=None, on_de
     `messages` (OpenAI shape) replace `system` + `prompt`; `body` adds the caller's
     own request fields; `on_delta(kind, piece)` hears text and reasoning as they
     arrive, `on_chunk(chunk)` every stream chunk (a proxy); `first_token` ends the
-    call as timed out when no first piece came within that many seconds.
+    call as timed out when no first piece came within that many seconds. `first_byte` and `idle`
+    (seconds; None or 0: none) end it with the error `no bytes for N s` when no byte of the reply came
+    within `first_byte` of a request, or within `idle` of the byte before.
     """
     return begin(alias, prompt, system, timeout, messages, on_delta, purpose, body, on_chunk, first_token,
-                 retries)()
+                 retries, first_byte, idle)()
 
 
 def begin(alias, prompt, system="", timeout=DEFAULT_TIMEOUT, messages=None, on_delta=None, purpose="",
-          body=None, on_chunk=None, first_token=None, retries=None):
+          body=None, on_chunk=None, first_token=None, retries=None, first_byte=None, idle=None):
     """`chat()` in two halves: prepare the call and send its first request now, if a kept-alive connection
     is ready for it; the function returned sends it otherwise, waits for the answer and returns `chat()`'s
     reply. A panel sends every seat's request from one thread before any seat waits, so no seat's
     request queues behind another's preparation, and none behind another's connection set-up."""
-    call = Call(alias, timeout, first_token, on_delta, on_chunk)
+    call = Call(alias, timeout, first_token, on_delta, on_chunk, first_byte, idle)
     retries = RETRIES if retries is None else retries
     try:
         _prepare(call, prompt, system, messages, body)
@@ -1330,6 +1388,8 @@ def selftest():
     events = list(sse([b'data: {"a": 1}\r\n\r\n', b'data: {"b": "' + split[:1], split[1:] + b'"}\n\n',
                        b'event: x\n: comment\ndata: {"c": 3}\ndata: {"d": 4}\n\n', b"data: [DONE]\n\n"]))
     assert events == [{"a": 1}, {"b": "é"}, {"c": 3}, {"d": 4}, DONE], events
+    garbled = list(sse([b"data: \n\ndata: LOST {\n\n"]))
+    assert len(garbled) == 1 and garbled[0].raw == b"LOST {", garbled
     call = Call()
     stream = [{"model": "m", "choices": [{"delta": {"reasoning_content": "hm"}}]},
               {"choices": [{"delta": {"content": [{"type": "text", "text": "hi"}]}, "finish_reason": "stop"}]},
@@ -1339,6 +1399,8 @@ def selftest():
     assert "broke off before it finished (2 characters in)" in _chat_stream(call, iter(stream[:1] + [
         {"choices": [{"delta": {"content": "hi"}}]}]))["error"]
     assert _chat_stream(call, iter([{"choices": []}, DONE]))["error"].endswith("the stream sent none")
+    cut = _chat_stream(call, iter(stream[1:2] + garbled))["error"]
+    assert "a chunk that is not JSON: 'LOST {' (after 2 characters" in cut, cut
     assert _chat_stream(call, iter([{"error": {"code": 429}}]))["error"].startswith("Error: Error code: 429 - {")
     assert _chat_json(call, b"{}")["error"] == "Error: client failed: the reply had no choices: {}"
     assert _chat_json(call, b"<html>")["error"] == "Error: client failed: the reply was not JSON: <html>"

@@ -16,6 +16,7 @@ be read serves the defaults and says so once on stderr and on `GET /health`.
 """
 
 import json
+import math
 import os
 import sys
 import tempfile
@@ -31,6 +32,7 @@ REPLIES = ("all", "merged", "route")
 # it keeps prompts at all (security review 9, PRIVACY.md)
 DEFAULTS = {"max_calls": 5, "max_explorers": 2, "max_panels": 128, "max_panels_per_key": 32, "stop_grace": 5,
             "calls_log_max_mb": 64, "calls_log_keep": 3, "calls_log_prompts": True}
+TIMEOUTS = {"first_byte_timeout": 180, "idle_timeout": 60}  # a seat's no-bytes windows, seconds (GATEWAY.md, Faults)
 EXPLORER_CLAMP = 2  # the router never seats more than two explorers, whatever the settings say
 CAPABILITIES = ("tools", "vision", "structured_output", "reasoning")
 LIMITS = ("rpm", "rpd", "tpm", "tpd")
@@ -178,10 +180,29 @@ def _gateway_fault():
     return f"config/gateway.json {wrong}; using the defaults" if wrong else ""
 
 
+def _timed():
+    """`(timeouts, problems)` from gateway.json: any number of seconds of 0 or more (0: no such window)."""
+    data = fileio.read_json(settings_path())
+    chosen, problems = dict(TIMEOUTS), []
+    for name, default in TIMEOUTS.items():
+        value = data.get(name, default)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
+            problems.append(f"{name} must be a number of seconds, 0 or more; got {json.dumps(value)}, using {default}")
+        else:
+            chosen[name] = value
+    return chosen, problems
+
+
+def timeouts():
+    """`{"first_byte_timeout": s, "idle_timeout": s}`: how long a seat's upstream may send no byte, from the
+    request and then between bytes, before the seat ends as an error (fractions allowed; 0: no limit)."""
+    return _timed()[0]
+
+
 def settings_problems():
-    """Why `settings()` differs from what gateway.json says, one sentence each (for the editor)."""
+    """Why `settings()` or `timeouts()` differs from what gateway.json says, one sentence each (for the editor)."""
     fault = _gateway_fault()
-    return ([fault] if fault else []) + _checked()[1]
+    return ([fault] if fault else []) + _checked()[1] + _timed()[1]
 
 
 _told = set()  # the problems already said on stderr by this process

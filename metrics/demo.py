@@ -15,8 +15,11 @@ offline demo something that answers like a panel of reviewers.
 Model spec keys (all optional):
   answer str | words int | persona str (one of PERSONAS; default "plain") | echo bool
   latency float (whole reply; streams spread it over the tokens) | reasoning str
+  keepalive bool (a stream sends a `: keep-alive` comment and a blank `data:` line before each piece)
+  streams bool (false: a chat request asking to stream gets a 400 naming streaming, as some providers send)
   fail: "429" (retry_after, clears_after) | "500" | "502html" | "empty" | "length_empty" (length_below)
-        | "slow" (delay) | "notice" | "drop" | "404" | "error200"
+        | "slow" (delay) | "notice" | "drop" | "404" | "error200" | "garbled"
+        | "stall_headers" | "stall_after_first" | "stall_mid" (pause, default 1 s)
   context_window int | max_output int | vision bool | tools bool | max_tokens_limit int
   decisions {question: answer}: what POST /v1/decisions answers (a decision model for the shape picker)
 
@@ -38,6 +41,13 @@ Decisions the brief left open (written down for the next engineer):
 - Precedence of the answer: echo, then answer, then the notice text, then words, then the persona.
 - Nothing is logged: request bodies (and image data) live only in `Upstream.requests`, in memory.
 - Waits use an Event rather than time.sleep so `stop()` returns at once even with a "slow" reply in flight.
+- `fail: "garbled"` (issue 12, words lost from an answer marked ok): a stream sends the second piece of the
+  answer as `data: LOST-WORDS {` (an event that is not JSON) and goes on to its end and [DONE]; a plain
+  reply has `LOST-WORDS {` spliced in after its opening brace. Native streams garble their second piece too.
+- Stalls (issue 12, a seat held to the overall deadline): `stall_headers` sends the 200 and its headers,
+  `stall_after_first` a stream's first chunk (a plain reply: half its body), then nothing until the upstream
+  stops; `stall_mid` pauses `pause` seconds half way and then finishes. Chat completions streams and every
+  plain reply stall; a native stream answers whole.
 - A chat stream's tokens are written by one pacer thread for every stream (`Pacer`), each at its due
   time: a thread per stream waking per token cost more CPU than the gateway it stands in front of.
 
@@ -78,7 +88,8 @@ CREATED = 1700000000
 OWNER = "benchwarmers-demo"
 NOTICE = "Insufficient credits. Add more using https://example.invalid/credits"
 BAD_GATEWAY_HTML = b"<html><body><h1>502 Bad Gateway</h1></body></html>"
-FAILS = {"429", "500", "502html", "empty", "length_empty", "slow", "notice", "drop", "404", "error200"}
+FAILS = {"429", "500", "502html", "empty", "length_empty", "slow", "notice", "drop", "404", "error200", "garbled",
+         "stall_headers", "stall_after_first", "stall_mid"}
 ERROR_REPLIES = {
     "429": (429, {"error": {"message": "Rate limit exceeded", "type": "rate_limit_error", "code": 429}}),
     "500": (500, {"error": {"message": "Internal server error", "code": 500}}),
@@ -87,6 +98,10 @@ ERROR_REPLIES = {
 }
 BASE_PARAMETERS = ["max_tokens", "temperature", "top_p", "stop", "stream", "stream_options"]
 DROP_AFTER = 3  # content chunks a dropped stream sends before the connection closes
+LOST = b"LOST-WORDS {"  # what a garbled reply sends in place of part of its answer: not JSON
+GARBLED = b"data: " + LOST + b"\n\n"
+STALLS = {"stall_headers": 0, "stall_after_first": 1}  # writes a stalled stream sends, then nothing more
+KEEPALIVE = b": keep-alive\n\ndata:\n\n"  # what providers send while they think: no event at all
 ROOTS = {"chat": "/v1", "anthropic": "/anthropic/v1", "responses": "/responses/v1", "gemini": "/gemini/v1beta"}
 VOCABULARY = ("review", "patch", "thread", "lock", "cache", "retry", "buffer", "parser", "token", "stream",
               "index", "schema", "branch", "commit", "test", "fixture", "queue", "socket", "header", "payload")
@@ -338,6 +353,11 @@ def fail_mode(spec, count, max_tokens):
     return fail
 
 
+def garbles(reply, n):
+    """Whether a native stream sends its piece `n` as GARBLED: the second piece of a garbled reply."""
+    return n == 1 and reply.get("fail") == "garbled"
+
+
 def error_body(message, code):
     return {"error": {"message": message, "code": code}}
 
@@ -462,6 +482,8 @@ class Handler(BaseHTTPRequestHandler):
         reply, refusal = self.answer(body.get("model"), messages, requested_max_tokens(body))
         if refusal:
             return self.refuse(*refusal)
+        if body.get("stream") and not reply["streams"]:
+            return self.refuse(400, error_body("Streaming is not supported for this model", 400))
         if body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
             self.stream(reply, include_usage)
@@ -499,7 +521,9 @@ class Handler(BaseHTTPRequestHandler):
                  "content": content, "reasoning": reasoning,
                  "finish": "length" if fail == "length_empty" else "stop",
                  "usage": usage(messages, content, reasoning),
-                 "latency": spec.get("latency", 0), "drop": fail == "drop"}
+                 "latency": spec.get("latency", 0), "drop": fail == "drop", "fail": fail,
+                 "pause": spec.get("pause", 1.0) if fail == "stall_mid" else 0,
+                 "keepalive": bool(spec.get("keepalive")), "streams": spec.get("streams", True)}
         return reply, None
 
     def decide(self, body):
@@ -525,19 +549,31 @@ class Handler(BaseHTTPRequestHandler):
         data = json.dumps({"id": reply["id"], "object": "chat.completion", "created": reply["created"],
                            "model": reply["model"], "usage": reply["usage"],
                            "choices": [{"index": 0, "message": message, "finish_reason": reply["finish"]}]}).encode()
-        self.whole(data, reply["drop"])
+        self.whole(data, reply)
 
-    def whole(self, data, drop):
-        """A plain JSON reply; with `drop`, a mid-body break."""
-        if not drop:
+    def whole(self, data, reply):
+        """A plain JSON reply, or its fault: `drop` breaks off half way, `garbled` is not JSON, `stall_headers`
+        holds after its head and `stall_after_first` after half the body, `stall_mid` pauses half way."""
+        up, fail, half = self.server.upstream, reply.get("fail"), len(data) // 2
+        if fail == "garbled":  # where a key must come: never valid JSON, wherever the answer's words fall
+            data = data[:1] + LOST + data[1:]
+        if fail not in ("drop", "stall_mid", *STALLS):
             return self.send_bytes(200, data, "application/json")
-        # Promise the whole body, send half, hang up: a mid-body break.
+        # Promise the whole body, then break off, hold or pause part way.
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
-        self.send_header("Connection", "close")
+        if fail == "drop":
+            self.send_header("Connection", "close")
         self.end_headers()
-        self.wfile.write(data[: len(data) // 2])
+        if fail == "stall_headers":
+            up.hold()
+        self.wfile.write(data[:half])
+        if fail == "stall_after_first":
+            up.hold()
+        if fail == "stall_mid":
+            up.pause(reply["pause"])
+            self.wfile.write(data[half:])
 
     def stream(self, reply, include_usage):
         up = self.server.upstream
@@ -562,15 +598,25 @@ class Handler(BaseHTTPRequestHandler):
 
         pieces = [("reasoning_content", t) for t in tokens(reply["reasoning"])]
         pieces += [("content", t) for t in tokens(reply["content"])][: DROP_AFTER if reply["drop"] else None]
-        step = reply["latency"] / (len(pieces) + 1)
+        sent = [frame(KEEPALIVE) + event({kind: piece}) if reply["keepalive"] else event({kind: piece})
+                for kind, piece in pieces]
+        if reply["fail"] == "garbled":
+            sent[1:2] = [frame(GARBLED)]  # the second piece's words go out in an event that is not JSON
+        step, pause, half = reply["latency"] / (len(sent) + 1), reply["pause"], len(sent) // 2
         start = time.monotonic()
         timed = [(start, event({"role": "assistant", "content": ""}))]
-        timed += [(start + i * step, event({kind: piece})) for i, (kind, piece) in enumerate(pieces, 1)]
+        timed += [(start + i * step + (pause if i > half else 0), data) for i, data in enumerate(sent, 1)]
         if not reply["drop"]:
             end = event({}, reply["finish"]) + (chunk([], usage=reply["usage"]) if include_usage else b"")
             end += frame(b"data: [DONE]\n\n") + b"0\r\n\r\n"
-            timed.append((start + (len(pieces) + 1) * step, end))
-        up.pacer.send(self.wfile.write, timed)
+            timed.append((start + (len(sent) + 1) * step + pause, end))
+        held = STALLS.get(reply["fail"])
+        if held is not None:
+            timed = timed[:held]
+        if timed:
+            up.pacer.send(self.wfile.write, timed)
+        if held is not None:
+            up.hold()
 
 
     # -- native APIs: Anthropic Messages, Gemini, OpenAI Responses ---------------
@@ -638,7 +684,7 @@ class Handler(BaseHTTPRequestHandler):
                        "content": blocks, "stop_reason": stop, "stop_sequence": None,
                        "usage": {"input_tokens": counts["prompt_tokens"],
                                  "output_tokens": counts["completion_tokens"]}}
-            return self.whole(json.dumps(message).encode(), reply["drop"])
+            return self.whole(json.dumps(message).encode(), reply)
         emit = self.open_events(reply["drop"])
 
         def event(payload):
@@ -654,7 +700,7 @@ class Handler(BaseHTTPRequestHandler):
         pieces = self.pieces(reply)
         step = reply["latency"] / (len(pieces) + 1)
         index, kind_open = 0, None
-        for kind, piece in pieces:
+        for n, (kind, piece) in enumerate(pieces):
             if kind != kind_open:
                 if kind_open:
                     event({"type": "content_block_stop", "index": index})
@@ -666,7 +712,10 @@ class Handler(BaseHTTPRequestHandler):
             up.pause(step)
             delta = {"type": "thinking_delta", "thinking": piece} if kind == "reasoning" else \
                 {"type": "text_delta", "text": piece}
-            event({"type": "content_block_delta", "index": index, "delta": delta})
+            if garbles(reply, n):
+                emit(GARBLED)
+            else:
+                event({"type": "content_block_delta", "index": index, "delta": delta})
         if reply["drop"]:
             return
         if kind_open:
@@ -702,8 +751,7 @@ class Handler(BaseHTTPRequestHandler):
             if reply.get("failed"):
                 return self.send_json(200, failed)
             parts = [{"text": reply["reasoning"], "thought": True}] if reply["reasoning"] else []
-            return self.whole(json.dumps(chunk(parts + [{"text": reply["content"] or ""}], True)).encode(),
-                              reply["drop"])
+            return self.whole(json.dumps(chunk(parts + [{"text": reply["content"] or ""}], True)).encode(), reply)
         emit = self.open_events(reply["drop"], "text/event-stream" if sse else "application/json")
         sent = 0
 
@@ -718,9 +766,12 @@ class Handler(BaseHTTPRequestHandler):
             return self.close_events()
         pieces = self.pieces(reply)
         step = reply["latency"] / (len(pieces) + 1)
-        for kind, piece in pieces:
+        for n, (kind, piece) in enumerate(pieces):
             up.pause(step)
-            element(chunk([{"text": piece, "thought": True} if kind == "reasoning" else {"text": piece}]))
+            if garbles(reply, n):
+                emit(GARBLED if sse else b"," + LOST)
+            else:
+                element(chunk([{"text": piece, "thought": True} if kind == "reasoning" else {"text": piece}]))
         if reply["drop"]:
             return
         up.pause(step)
@@ -744,7 +795,7 @@ class Handler(BaseHTTPRequestHandler):
         if not stream:
             up.pause(reply["latency"])
             whole = failed if reply.get("failed") else response("completed", [item])
-            return self.whole(json.dumps(whole).encode(), reply["drop"])
+            return self.whole(json.dumps(whole).encode(), reply)
         emit = self.open_events(reply["drop"])
         sequence = 0
 
@@ -759,10 +810,13 @@ class Handler(BaseHTTPRequestHandler):
             return self.close_events()
         pieces = self.pieces(reply)
         step = reply["latency"] / (len(pieces) + 1)
-        for kind, piece in pieces:
+        for n, (kind, piece) in enumerate(pieces):
             up.pause(step)
             name = "response.reasoning_summary_text.delta" if kind == "reasoning" else "response.output_text.delta"
-            event(name, item_id=item["id"], output_index=0, delta=piece)
+            if garbles(reply, n):
+                emit(GARBLED)
+            else:
+                event(name, item_id=item["id"], output_index=0, delta=piece)
         if reply["drop"]:
             return
         up.pause(step)
@@ -987,6 +1041,11 @@ class Upstream:
         """Wait in the handler thread; abandon the reply if the upstream is stopping."""
         if seconds > 0 and self.stopping.wait(seconds):
             raise ConnectionAbortedError("the upstream stopped")
+
+    def hold(self):
+        """Send nothing more until the upstream stops (a stalled reply), then abandon the reply."""
+        self.stopping.wait()
+        raise ConnectionAbortedError("the upstream stopped")
 
 
 def main(argv=None):

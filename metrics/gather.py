@@ -12,7 +12,9 @@ at most TICK later than it would have.
 
 What the threaded reader (`client.Body`) guarantees holds here too:
 - each piece keeps the time it arrived, so a first token's time is the one on the wire;
-- a body ends by its deadline (+ SCAN, how often deadlines and `client.STOP` are checked);
+- a body ends by its deadline (+ SCAN, how often deadlines and `client.STOP` are checked), and as
+  stalled when no byte came within its first-byte window (from the request) or its idle window (from
+  the last byte): the window moves with each read's arrival time, so it costs no call per chunk;
 - past an SSE `data: [DONE]` line the rest of the body has DRAIN seconds, then the connection
   is dropped rather than kept;
 - a body over the size limit ends as too large; a server closing early, as incomplete.
@@ -22,6 +24,7 @@ and every body where epoll is missing (not Linux), keep the threaded reader (`us
 """
 
 import http.client
+import math
 import os
 import re
 import select
@@ -40,6 +43,14 @@ DONE_LINE = re.compile(rb"\ndata: ?\[DONE\]")
 
 class TimedOut(TimeoutError):
     """The body's deadline passed, or the server is shutting down."""
+
+
+class Stalled(TimeoutError):
+    """No byte came within a call's first-byte or idle window: an error, where the overall deadline is a timeout."""
+
+    def __init__(self, seconds, first):
+        where = "after the request was sent (first_byte_timeout)" if first else "mid-reply (idle_timeout)"
+        super().__init__(f"no bytes for {seconds:g} s {where}")
 
 
 class TooLarge(ValueError):
@@ -102,12 +113,16 @@ class Chunked:
 class Gathered:
     """One body in the reader's care: its pieces with their arrival times, and how it ended."""
 
-    def __init__(self, sock, chunked, length, deadline, limit, sse, drain):
+    def __init__(self, sock, chunked, length, deadline, limit, sse, drain, quiet_by=math.inf, first_byte=math.inf,
+                 idle=math.inf):
         self.sock = sock
         self.fd = sock.fileno()
         self.framing = Chunked() if chunked else None
         self.left = None if chunked else length  # bytes due in a sized body; None: up to the close
         self.deadline = deadline
+        self.quiet_by = quiet_by  # when the next byte is due: the request's first-byte window, then `idle` per read
+        self.first_byte = first_byte
+        self.idle = idle
         self.limit = limit
         self.sse = sse
         self.drain = drain
@@ -150,6 +165,7 @@ class Gathered:
             self.complete = True
             return True
         self.total += len(data)
+        self.quiet_by = now + self.idle
         if self.total > self.limit:
             raise too_large(self.limit)
         if self.framing is not None:
@@ -171,10 +187,13 @@ class Gathered:
                 self.tail = seen[-16:]
         return self.complete
 
-    def expire(self, stopping):
-        """The deadline passed: after `[DONE]` the body is over (not whole); otherwise it timed out."""
-        if stopping or not self.draining:
+    def expire(self, now, stopping):
+        """A deadline passed: after `[DONE]` the body is over (not whole); otherwise it timed out, or stalled
+        when only its quiet window ran out."""
+        if stopping or (not self.draining and now >= self.deadline):
             self.error = TimedOut()
+        elif not self.draining:
+            self.error = Stalled(self.idle if self.total else self.first_byte, not self.total)
 
 
 def usable(sock):
@@ -263,8 +282,8 @@ class Reader:
     def _scan(self, now):
         stopping = self.stop.is_set()
         for body in list(self.bodies.values()):
-            if stopping or now >= body.deadline:
-                body.expire(stopping)
+            if stopping or now >= body.deadline or now >= body.quiet_by:
+                body.expire(now, stopping)
                 self._end(body)
 
 

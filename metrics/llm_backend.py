@@ -53,6 +53,11 @@ In-process (`path: "inprocess"`):
   <body repr> Retry-After: <raw>` (RET-3), `Error: client failed: Connection
   error. (<reason>)` (RET-4), a stream without choices or cut before its finish
   reason is an error (STR-8), a missing key reads as the client's (ERR table).
+  The openai SDK raises on a stream chunk, or a plain reply, that is not JSON
+  (it never skips one): that error reads as the client's too (issue 12).
+- No-bytes windows (`first_byte_timeout`, `idle_timeout`) are the built-in
+  client's: a seat asked here without a listener is not streamed, and a plain
+  reply's first byte is its last, so only the overall deadline bounds it.
 - `status` is the HTTP status an error carried, else 0 (llm does not expose it);
   `model`, `usage`, `finish` come from llm's OpenAI response JSON when there is one.
 
@@ -426,12 +431,23 @@ def _openai_chat(model):
     return isinstance(model, Chat)
 
 
+def _not_json(call):
+    """What the SDK could not read as JSON, in the built-in client's words (issue 12, STR-9): a stream's chunk,
+    whose words would be missing from the answer, or the whole reply."""
+    shown = call.error.doc
+    if call.streamed:
+        return client.unreadable(client.Unreadable(shown.encode()), len("".join(call.text)))
+    return "Error: client failed: the reply was not JSON: " + shown[:client.EXCERPT]
+
+
 def _finished(call, timeout):
     """The result of a call whose worker ended."""
     fields = {"attempts": call.attempts, "first_token_s": call.first_token_s, "tool_calls": call.tool_calls}
     if call.error is not None:
         if _kind(call.error) == "timeout":
             return dict(fields, error=_no_answer(timeout), timed_out=True)
+        if isinstance(call.error, json.JSONDecodeError):
+            return dict(fields, error=_not_json(call))
         status = getattr(call.error, "status_code", None)
         return dict(fields, error=error_text(call.error, call.model), status=status if isinstance(status, int) else 0)
     if call.response is None:  # abandoned between chunks; the caller already gave up

@@ -229,8 +229,10 @@ def begin_seat(alias, system, prompt, messages=None, on_delta=None):
     started = time.monotonic()
     try:
         if messages is not None or client.backend(alias) == "builtin":
+            limits = collections.timeouts()  # a stalled upstream ends the seat long before SEAT_TIMEOUT
             answer = client.begin(alias, prompt, system=system, timeout=SEAT_TIMEOUT, messages=messages,
-                                  on_delta=on_delta, purpose="gateway")
+                                  on_delta=on_delta, purpose="gateway", first_byte=limits["first_byte_timeout"],
+                                  idle=limits["idle_timeout"])
         else:
             answer = functools.partial(llm_backend.ask, alias, prompt, system=system, timeout=SEAT_TIMEOUT,
                                        on_delta=on_delta)

@@ -638,7 +638,7 @@ STREAM = ["data: {\"a\": 1}\r\n\r\n",
           ": a comment\nevent: delta\nid: 7\ndata: {\"b\": \"\u00e9\u20ac\"}\n\n",
           "data:{\"c\": [1,\ndata: 2]}\n\n",
           "data: {\"d\": 4}\ndata: {\"e\": 5}\n\n",
-          "data: not json\n\n",
+          "data: \n\n",
           "data: [DONE]\n\n"]
 EVENTS = [{"a": 1}, {"b": "\u00e9\u20ac"}, {"c": [1, 2]}, {"d": 4}, {"e": 5}, client.DONE]
 

@@ -296,13 +296,15 @@ def test_begin_leaves_opening_a_connection_to_the_waiting_half(bench):
 
 
 def odd_stream():
-    """Every way an SSE stream may be written: comments, other fields, CRLF, data split over lines, a value
-    that is not JSON, two values in one event, then plain one-line events."""
+    """Every way an SSE stream may be written: comments, other fields, CRLF, data split over lines, a blank
+    data line, two events with no blank line between them, then plain one-line events (data that is not JSON
+    is an error: tests/test_upstream_faults.py)."""
     return [b": keep-alive\r\n\r\n",
             b"event: delta\nid: 1\n" + event("Mixed ")[:-1] + b"\r\n",
             b'data: {"model": "m", "choices": [{"index": 0,\ndata: "delta": {"content": "lines "}}]}\n\n',
-            b"data: not json\n\n",
-            b'data: {"choices": [{"index": 0, "delta": {"content": "x"}}]} {"extra": 1}\n\n',
+            b"data:\r\n\r\n",
+            b'data: {"choices": [{"index": 0, "delta": {"content": "two "}}]}\n'
+            b'data: {"choices": [{"index": 0, "delta": {"content": "events "}}]}\n\n',
             event("and "), event("plain "), event("ones", "stop"), b"data: [DONE]\n\n"]
 
 
