@@ -45,6 +45,7 @@ from metrics import (
     collections,
     fileio,
     images,
+    keys,
     learn,
     llm_backend,
     notices,
@@ -157,6 +158,12 @@ def begin_seat(alias, system, prompt, messages=None, on_delta=None):
     return functools.partial(_seat_result, alias, started, answer)
 
 
+def _clean(text, known=None):
+    """`text` fit to be written down: keys hidden (KEY-7), then images, URL queries and user:password
+    redacted (IMG-7); before any cut, so no cut leaves part of a secret (SEAT-3, IMP-15)."""
+    return images.redact(keys.hide(text, known=known))
+
+
 def _seat_result(alias, started, answer):
     text, error = "", ""
     try:
@@ -170,10 +177,10 @@ def _seat_result(alias, started, answer):
     if not error:
         phrase = notices.notice(text)
         if phrase:
-            error = f"provider notice in a success reply ({phrase}): {text.strip()[:200]}"
+            error = f"provider notice in a success reply ({phrase}): {keys.cut(_clean(text.strip()), 200)}"
             text = ""
     if error:
-        error = images.redact(error)
+        error = _clean(error)
         try:
             learn.record(alias, error, "gateway")
         except Exception:
@@ -181,7 +188,7 @@ def _seat_result(alias, started, answer):
     status = "error" if error else ("empty" if not text.strip() else "ok")
     if error:
         text = ""
-    return {"status": status, "answer": text, "error": error[-SEAT_ERROR_KEPT:],
+    return {"status": status, "answer": text, "error": keys.cut(error, SEAT_ERROR_KEPT, last=True),
             "seconds": round(time.monotonic() - started, 1)}
 
 
@@ -544,12 +551,18 @@ def merged_content(plan, seats, bench, every, on_part):
 
 
 def write_call_log(plan, seats, merger):
-    """One line per panel in runs/gateway/calls.jsonl (CLG-1), after seats and merge."""
+    """One line per panel in runs/gateway/calls.jsonl (CLG-1), after seats and merge.
+
+    Answers are written as cleaned as prompts (IMG-8, KEY-7): one may quote a user:password URL,
+    or the key its upstream was sent. The caller got them as they were.
+    """
+    known = keys.secrets()
     order = ("call", "seat", "alias", "status", "answer", "error", "seconds")
-    logged = [{k: s[k] for k in order} for s in seats + ([merger] if merger else [])]
+    logged = [{k: _clean(s[k], known) if k in ("answer", "error") else s[k] for k in order}
+              for s in seats + ([merger] if merger else [])]
     line = {"panel": plan.panel, "at": local_iso(), "model": f"bench/{plan.name}", "shape": plan.shape,
-            "shape_by": plan.shape_by, "key": plan.caller, "system": images.redact(plan.system),
-            "prompt": images.redact(plan.prompt), "seats": logged}
+            "shape_by": _clean(plan.shape_by, known), "key": plan.caller, "system": _clean(plan.system, known),
+            "prompt": _clean(plan.prompt, known), "seats": logged}
     if plan.skipped:
         line["skipped"] = plan.skipped
     fileio.append_jsonl(paths.file("runs", "gateway", "calls.jsonl"), line)
