@@ -61,7 +61,7 @@ QUERY_NAME = re.compile(r"[?&]([^=&?\s]*)=")
 QUERY_VALUE = re.compile(r"[^&\s]*")
 SECRET_PARAMS = {"key", "api_key", "access_token"}
 # LOG-6: a gateway key anywhere in a logged line (a path too), any of its characters percent-encoded.
-GATEWAY_KEY = re.compile(r"(?:b|%62)(?:w|%77)(?:k|%6b)(?:_|%5f)(?:[\w-]|%[0-9a-f]{2})*", re.IGNORECASE)
+GATEWAY_KEY = re.compile(r"(?:b|%62)(?:w|%77)(?:k|%6b)(?:_|%5f)[\w%-]*", re.IGNORECASE)
 DEFAULT_PORTS = {"http": ":80", "https": ":443"}
 FALSE = ("", "0", "false", "no", "off")
 TRUE = ("1", "true", "yes", "on")
