@@ -263,7 +263,8 @@ class Plan:
         self._merger_choice()
         self._shape()
         self.panel = panel_id()
-        self.task = images.redact(" ".join(self.prompt.split())[:TASK_CHARS]) + f" (bench/{name}, {self.shape})"
+        # cut with the word the cut splits dropped, so a URL's user:password is never half-kept (IMG-8)
+        self.task = _clean(keys.cut(" ".join(self.prompt.split()), TASK_CHARS)) + f" (bench/{name}, {self.shape})"
         self._seats(on_seat)
 
     def skip(self, seat, alias, why):

@@ -219,6 +219,18 @@ def test_answer_quoting_credentials_and_a_signed_url_is_logged_redacted(bench, g
         assert not any(secret in text for text in written), secret
 
 
+def test_offload_task_cut_inside_a_credentialed_url_keeps_none_of_it(bench, gateway):
+    """IMG-8: the offload task is the prompt's first 90 characters; a cut inside `user:password@` once kept
+    the user and most of the password (redaction no longer saw a URL with credentials)."""
+    demo.set_collection("core", ["alpha"])
+    prompt = "Summarise the quarterly report for the board in five points, from https://alice:hunter2pass@files.example/q3"
+    ask(gateway, "bench/core", prompt)
+    [entry] = fileio.read_jsonl(paths.file("metrics", "offloads.jsonl"))
+    assert entry["task"] == "Summarise the quarterly report for the board in five points, from … (bench/core, general)"
+    written = [p.read_bytes() for p in paths.data().rglob("*") if p.is_file()]
+    assert not any(b"alice" in text or b"hunter2" in text for text in written)
+
+
 def test_keys_cut_gives_up_the_word_a_cut_splits():
     """KEY-7, IMG-8: a cut never leaves the start or the end of an unknown secret or of a URL's user:password."""
     assert keys.cut("short", 10) == "short"
