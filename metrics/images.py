@@ -28,7 +28,7 @@ URL = re.compile(r"https?://[^\s\"'<>\\]+", re.I)
 # IMG-7 (c): a bare base64 run; the lookbehind starts matches only at a run's start (linear time).
 BASE64 = re.compile(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{100,}={0,2}")
 # BASE64's alphabet as the byte `a`, anything else as a space: text whose bytes so mapped hold no
-# run of 100 `a` has no base64 run, found 20 times faster than by the pattern (most text has none).
+# run of 100 `a` has no base64 run, which this tells ten times faster than the pattern can.
 BASE64_BYTES = bytes(0x61 if chr(b) in string.ascii_letters + string.digits + "+/" else 0x20 for b in range(256))
 BASE64_LEAST = b"a" * 100
 
@@ -214,8 +214,9 @@ def redact(text):
         return ""
     if not isinstance(text, str):
         text = str(text)
-    # Each pattern needs a literal its matches hold; most text lacks all three and skips the scans.
-    if "64," in text:  # `;base64,` in any case
+    # Each scan runs only where a match could be: a data URL holds `64,` (of `;base64,` in any case),
+    # a URL `://`, a base64 run 100 base64 bytes in a row. Most text holds none and costs a few µs.
+    if "64," in text:
         text = DATA_URL.sub(_data_url, text)
     if "://" in text:
         text = URL.sub(_bare_url, text)

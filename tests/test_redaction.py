@@ -3,8 +3,9 @@
 Redaction runs on every panel's call log and every seat error, on text a caller chooses: each
 pattern a request can reach is timed on 100 KB and 1 MB of adversarial text, and a real gateway
 is sent the prompt that once cost minutes. A real gateway over the demo upstream's `echo_auth`
-model (which repeats the prompt and its Authorization header) shows that no written file, no reply
-and no log line keeps even an 8-character piece of the endpoint key (KEY-7, SEAT-3, IMG-8, LOG-5/6).
+model (which repeats the prompt and its Authorization header) shows that no written file, no log
+line and no seat error keeps even an 8-character piece of the endpoint key (KEY-7, SEAT-3, IMG-8,
+LOG-5/6); an answer reaches its caller as the model gave it.
 """
 
 import http.client
@@ -223,10 +224,10 @@ def test_offload_task_cut_inside_a_credentialed_url_keeps_none_of_it(bench, gate
     """IMG-8: the offload task is the prompt's first 90 characters; a cut inside `user:password@` once kept
     the user and most of the password (redaction no longer saw a URL with credentials)."""
     demo.set_collection("core", ["alpha"])
-    prompt = "Summarise the quarterly report for the board in five points, from https://alice:hunter2pass@files.example/q3"
-    ask(gateway, "bench/core", prompt)
+    lead = "Summarise the quarterly report for the board in five points, from "
+    ask(gateway, "bench/core", lead + "https://alice:hunter2pass@files.example/q3")  # the cut falls in `hunter2pass`
     [entry] = fileio.read_jsonl(paths.file("metrics", "offloads.jsonl"))
-    assert entry["task"] == "Summarise the quarterly report for the board in five points, from … (bench/core, general)"
+    assert entry["task"] == lead + "… (bench/core, general)"
     written = [p.read_bytes() for p in paths.data().rglob("*") if p.is_file()]
     assert not any(b"alice" in text or b"hunter2" in text for text in written)
 
@@ -296,9 +297,12 @@ def test_bracketed_ipv6_bind_is_announced_once_bracketed(home):
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         line = process.stdout.readline()
+        assert line.startswith("bench gateway on http://[::1]:") and "[[" not in line, line
+        port = int(line.split("]:")[1].split("/")[0])
+        conn = http.client.HTTPConnection("::1", port, timeout=15)  # the printed address is the one served
+        conn.request("GET", "/api/version", headers={"Host": f"[::1]:{port}"})
+        assert conn.getresponse().status == 200
+        conn.close()
     finally:
         process.terminate()
         process.communicate(timeout=30)
-    assert line.startswith("bench gateway on http://[::1]:") and "[[" not in line, line
-    port = int(line.split("]:")[1].split("/")[0])
-    assert port > 0
