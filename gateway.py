@@ -490,7 +490,7 @@ def main(argv=None):
     workers = httpserver.share(server, args.workers - 1) if args.workers > 1 else []
     threading.Thread(target=panel.warm_up, name="warm-up", daemon=True).start()
     if workers is not None:  # the parent (or the only process) announces the server
-        host = f"[{address}]" if ":" in address else address
+        host = f"[{address.strip('[]')}]" if ":" in address else address  # BENCH_BIND may come bracketed
         base = f"http://{host}:{server.server_address[1]}/v1"
         names = ", ".join(f"bench/{n}" for n in collections.load())
         processes = f" ({args.workers} processes)" if workers else ""

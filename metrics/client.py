@@ -17,7 +17,7 @@ and reads the reply as it streams. What it guarantees:
 - rate limits, server errors and connection failures are retried, honouring a
   usable Retry-After;
 - redirects are never followed, so a key only ever reaches the registration's host,
-  and an error text that echoes a key shows `***` instead (`keys.hide`);
+  and an error text that echoes a key shows `***` instead, hidden before any cut (`keys.hide`, `keys.cut`);
 - error texts are a contract: downstream classifiers read them (ERR);
 - every call writes a ledger line, even one that ended before anything was sent.
 
@@ -591,6 +591,14 @@ def _reason(exc):
     return str(exc) or type(exc).__name__
 
 
+def _excerpt(call, text, limit=EXCERPT):
+    """`text` cut to `limit` once the call's secret and every known key are out of it (KEY-7): hidden
+    first, as a cut key is no longer one `_settle` can find, and a word the cut splits is dropped."""
+    if call.secret:
+        text = text.replace(call.secret, "***")
+    return keys.cut(keys.hide(text), limit)
+
+
 # ---------------------------------------------------------------- reading replies
 
 
@@ -762,10 +770,10 @@ def _chat_json(call, blob):
         obj = json.loads(blob)
     except ValueError:
         return _reply(error="Error: client failed: the reply was not JSON: "
-                            + blob[:EXCERPT].decode("utf-8", "replace"))
+                            + _excerpt(call, blob.decode("utf-8", "replace")))
     if not isinstance(obj, dict):
         return _reply(error="Error: client failed: unexpected reply: "
-                            + blob.decode("utf-8", "replace")[:EXCERPT])
+                            + _excerpt(call, blob.decode("utf-8", "replace")))
     choices = obj.get("choices")
     if obj.get("error") and not choices:
         error = obj["error"]
@@ -774,7 +782,7 @@ def _chat_json(call, blob):
     choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
     message = choice.get("message") or choice.get("delta")
     if not isinstance(message, dict):
-        return _reply(error=f"Error: client failed: the reply had no choices: {repr(obj)[:EXCERPT]}")
+        return _reply(error=f"Error: client failed: the reply had no choices: {_excerpt(call, repr(obj))}")
     tool_calls = [t for t in message.get("tool_calls") or [] if isinstance(t, dict)]
     reply = _reply(text=_text_of(message.get("content")), reasoning=_reasoning_of(message),
                    model=obj.get("model") if isinstance(obj.get("model"), str) else "",
@@ -883,9 +891,10 @@ def read_native(call, resp, body):
             parsed = json.loads(blob)
         except ValueError:
             return _reply(error="Error: client failed: the reply was not JSON: "
-                                + blob[:EXCERPT].decode("utf-8", "replace"))
+                                + _excerpt(call, blob.decode("utf-8", "replace")))
         if not isinstance(parsed, (dict, list)):
-            return _reply(error="Error: client failed: unexpected reply: " + blob.decode("utf-8", "replace")[:EXCERPT])
+            return _reply(error="Error: client failed: unexpected reply: "
+                                + _excerpt(call, blob.decode("utf-8", "replace")))
         events = parsed if isinstance(parsed, list) else [parsed]
     heard = False
     try:
@@ -1009,20 +1018,21 @@ def _error_body(body):
         return b""
 
 
-def _shown(body):
+def _shown(call, body):
     """An error body as the error text shows it: a JSON value's Python repr, else the stripped text."""
     if not body.strip():
         return ""
     try:
-        return repr(json.loads(body))[:EXCERPT]
+        shown = repr(json.loads(body))
     except ValueError:
-        return body.decode("utf-8", "replace").strip()[:EXCERPT]
+        shown = body.decode("utf-8", "replace").strip()
+    return _excerpt(call, shown)
 
 
-def _http_error(resp, body):
+def _http_error(call, resp, body):
     """RET-3's text for an HTTP error."""
     text = f"Error: Error code: {resp.status}"
-    shown = _shown(body)
+    shown = _shown(call, body)
     if shown:
         text += f" - {shown}"
     if resp.getheader("Retry-After"):
@@ -1139,7 +1149,7 @@ def _attempts(call, read, retries):
             _observe(call, resp, blob)
             if _stream_refused(call, resp.status, blob):
                 continue  # counted as an attempt, not as a retry
-            reply = _reply(error=_http_error(resp, blob))
+            reply = _reply(error=_http_error(call, resp, blob))
             if resp.status not in RETRYABLE and resp.status < 500:
                 return reply
             wait = retry_after(resp.headers)
@@ -1194,7 +1204,7 @@ def _budget_retry(call, read, retries, first):
     second = _send(call, read, retries)
     if second["error"] or second["timed_out"]:
         # The retry's failure (a budget over the cap, say) is not the model's: the empty answer stands.
-        failed = (second["error"] or "timed out")[:BUDGET_FAILED_CHARS]
+        failed = _excerpt(call, second["error"] or "timed out", BUDGET_FAILED_CHARS)
         first["budget_retry"] = {key: [current, new], "answered": False, "failed": failed}
         return first
     second["budget_retry"] = {key: [current, new], "answered": bool(second["text"])}

@@ -22,6 +22,9 @@ Model spec keys (all optional):
         | "stall_headers" | "stall_after_first" | "stall_mid" (pause, default 1 s)
   context_window int | max_output int | vision bool | tools bool | max_tokens_limit int
   decisions {question: answer}: what POST /v1/decisions answers (a decision model for the shape picker)
+  echo_auth int: a careless provider that repeats the prompt, then the Authorization header it was
+        sent: as its answer when 200, else as the message of an error with that status (KEY-7's tests:
+        a key must be hidden before any cut)
 
 Decisions the brief left open (written down for the next engineer):
 - `fail: "drop"` on a stream sends a close-delimited body (Connection: close, no chunking) and closes
@@ -502,6 +505,11 @@ class Handler(BaseHTTPRequestHandler):
             up.pause(spec.get("delay", 30))
         if "max_tokens_limit" in spec and max_tokens is not None and max_tokens >= spec["max_tokens_limit"]:
             return None, (400, {"error": {"message": "max_tokens is too large"}}, [])
+        if "echo_auth" in spec:
+            said = f"{part_text(last_user(messages).get('content'))} Authorization: {self.headers.get('Authorization')}"
+            if spec["echo_auth"] != 200:
+                return None, (spec["echo_auth"], error_body(said, spec["echo_auth"]), [])
+            spec = {**spec, "answer": said}
         if fail in ERROR_REPLIES:
             status, payload = ERROR_REPLIES[fail]
             retry = [("Retry-After", str(spec.get("retry_after", 1)))] if fail == "429" else []

@@ -56,7 +56,12 @@ EXPOSED = "X-Bench-Panel, X-Bench-Seats, X-Bench-Conversation, X-Bench-Model"
 # Only space and tab may surround the commas: a folded header would otherwise carry CR LF into the reply.
 HEADER_LIST = re.compile(r"[A-Za-z0-9-]{1,64}([ \t]*,[ \t]*[A-Za-z0-9-]{1,64}){0,31}")
 ORIGIN_ITEM = re.compile(r"[a-z][a-z0-9+.-]*://[^/?#@\s]+")
-SECRET_QUERY = re.compile(r"([?&](?:key|api_key|access_token)=)[^&\s]*", re.IGNORECASE)
+# LOG-5: a query parameter's name and value; the name is judged percent-decoded, as the parser reads it.
+QUERY_NAME = re.compile(r"[?&]([^=&?\s]*)=")
+QUERY_VALUE = re.compile(r"[^&\s]*")
+SECRET_PARAMS = {"key", "api_key", "access_token"}
+# LOG-6: a gateway key anywhere in a logged line (a path too), any of its characters percent-encoded.
+GATEWAY_KEY = re.compile(r"(?:b|%62)(?:w|%77)(?:k|%6b)(?:_|%5f)[\w%-]*", re.IGNORECASE)
 DEFAULT_PORTS = {"http": ":80", "https": ":443"}
 FALSE = ("", "0", "false", "no", "off")
 TRUE = ("1", "true", "yes", "on")
@@ -498,7 +503,7 @@ def access_line(method, path, status, who, address=""):
     route = path.split("?", 1)[0]
     if route.startswith("/connect/callback/"):
         route = "/connect/callback/..."
-    route = ascii(route[:200])[1:-1]
+    route = ascii(GATEWAY_KEY.sub("bwk_...", route)[:200])[1:-1]  # masked before the cut, which could split a key
     stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M:%S")
     line = f"{stamp} {method or '-'} {route or '-'} {status} {who or '-'}"
     if address:
@@ -507,8 +512,17 @@ def access_line(method, path, status, who, address=""):
 
 
 def mask_secrets(text):
-    """LOG-5: the value of any key=, api_key= or access_token= query parameter becomes `...`."""
-    return SECRET_QUERY.sub(r"\1...", text)
+    """LOG-5: the value of any key=, api_key= or access_token= query parameter becomes `...`, the name
+    read percent-decoded and in any case, as the credential parser reads it (`?%6bey=` is `?key=`);
+    LOG-6: so does any gateway key, wherever it stands (a path, say)."""
+    kept, done = [], 0
+    for match in QUERY_NAME.finditer(text):
+        if match.start() < done or urllib.parse.unquote_plus(match.group(1)).lower() not in SECRET_PARAMS:
+            continue  # inside a value already masked, or no credential
+        kept += [text[done:match.end()], "..."]
+        done = QUERY_VALUE.match(text, match.end()).end()
+    kept.append(text[done:])
+    return GATEWAY_KEY.sub("bwk_...", "".join(kept))
 
 
 def log(line):

@@ -6,6 +6,7 @@ logs or returns a secret except `key()`/`keys()` to the caller that sends it.
 
 import json
 import os
+import re
 
 from metrics import fileio, paths
 
@@ -25,10 +26,10 @@ def stored():
 def env_keys():
     """Keys from the environment (KEY-3): `BENCHWARMERS_KEY_MY_HUB` names `my-hub`."""
     found = {}
-    for name, value in os.environ.items():
+    for name in os.environ:  # names only: every panel's call log asks, and decoding each value costs more
         upper = name.upper()
-        if upper.startswith(ENV_PREFIX) and len(upper) > len(ENV_PREFIX) and value:
-            found[name[len(ENV_PREFIX):].lower().replace("_", "-")] = value
+        if upper.startswith(ENV_PREFIX) and len(upper) > len(ENV_PREFIX) and os.environ[name]:
+            found[name[len(ENV_PREFIX):].lower().replace("_", "-")] = os.environ[name]
     return found
 
 
@@ -96,13 +97,36 @@ def names():
     return sorted(keys())
 
 
-def hide(text, mark="***"):
-    """`text` with every known secret replaced by `mark` (KEY-7): an upstream may echo the key it was sent.
+def secrets():
+    """Every known secret worth hiding (KEY-7), longest first, so a key that contains another is hidden
+    whole; secrets under 8 characters are left out (they would blank out ordinary words)."""
+    return sorted({s for s in keys().values() if len(s) >= 8}, key=len, reverse=True)
 
-    Longest first, so a key that contains another is hidden whole; secrets under 8 characters are
-    left alone (they would blank out ordinary words).
-    """
-    for secret in sorted(set(keys().values()), key=len, reverse=True):
-        if len(secret) >= 8:
-            text = text.replace(secret, mark)
+
+def hide(text, mark="***", known=None):
+    """`text` with every known secret (`known`, else `secrets()`) replaced by `mark` (KEY-7): an upstream
+    may echo the key it was sent. Hide before any cut: a cut key is no longer a known secret."""
+    for secret in secrets() if known is None else known:
+        text = text.replace(secret, mark)
     return text
+
+
+# A word as a cut sees one: a run that could be a key or a URL with user:password (IMG-7's URL run).
+WORD = re.compile(r"[^\s\"'<>\\]*")
+
+
+def cut(text, limit, last=False):
+    """The first `limit` characters of `text` (the last ones with `last`), a word the cut splits given up
+    as `…`: it may be part of a secret no one knows, or of a URL whose user:password redaction could no
+    longer recognise (KEY-7, IMG-8). Hide and redact first; this only keeps them from being undone."""
+    if len(text) <= limit:
+        return text
+    if last:
+        kept = text[-limit:]
+        if WORD.fullmatch(text[-limit - 1] + kept[0]):  # both sides of the cut in one word
+            kept = "…" + kept[WORD.match(kept).end():]
+        return kept
+    kept = text[:limit]
+    if WORD.fullmatch(kept[-1] + text[limit]):
+        kept = kept[:limit - WORD.match(kept[::-1]).end()] + "…"
+    return kept

@@ -49,6 +49,7 @@ from metrics import (
     collections,
     fileio,
     images,
+    keys,
     learn,
     llm_backend,
     notices,
@@ -241,6 +242,12 @@ def begin_seat(alias, system, prompt, messages=None, on_delta=None):
     return functools.partial(_seat_result, alias, started, answer)
 
 
+def _clean(text, known=None):
+    """`text` fit to be written down: keys hidden (KEY-7), then images, URL queries and user:password
+    redacted (IMG-7); before any cut, so no cut leaves part of a secret (SEAT-3, IMP-15)."""
+    return images.redact(keys.hide(text, known=known))
+
+
 def _seat_result(alias, started, answer):
     text, error = "", ""
     try:
@@ -256,10 +263,10 @@ def _seat_result(alias, started, answer):
     if not error:
         phrase = notices.notice(text)
         if phrase:
-            error = f"provider notice in a success reply ({phrase}): {text.strip()[:200]}"
+            error = f"provider notice in a success reply ({phrase}): {keys.cut(_clean(text.strip()), 200)}"
             text = ""
     if error:
-        error = images.redact(error)
+        error = _clean(error)
         try:
             learn.record(alias, error, "gateway")
         except Exception:
@@ -267,7 +274,7 @@ def _seat_result(alias, started, answer):
     status = "error" if error else ("empty" if not text.strip() else "ok")
     if error:
         text = ""
-    return {"status": status, "answer": text, "error": error[-SEAT_ERROR_KEPT:],
+    return {"status": status, "answer": text, "error": keys.cut(error, SEAT_ERROR_KEPT, last=True),
             "seconds": round(time.monotonic() - started, 1)}
 
 
@@ -349,7 +356,8 @@ class Plan:
         self._merger_choice()
         self._shape()
         self.panel = panel_id()
-        self.task = images.redact(" ".join(self.prompt.split())[:TASK_CHARS]) + f" (bench/{name}, {self.shape})"
+        # cut with the word the cut splits dropped, so a URL's user:password is never half-kept (IMG-8)
+        self.task = _clean(keys.cut(" ".join(self.prompt.split()), TASK_CHARS)) + f" (bench/{name}, {self.shape})"
         self._seats(on_seat)
 
     def skip(self, seat, alias, why):
@@ -701,14 +709,19 @@ def merged_content(plan, seats, bench, every, on_part, gone=None):
 def write_call_log(plan, seats, merger):
     """One line per panel in runs/gateway/calls.jsonl (CLG-1), after seats and merge.
 
-    Security review 9: `calls_log_prompts: false` keeps the prompt out of it (its length stays), and the
-    log is rotated once it reaches `calls_log_max_mb` (`calls.jsonl.1` … `.N`, `calls_log_keep` of them).
+    Answers are written as cleaned as prompts (IMG-8, KEY-7): one may quote a user:password URL,
+    or the key its upstream was sent. The caller got them as they were. Security review 9:
+    `calls_log_prompts: false` keeps the prompt out of it (its length stays), and the log is rotated
+    once it reaches `calls_log_max_mb` (`calls.jsonl.1` … `.N`, `calls_log_keep` of them).
     """
+    known = keys.secrets()
     order = ("call", "seat", "alias", "status", "answer", "error", "seconds")
-    logged = [{k: s[k] for k in order} for s in seats + ([merger] if merger else [])]
+    logged = [{k: _clean(s[k], known) if k in ("answer", "error") else s[k] for k in order}
+              for s in seats + ([merger] if merger else [])]
     line = {"panel": plan.panel, "at": local_iso(), "model": f"bench/{plan.name}", "shape": plan.shape,
-            "shape_by": plan.shape_by, "key": plan.caller, "system": logged_text(plan.system, plan.settings),
-            "prompt": logged_text(plan.prompt, plan.settings), "seats": logged}
+            "shape_by": _clean(plan.shape_by, known), "key": plan.caller,
+            "system": logged_text(plan.system, plan.settings, known),
+            "prompt": logged_text(plan.prompt, plan.settings, known), "seats": logged}
     if plan.skipped:
         line["skipped"] = plan.skipped
     path = paths.file("runs", "gateway", "calls.jsonl")
@@ -718,11 +731,11 @@ def write_call_log(plan, seats, merger):
         fileio.rotate(path, limit, plan.settings["calls_log_keep"])
 
 
-def logged_text(text, settings):
-    """A prompt as the calls log keeps it: redacted, or only its length when prompts are not kept."""
+def logged_text(text, settings, known):
+    """A prompt as the calls log keeps it: cleaned, or only its length when prompts are not kept."""
     if not settings["calls_log_prompts"]:
         return f"[not kept: {len(text):,} characters]" if text else ""
-    return images.redact(text)
+    return _clean(text, known)
 
 
 def warm_up():
