@@ -33,6 +33,7 @@ Decisions where the spec is silent or improved (gateway.md §20):
 """
 
 import concurrent.futures
+import ctypes
 import datetime
 import functools
 import json
@@ -110,6 +111,7 @@ class Flight:
         self.idle = threading.Condition()
         self.count = 0
         self.by_key = {}
+        self.heavy = False  # a large prompt was in flight since the heap was last handed back
 
     def enter(self, caller, cap, key_cap):
         with self.idle:
@@ -131,6 +133,9 @@ class Flight:
             else:
                 del self.by_key[caller]
             self.idle.notify_all()
+            if self.count == 0 and self.heavy:
+                self.heavy = False
+                _give_back_memory()
 
     def wait_idle(self, timeout):
         """True once no panel is in flight, False when `timeout` seconds passed first."""
@@ -139,6 +144,25 @@ class Flight:
 
 
 flight = Flight()
+HEAVY = 1_000_000  # a prompt of this many characters makes the process hand its freed heap back once idle
+
+
+def _trimmer():
+    """glibc's `malloc_trim`, or None elsewhere."""
+    try:
+        return ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return None
+
+
+_malloc_trim = _trimmer()
+
+
+def _give_back_memory():
+    """Return freed heap to the system: glibc keeps what a burst of large prompts freed in its arenas,
+    so without this a gateway would stay at its peak size for good (security review 2)."""
+    if _malloc_trim is not None:
+        _malloc_trim(0)
 
 
 def stop_seats():
@@ -595,6 +619,8 @@ def _run(name, messages, nominees, reply, caller, on_part, on_seated, gone):
         for answer, (half_made, key, alias), _ in begun:
             _pool.submit(answer).add_done_callback(functools.partial(_log_orphan, half_made, key, alias))
         raise
+    if len(plan.whole) >= HEAVY:
+        flight.heavy = True
     top = heading(name, plan.panel, len(plan.members), plan.explorers_seated(), plan.shape, plan.shape_by,
                   plan.skipped)
     streaming_all = on_part is not None and not plan.merged
