@@ -525,8 +525,11 @@ class Plan:
 
 
 def merge_prompt(plan, answered):
+    """What the merger reads: the request redacted, every answer with the endpoints' keys hidden (an answer
+    that echoed the key of its own endpoint must not carry it to the merger's)."""
     request = images.redact(plan.whole)
-    blocks = [f"## {s['seat']} — {s['alias']}\n\n{s['answer']}" for s in answered]
+    known = keys.secrets()
+    blocks = [f"## {s['seat']} — {s['alias']}\n\n{keys.hide(s['answer'], known=known)}" for s in answered]
     return "THE REQUEST\n\n" + request + "\n\nTHE ANSWERS\n\n" + "\n\n".join(blocks)
 
 

@@ -61,8 +61,8 @@ def _error_text(exc):
                 message = error
             elif "detail" in body:
                 message = str(body["detail"])
-        return f"{exc.code} {message[:160]}".strip()
-    return f"{type(exc).__name__}: {exc}"
+        return f"{exc.code} {keys.cut(keys.hide(message), 160)}".strip()  # hide, then cut (KEY-7)
+    return keys.hide(f"{type(exc).__name__}: {exc}")
 
 
 def ask(alias, entry, text):
@@ -103,7 +103,7 @@ def pick(text):
     try:
         answer = ask(alias, entry, text)
     except Exception as exc:
-        return "general", f"{alias} failed ({_error_text(exc)[:80]})"
+        return "general", f"{alias} failed ({keys.cut(_error_text(exc), 80)})"
     choice = answer.get("choice") if isinstance(answer, dict) else None
     confidence = answer.get("confidence") if isinstance(answer, dict) else None
     if not isinstance(confidence, (int, float)) or isinstance(confidence, bool):

@@ -638,3 +638,22 @@ def test_the_calls_log_can_keep_no_prompt_and_is_rotated_by_size(port, bench):
     for path in [log, *rotated]:
         assert path.stat().st_size < 2_000_000 and all(line["seats"] for line in fileio.read_jsonl(path))
     assert call_log()[-1]["prompt"].startswith("a private question")
+
+
+def test_panels_in_flight_are_capped_per_key(port, bench, keyed):
+    """Item 2: past `max_panels_per_key` a key's next panel is a 503 with Retry-After, while another key
+    (and the same key once its panel has ended) is still served."""
+    demo.set_collection("core", ["slow"])  # 0.6 s
+    settings(max_explorers=0, max_panels_per_key=1)
+    first, second = gatekeys.make("first"), gatekeys.make("second")
+    body = {"model": "bench/core", "stream": True, "messages": user(PROMPT)}
+    with socket.create_connection(("127.0.0.1", port)) as held:
+        data = json.dumps(body).encode()
+        held.sendall(http_request(port, "POST", "/v1/chat/completions", data, {"Authorization": f"Bearer {first}"}))
+        assert held.recv(12).startswith(b"HTTP/1.0 200")  # the panel is seated and in flight
+        status, headers, refused = keyed("/v1/chat/completions", body, first)
+        assert status == 503 and headers["retry-after"] == "2"
+        assert "max_panels_per_key" in refused["error"]["message"]
+        assert keyed("/v1/chat/completions", {**body, "stream": False}, second)[0] == 200
+        read_all(held)
+    assert wait_for(lambda: keyed("/v1/chat/completions", {**body, "stream": False}, first)[0] == 200)

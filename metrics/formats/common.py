@@ -13,6 +13,7 @@ upstream sent, and the client turns that into its error text.
 
 import base64
 import binascii
+import collections
 import json
 import mimetypes
 import secrets
@@ -230,31 +231,43 @@ def assistant(found, calls):
 
 
 class Numbering:
-    """Tool-call ids for inputs that usually carry none (Gemini, Ollama), fresh per request (FMT-26)."""
+    """Tool-call ids for inputs that usually carry none (Gemini, Ollama), fresh per request (FMT-26).
+
+    A result takes the oldest open call with its id, or with its name; queues per id and per name
+    make that constant time, so a body of many thousands of calls and results is read in linear time
+    (security review 1: a list scan per result took minutes).
+    """
 
     def __init__(self):
         self.n = 0
-        self.open = []  # (name, id), oldest first
+        self.open = {}  # sequence number -> call id, for the calls no result has answered yet
+        self.by_id, self.by_name, self.order = {}, {}, collections.deque()
 
     def call(self, given, name):
         call_id = str(given) if given not in (None, "") else f"call_{self.n}"
+        seq = self.n
         self.n += 1
-        self.open.append((name, call_id))
+        self.open[seq] = call_id
+        self.by_id.setdefault(call_id, collections.deque()).append(seq)
+        self.by_name.setdefault(name, collections.deque()).append(seq)
+        self.order.append(seq)
         return call_id
+
+    def _answer(self, queue):
+        """The id of the oldest open call in `queue`, now answered; None when none is open."""
+        while queue:
+            call_id = self.open.pop(queue.popleft(), None)
+            if call_id is not None:
+                return call_id
+        return None
 
     def result(self, given, name):
         if given not in (None, ""):
             given = str(given)
-            for i, (_, call_id) in enumerate(self.open):
-                if call_id == given:
-                    del self.open[i]
-                    break
+            self._answer(self.by_id.get(given))
             return given
-        for i, (open_name, call_id) in enumerate(self.open):
-            if not name or open_name == name:
-                del self.open[i]
-                return call_id
-        return f"call_{self.n}"
+        found = self._answer(self.by_name.get(name) if name else self.order)
+        return found if found is not None else f"call_{self.n}"
 
 
 # ---------------------------------------------------------------- the Ask
