@@ -230,6 +230,11 @@ def assistant(found, calls):
     return {"role": "assistant", "content": text or None, "tool_calls": calls}
 
 
+def _hashable(name):
+    """A tool name as a dict key: a request may send any JSON value where a name belongs."""
+    return name if isinstance(name, str) else json.dumps(name, sort_keys=True)
+
+
 class Numbering:
     """Tool-call ids for inputs that usually carry none (Gemini, Ollama), fresh per request (FMT-26).
 
@@ -249,7 +254,7 @@ class Numbering:
         self.n += 1
         self.open[seq] = call_id
         self.by_id.setdefault(call_id, collections.deque()).append(seq)
-        self.by_name.setdefault(name, collections.deque()).append(seq)
+        self.by_name.setdefault(_hashable(name), collections.deque()).append(seq)
         self.order.append(seq)
         return call_id
 
@@ -266,7 +271,7 @@ class Numbering:
             given = str(given)
             self._answer(self.by_id.get(given))
             return given
-        found = self._answer(self.by_name.get(name) if name else self.order)
+        found = self._answer(self.by_name.get(_hashable(name)) if name else self.order)
         return found if found is not None else f"call_{self.n}"
 
 
