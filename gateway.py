@@ -6,8 +6,8 @@
 This module holds the routes only: the handler parses, checks, dispatches and
 answers. The panel lives in `metrics.panel`, the checks in `metrics.guard`, keys,
 scopes and rate caps in `metrics.gatekeys`, the server's deadlines and limits in
-`metrics.httpserver`, every client's own API in `metrics.formats` (chat
-completions in `metrics.chat`), the offload log in `metrics.offload`.
+`metrics.httpserver`, every client's own API (chat completions among them) in
+`metrics.formats`, the offload log in `metrics.offload`.
 
 The handler speaks HTTP/1.0 as the reference does: every response closes its
 connection and a stream ends at the close.

@@ -12,8 +12,8 @@ The panel is format-blind; the gateway asks this package, whatever the client sp
   `error(status, message)`, `keepalive()`);
 - `error_body(fmt, status, message)`.
 
-One small module per format: `anthropic`, `responses`, `completions`, `ollama`,
-`gemini`; chat completions is `metrics.chat`. Each holds pure functions: its
+One small module per format: `chat` (chat completions), `anthropic`, `responses`,
+`completions`, `ollama`, `gemini`. Each holds pure functions: its
 reader, reply, stream writer, error body, and (for the outbound half) the native
 request builder and `Reader` the built-in client uses. Route mode (§11) slots in
 as one more writer per format beside the panel's.
@@ -21,8 +21,7 @@ as one more writer per format beside the panel's.
 
 import functools
 
-from metrics import chat
-from metrics.formats import anthropic, common, completions, gemini, ollama, responses
+from metrics.formats import anthropic, chat, common, completions, gemini, ollama, responses
 
 Unsupported = common.Unsupported
 body_problem = common.body_problem

@@ -13,7 +13,7 @@ Decisions where the spec is silent or improved:
   like any other block.
 """
 
-from metrics import chat, images
+from metrics import images
 from metrics.formats import common
 
 ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
@@ -174,7 +174,7 @@ def ask(body):
     for message in common.a_list(body.get("messages"), '"messages" must be a list of message objects'):
         messages += _message(message)
     stop = body.get("stop_sequences")
-    options = chat.options(body.get("max_tokens"), body.get("temperature"), body.get("top_p"), stop)
+    options = common.options(body.get("max_tokens"), body.get("temperature"), body.get("top_p"), stop)
     return common.make_ask(body, messages, body.get("stream"), options, _tools(body))
 
 

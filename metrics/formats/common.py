@@ -19,9 +19,11 @@ import mimetypes
 import secrets
 import urllib.parse
 
-from metrics import chat, images
+from metrics import images
 
-Unsupported = chat.Unsupported
+REPLY_MODES = ("all", "merged", "route")
+MAX_WITH = 8
+MAX_ALIAS = 200
 TOOL_TURNS = "tool calls and results are sent to chat completions only, not a native API"
 ONLY_IMAGES = "only images can be passed to a panel"
 MAX_NESTING = 100
@@ -29,6 +31,10 @@ NOT_UNICODE = ("the request holds text that is not valid Unicode (a lone surroga
                "pair); send UTF-8 text")
 MAGIC = ((b"\x89PNG", "image/png"), (b"\xff\xd8\xff", "image/jpeg"), (b"GIF8", "image/gif"),
          (b"RIFF", "image/webp"), (b"BM", "image/bmp"))
+
+
+class Unsupported(ValueError):
+    """A request this format cannot put to a panel (400, GW-4)."""
 
 
 class UpstreamError(Exception):
@@ -278,13 +284,49 @@ class Numbering:
 # ---------------------------------------------------------------- the Ask
 
 
+def bench_fields(body):
+    """`(model, with, reply)` of any format's body, or `Unsupported` with why (FMT-10, ASK-1).
+
+    Any falsy `model`, `with` or `bench` reads as none (corrections from testing). Issue 21: `with`
+    names at most `MAX_WITH` aliases of at most `MAX_ALIAS` characters, since every name is looked at
+    and may be echoed in the reply and the call log, while at most two explorer seats can take one.
+    """
+    model = body.get("model") or ""
+    if not isinstance(model, str):
+        raise Unsupported('"model" must be a collection name such as bench/core')
+    nominees = body.get("with") or []
+    if not isinstance(nominees, list) or not all(isinstance(a, str) for a in nominees):
+        raise Unsupported('"with" must be a list of model aliases')
+    if len(nominees) > MAX_WITH or any(len(a) > MAX_ALIAS for a in nominees):
+        raise Unsupported(f'"with" takes at most {MAX_WITH} model aliases of at most {MAX_ALIAS} characters '
+                          "each: nominees fill explorer seats, of which a panel has at most 2")
+    bench = body.get("bench") or {}
+    if not isinstance(bench, dict) or ("reply" in bench and bench["reply"] not in REPLY_MODES):
+        raise Unsupported('"bench" must be an object whose "reply" is "all", "merged" or "route"')
+    return model, nominees, bench.get("reply", "")
+
+
+def options(max_tokens=None, temperature=None, top_p=None, stop=None):
+    """The Ask's `options` (§3.2): `None` dropped, `stop` always a list. Read by a panel, never forwarded."""
+    if isinstance(stop, str):
+        stop = [stop]
+    found = {"max_tokens": max_tokens, "temperature": temperature, "top_p": top_p, "stop": stop}
+    return {k: v for k, v in found.items() if v is not None}
+
+
+def agentic(upstream, messages):
+    """True when the request carries tools, tool calls or tool results (§3.2): a panel refuses it."""
+    return bool(upstream.get("tools")) or any(
+        isinstance(m, dict) and (m.get("role") == "tool" or m.get("tool_calls")) for m in messages)
+
+
 def make_ask(body, messages, stream, options, upstream, model=None, custom=None):
     """The Ask of §3.2 from a reader's results; `with` and `bench` are checked here for every format."""
-    asked, nominees, reply = chat.bench_fields(body)
+    asked, nominees, reply = bench_fields(body)
     upstream = {k: v for k, v in {**upstream, **options}.items() if v is not None}
     ask = {"model": asked if model is None else model, "messages": messages, "stream": bool(stream),
            "options": options, "with": nominees, "reply": reply, "upstream": upstream,
-           "agentic": chat.agentic(upstream, messages)}
+           "agentic": agentic(upstream, messages)}
     if custom:
         ask["custom"] = custom
     return ask
@@ -326,7 +368,13 @@ def outbound_turns(messages):
 KEEPALIVE_COMMENT = b": keep-alive\n\n"
 
 
+def json_bytes(payload):
+    """`payload` as UTF-8 JSON, non-ASCII unescaped, for a stream. A lone surrogate (a model's answer may hold
+    one) goes out as its `\\udXXX` escape, inside its string, rather than raising mid-stream (issue 21)."""
+    return json.dumps(payload, ensure_ascii=False).encode("utf-8", "backslashreplace")
+
+
 def sse(payload, event=None):
     """One SSE event (§0): named when `event` is given; JSON keeps non-ASCII as UTF-8."""
     head = f"event: {event}\n".encode() if event else b""
-    return head + b"data: " + chat.json_bytes(payload) + b"\n\n"
+    return head + b"data: " + json_bytes(payload) + b"\n\n"

@@ -20,7 +20,7 @@ import json
 import re
 import urllib.parse
 
-from metrics import chat, images
+from metrics import images
 from metrics.formats import common
 
 STATUS = {400: "INVALID_ARGUMENT", 413: "INVALID_ARGUMENT", 415: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED",
@@ -205,8 +205,8 @@ def ask(body, model, method="generateContent"):
         schema = field(config, "responseJsonSchema") or lowered(field(config, "responseSchema"))
         upstream["response_format"] = ({"type": "json_schema", "json_schema": {"name": "response", "schema": schema}}
                                        if schema else {"type": "json_object"})
-    options = chat.options(field(config, "maxOutputTokens"), config.get("temperature"), field(config, "topP"),
-                           field(config, "stopSequences"))
+    options = common.options(field(config, "maxOutputTokens"), config.get("temperature"), field(config, "topP"),
+                             field(config, "stopSequences"))
     return common.make_ask(body, messages, method == "streamGenerateContent", options, upstream, model=model)
 
 
@@ -266,7 +266,7 @@ class Stream:
         self.said = []
 
     def _emit(self, obj, last=False):
-        data = chat.json_bytes(obj)
+        data = common.json_bytes(obj)
         if self.sse:
             self.write(b"data: " + data + b"\n\n")
         else:

@@ -20,7 +20,7 @@ import datetime
 import hashlib
 import time
 
-from metrics import chat, images
+from metrics import images
 from metrics.formats import common
 
 VERSION = "0.12.0"
@@ -54,7 +54,7 @@ def _stream(body):
 
 def _options(body):
     given = body.get("options") if isinstance(body.get("options"), dict) else {}
-    return chat.options(given.get("num_predict"), given.get("temperature"), given.get("top_p"), given.get("stop"))
+    return common.options(given.get("num_predict"), given.get("temperature"), given.get("top_p"), given.get("stop"))
 
 
 def _format(body):
@@ -135,7 +135,7 @@ def chat_ask(body):
     """The Ask of an `/api/chat` body (§7.1). Ignored: keep_alive, think, num_ctx, seed, top_k and the rest."""
     messages = _messages(body.get("messages"))
     ask = common.make_ask(body, messages, _stream(body), _options(body), {**_tools(body), **_format(body)},
-                          model=model_name(chat.bench_fields(body)[0]))
+                          model=model_name(common.bench_fields(body)[0]))
     if not messages:
         ask["load"] = "chat"
     return ask
@@ -156,7 +156,7 @@ def generate_ask(body):
     if user:
         messages.append({"role": "user", "content": user})
     ask = common.make_ask(body, messages, _stream(body), _options(body), {},
-                          model=model_name(chat.bench_fields(body)[0]))
+                          model=model_name(common.bench_fields(body)[0]))
     if not user:
         ask["load"] = "generate"
     return ask
@@ -212,7 +212,7 @@ class ChatStream:
         self.said = []
 
     def _line(self, obj):
-        self.write(chat.json_bytes(obj) + b"\n")
+        self.write(common.json_bytes(obj) + b"\n")
 
     def _piece(self, text):
         return {"model": self.shown, "created_at": now(), **_said(self.key, text), "done": False}

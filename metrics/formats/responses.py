@@ -19,7 +19,7 @@ Decisions where the spec is silent or improved:
 import json
 import time
 
-from metrics import chat, images
+from metrics import images
 from metrics.formats import common
 
 ROLES = ("user", "assistant", "system", "developer")
@@ -177,7 +177,7 @@ def ask(body):
                                  'cannot be continued; send the whole conversation in "input"')
     messages = _messages(body)
     upstream, custom = _tools(body)
-    options = chat.options(body.get("max_output_tokens"), body.get("temperature"), body.get("top_p"))
+    options = common.options(body.get("max_output_tokens"), body.get("temperature"), body.get("top_p"))
     return common.make_ask(body, messages, body.get("stream"), options, upstream, custom=custom)
 
 
