@@ -217,7 +217,7 @@ class Handler(httpserver.Handler):
 
     def format_post(self, path, body):
         """FMT-8 steps 6-11: token counts, the model card, and every format's panel route."""
-        fmt = formats.format_of(path)
+        api = formats.get(formats.format_of(path))
         gemini_path = formats.gemini.model_path(path)
         try:
             if gemini_path:
@@ -226,13 +226,13 @@ class Handler(httpserver.Handler):
                     return self.count(model, {"totalTokens": formats.gemini.count(body)})
                 if method not in formats.gemini.METHODS:
                     return self.refuse(404, formats.gemini.not_allowed(method))
-                return self.ask_panel(fmt, formats.gemini.ask(body, model, method))
+                return self.ask_panel(api, api.read(body, model, method))
             if path == "/v1/messages/count_tokens":
                 return self.count(body.get("model"), {"input_tokens": formats.anthropic.count(body)})
             if path == "/api/show":
                 return self.show(body)
             if path in formats.PANEL_ROUTES:
-                return self.ask_panel(fmt, formats.read(fmt, body))
+                return self.ask_panel(api, api.read(body))
         except formats.Unsupported as exc:  # GW-4, FMT-8 step 11
             return self.refuse(400, str(exc))
         self.refuse(404, f"no such route; try {POST_ROUTES}")
@@ -258,8 +258,8 @@ class Handler(httpserver.Handler):
             return self.refuse(404, formats.ollama.not_found(name))
         self.send_json(200, card)
 
-    def ask_panel(self, fmt, ask):
-        """FMT-11..17: resolve the collection and the reply mode, then answer with a panel in `fmt`'s shape."""
+    def ask_panel(self, api, ask):
+        """FMT-11..17: resolve the collection and the reply mode, then answer with a panel in `api`'s shape."""
         base, suffix = collections.split_reply(ask["model"])
         name = collections.resolve(base)
         if name is None:
@@ -270,7 +270,7 @@ class Handler(httpserver.Handler):
             return self.refuse(*refusal)
         reply = ask["reply"] or suffix
         mode = reply or (collections.load().get(name) or {}).get("reply") or "all"
-        shown = formats.shown(fmt, name, ask)
+        shown = api.shown(name, ask)
         if ask.get("load"):
             return self.loaded(ask, shown)
         if mode == "route":
@@ -284,15 +284,15 @@ class Handler(httpserver.Handler):
         messages = ask["messages"]
         if ask["stream"]:
             sse = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query).get("alt") == ["sse"]  # GW-6
-            writer = formats.writer(fmt, shown, formats.prompt_tokens(messages), sse)
+            writer = api.writer(shown, formats.prompt_tokens(messages), sse)
             return self.stream_panel(name, ask, reply, writer)
         started = time.monotonic()
         try:
             content, bench = panel.run(name, messages, ask["with"], reply, self.who)
         except Exception as exc:  # IMP-1: every failure is answered, never a dropped connection
             return self.refuse(*panel.refusal(exc))
-        payload, headers = formats.reply(fmt, content, shown, bench, formats.usage(messages, content),
-                                         time.monotonic() - started)
+        payload, headers = api.reply(content, shown, bench, formats.usage(messages, content),
+                                     time.monotonic() - started)
         self.send_json(200, payload, headers)
 
     def loaded(self, ask, shown):

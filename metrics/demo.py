@@ -639,7 +639,7 @@ class Handler(BaseHTTPRequestHandler):
                 config = body.get("generationConfig") if isinstance(body.get("generationConfig"), dict) else {}
                 name, stream, budget = model, method == "streamGenerateContent", config.get("maxOutputTokens")
             else:
-                messages = formats.read(api, body)["messages"]
+                messages = formats.get(api).read(body)["messages"]
                 name, stream = body.get("model"), bool(body.get("stream"))
                 budget = body.get("max_tokens" if api == "anthropic" else "max_output_tokens")
         except formats.Unsupported as exc:

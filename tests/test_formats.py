@@ -95,8 +95,8 @@ def test_fmt21_sniff_and_fmt26_numbering():
     assert numbering.result(None, "get_weather") == "call_3"
 
 
-@pytest.mark.parametrize("read", [formats.READERS["anthropic"], formats.READERS["responses"],
-                                  formats.READERS["completion"], formats.READERS["ollama_chat"],
+@pytest.mark.parametrize("read", [formats.get("anthropic").read, formats.get("responses").read,
+                                  formats.get("completion").read, formats.get("ollama_chat").read,
                                   lambda body: gemini.ask(body, "bench/core")])
 def test_fmt10_checks_on_every_format(read):
     """FMT-10 and its correction: model, with and bench are checked whatever the format; falsy reads as none."""

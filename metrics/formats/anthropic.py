@@ -337,3 +337,16 @@ class Reader(common.Pieces):
 
     def end(self):
         """Nothing is pending at the end of an Anthropic stream: errors raised as they came."""
+
+
+# ---------------------------------------------------------------- the API
+
+
+class Messages(common.Format):
+    """Anthropic Messages on `POST /v1/messages` (§6.1)."""
+
+    name = "anthropic"
+    Stream = Stream
+    read = staticmethod(ask)
+    answer = staticmethod(reply)
+    error_body = staticmethod(error_body)

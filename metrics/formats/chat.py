@@ -7,6 +7,7 @@ same pieces; `common.bench_fields()` and `common.options()` are the checks and
 readings every body gets (formats.md FMT-10, §3.2).
 """
 
+import functools
 import secrets
 import time
 
@@ -92,3 +93,24 @@ class Stream:
 
     def keepalive(self):
         self.write(b": keep-alive\n\n")
+
+
+class ChatCompletions(common.Format):
+    """OpenAI chat completions on `POST /v1/chat/completions` (§5.1): the gateway's own shape."""
+
+    name = "chat"
+    Stream = Stream
+    read = staticmethod(ask)
+    error_body = staticmethod(error_body)
+
+    def answer(self, content, shown, bench, tokens, seconds):
+        """STR-11: a panel reply carries no `usage`, so the estimates go unused."""
+        return reply(content, shown, bench)
+
+    def shown(self, name, ask):
+        """FMT-14: always the collection, `bench/<name>`, however it was asked (`core`, `bench/core:all`)."""
+        return f"bench/{name}"
+
+    def writer(self, shown, tokens_in=0, sse=False):
+        """STR-10: the stream carries no usage either."""
+        return functools.partial(Stream, shown=shown)

@@ -14,6 +14,7 @@ upstream sent, and the client turns that into its error text.
 import base64
 import binascii
 import collections
+import functools
 import json
 import mimetypes
 import secrets
@@ -345,6 +346,49 @@ def kind_of(value):
         return str(value.get("type"))
     return {str: "string", bool: "boolean", int: "number", float: "number", list: "list"}.get(
         type(value), "null" if value is None else type(value).__name__)
+
+
+# ---------------------------------------------------------------- one object per API
+
+
+class Format:
+    """One client's API on a panel route (formats.md §5-§8, §10): one subclass per API, in its own module.
+
+    A subclass names its fmt id (`name`, FMT-3) and its panel stream writer (`Stream`, STR-1), and gives
+    `read`, `answer` and `error_body`; the rest has a default a subclass may replace. Route mode's pieces
+    (its replies and streams, tool calls in the client's own shape, RT-21) join these, API by API.
+    """
+
+    name = ""
+    Stream = None
+
+    def read(self, body):
+        """The Ask of a body posted to this API's panel route (§3.2), or `Unsupported` with why (a 400)."""
+        raise NotImplementedError
+
+    def answer(self, content, shown, bench, tokens, seconds):
+        """The body of a non-streamed panel reply (FMT-16); `tokens` = (input, output) estimates."""
+        raise NotImplementedError
+
+    def error_body(self, status, message):
+        """§2: this API's refusal body, for any status."""
+        raise NotImplementedError
+
+    def headers(self, bench):
+        """Extra headers of a non-streamed panel reply (FMT-16): none but Gemini's."""
+        return {}
+
+    def shown(self, name, ask):
+        """FMT-14: the model name a reply shows: the model as asked (chat completions shows the collection)."""
+        return ask["model"]
+
+    def reply(self, content, shown, bench, tokens, seconds):
+        """`(body, headers)` of a non-streamed panel reply (FMT-16)."""
+        return self.answer(content, shown, bench, tokens, seconds), self.headers(bench)
+
+    def writer(self, shown, tokens_in=0, sse=False):
+        """A factory `make(write)` for this API's panel stream writer (STR-1); `sse` is Gemini's `?alt=sse`."""
+        return functools.partial(self.Stream, shown=shown, prompt_tokens=tokens_in)
 
 
 # ---------------------------------------------------------------- outbound

@@ -76,3 +76,12 @@ class Stream:
     def keepalive(self):
         self.write(common.KEEPALIVE_COMMENT)
 
+
+class Completions(common.Format):
+    """OpenAI legacy completions on `POST /v1/completions` (§5.2)."""
+
+    name = "completion"
+    Stream = Stream
+    read = staticmethod(ask)
+    answer = staticmethod(reply)
+    error_body = staticmethod(error_body)

@@ -16,6 +16,7 @@ Decisions where the spec is silent or improved:
   before the first chunk, exactly as §8.1 describes it.
 """
 
+import functools
 import json
 import re
 import urllib.parse
@@ -401,3 +402,21 @@ class Reader(common.Pieces):
     def end(self):
         """Errors raised as they came."""
 
+
+# ---------------------------------------------------------------- the API
+
+
+class GenerateContent(common.Format):
+    """Gemini's `:generateContent` and `:streamGenerateContent` (§8.1): `read(body, model, method)` takes
+    the model and the method from the path."""
+
+    name = "gemini"
+    Stream = Stream
+    read = staticmethod(ask)
+    answer = staticmethod(reply)
+    error_body = staticmethod(error_body)
+    headers = staticmethod(headers)
+
+    def writer(self, shown, tokens_in=0, sse=False):
+        """§8.1: SSE events with `?alt=sse`, else one JSON array written as it grows."""
+        return functools.partial(Stream, shown=shown, prompt_tokens=tokens_in, sse=sse)

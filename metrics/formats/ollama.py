@@ -343,3 +343,25 @@ class Reader:
 
     def end(self):
         """Errors raised as they came."""
+
+
+# ---------------------------------------------------------------- the APIs
+
+
+class Chat(common.Format):
+    """Ollama's `POST /api/chat` (§7.1)."""
+
+    name = "ollama_chat"
+    Stream = ChatStream
+    read = staticmethod(chat_ask)
+    answer = staticmethod(chat_reply)
+    error_body = staticmethod(error_body)
+
+
+class Generate(Chat):
+    """Ollama's `POST /api/generate` (§7.2)."""
+
+    name = "ollama_generate"
+    Stream = GenerateStream
+    read = staticmethod(generate_ask)
+    answer = staticmethod(generate_reply)

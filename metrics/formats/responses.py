@@ -367,3 +367,16 @@ class Reader:
                  if isinstance(part, dict) and part.get("type") == "output_text" and isinstance(part.get("text"), str)]
         if texts:
             self.answer = "".join(texts)
+
+
+# ---------------------------------------------------------------- the API
+
+
+class Responses(common.Format):
+    """OpenAI Responses on `POST /v1/responses` (§6.2)."""
+
+    name = "responses"
+    Stream = Stream
+    read = staticmethod(ask)
+    answer = staticmethod(reply)
+    error_body = staticmethod(error_body)
