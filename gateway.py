@@ -260,7 +260,7 @@ class Handler(httpserver.Handler):
 
     def ask_panel(self, api, ask):
         """FMT-11..17: resolve the collection and the reply mode, then answer with a panel in `api`'s shape."""
-        base, suffix = collections.split_reply(ask["model"])
+        base, suffix = collections.split_reply(ask.model)
         name = collections.resolve(base)
         if name is None:
             return self.refuse(400 if not base.strip() else 404,
@@ -268,40 +268,40 @@ class Handler(httpserver.Handler):
         refusal = gatekeys.admit(self.who, name)  # DSP-2 scope, then DSP-3 rate cap
         if refusal:
             return self.refuse(*refusal)
-        reply = ask["reply"] or suffix
+        reply = ask.reply or suffix
         mode = reply or (collections.load().get(name) or {}).get("reply") or "all"
         shown = api.shown(name, ask)
-        if ask.get("load"):
-            return self.loaded(ask, shown)
+        if ask.load:
+            return self.loaded(api, ask, shown)
         if mode == "route":
             return self.refuse(400, f"route mode (bench/{name}:route) is not available in this gateway yet; "
                                     "ask the panel with :all or :merged")
-        if ask["agentic"]:
+        if ask.agentic:
             return self.refuse(400, "the request carries tools, tool calls or tool results, but a panel answers "
                                     f"with several models' prose, not a tool call; use route mode instead: "
                                     f'bench/{name}:route or "bench": {{"reply": "route"}} for one model that can '
                                     "use tools")
-        messages = ask["messages"]
-        if ask["stream"]:
+        messages = ask.messages
+        if ask.stream:
             sse = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query).get("alt") == ["sse"]  # GW-6
             writer = api.writer(shown, formats.prompt_tokens(messages), sse)
             return self.stream_panel(name, ask, reply, writer)
         started = time.monotonic()
         try:
-            content, bench = panel.run(name, messages, ask["with"], reply, self.who)
+            content, bench = panel.run(name, messages, ask.nominees, reply, self.who)
         except Exception as exc:  # IMP-1: every failure is answered, never a dropped connection
             return self.refuse(*panel.refusal(exc))
         payload, headers = api.reply(content, shown, bench, formats.usage(messages, content),
                                      time.monotonic() - started)
         self.send_json(200, payload, headers)
 
-    def loaded(self, ask, shown):
+    def loaded(self, api, ask, shown):
         """Improvement 9: Ollama's "load the model" call (no prompt) gets an empty `done` reply, no panel."""
-        payload = formats.ollama.loaded(ask, shown)
-        if not ask["stream"]:
+        payload = api.loaded(shown)
+        if not ask.stream:
             return self.send_json(200, payload)
         try:
-            self.open_stream(formats.ollama.ChatStream.content_type)
+            self.open_stream(api.Stream.content_type)
             self.write_now(json.dumps(payload).encode() + b"\n")
         except CLIENT_GONE:
             pass
@@ -320,7 +320,7 @@ class Handler(httpserver.Handler):
         `make_writer(write)` gives the format's stream writer (STR-1), so one loop serves every format.
         """
         gone = threading.Event()
-        events = panel.start(name, ask["messages"], ask["with"], reply, self.who, gone)
+        events = panel.start(name, ask.messages, ask.nominees, reply, self.who, gone)
         try:
             event = events.get(timeout=STREAM_GRACE)
         except queue.Empty:

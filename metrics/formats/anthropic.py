@@ -180,7 +180,7 @@ def ask(body):
 
 def count(body):
     """`/v1/messages/count_tokens`: P of the body read exactly as `/v1/messages` reads it (no tool definitions)."""
-    return common.prompt_tokens(ask(body)["messages"])
+    return common.prompt_tokens(ask(body).messages)
 
 
 # ---------------------------------------------------------------- answering

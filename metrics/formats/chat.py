@@ -25,20 +25,9 @@ def ask(body):
     if "functions" in body or "function_call" in body or any(
             m.get("role") == "function" or "function_call" in m for m in messages):
         raise common.Unsupported(LEGACY_FUNCTIONS)
-    model, nominees, reply_mode = common.bench_fields(body)
     upstream = {k: v for k, v in body.items()
                 if k not in ("model", "messages", "stream", "stream_options", "with", "bench")}
-    return {
-        "model": model,
-        "messages": messages,
-        "stream": bool(body.get("stream")),
-        "options": common.options(body.get("max_completion_tokens") or body.get("max_tokens"),
-                                  body.get("temperature"), body.get("top_p"), body.get("stop")),
-        "with": nominees,
-        "reply": reply_mode,
-        "upstream": upstream,
-        "agentic": common.agentic(upstream, messages),
-    }
+    return common.make_ask(body, messages, body.get("stream"), {}, upstream)
 
 
 def completion_id():

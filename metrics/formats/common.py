@@ -14,6 +14,7 @@ upstream sent, and the client turns that into its error text.
 import base64
 import binascii
 import collections
+import dataclasses
 import functools
 import json
 import mimetypes
@@ -285,6 +286,43 @@ class Numbering:
 # ---------------------------------------------------------------- the Ask
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class Ask:
+    """What a client asked, whatever API it spoke (formats.md §3.2): every reader returns one.
+
+    - `model`: as the client named it (Ollama: `:latest` removed; Gemini: from the path);
+    - `messages`: OpenAI-style messages, images as `image_url` parts, tool calls and results in chat's shape;
+    - `stream`; `nominees`: the aliases in `with`; `reply`: `bench.reply`, or "" (FMT-13);
+    - `tools`: function tools in chat's shape (FMT-22; chat's as sent); `tool_choice`: in chat's shape or None;
+    - `passthrough`: the other fields route mode forwards, in chat's names: sampling options, response_format,
+      parallel_tool_calls (chat: every other field of the body);
+    - `custom`: Responses only, the names of its custom tools (§6.2);
+    - `load`: Ollama's "load the model" call, with no prompt and no messages (improvement 9).
+
+    A panel reads the model, messages, stream, nominees and reply mode. Route mode (§11) will send the
+    messages, tools, tool choice and pass-through fields on to one member (RT-11) and answer a call to a
+    custom tool in the Responses shape (RT-21b). §3.2's `options` are among the pass-through fields, as
+    nothing else reads them (each seat asks with its own), and its `upstream` is the three together.
+    """
+
+    model: str
+    messages: list
+    stream: bool
+    nominees: list = dataclasses.field(default_factory=list)
+    reply: str = ""
+    tools: list = dataclasses.field(default_factory=list)
+    tool_choice: object = None
+    passthrough: dict = dataclasses.field(default_factory=dict)
+    custom: list = dataclasses.field(default_factory=list)
+    load: bool = False
+
+    @property
+    def agentic(self):
+        """True when the Ask carries tools, tool calls or tool results (§3.2): a panel refuses it (FMT-15)."""
+        return bool(self.tools) or any(
+            isinstance(m, dict) and (m.get("role") == "tool" or m.get("tool_calls")) for m in self.messages)
+
+
 def bench_fields(body):
     """`(model, with, reply)` of any format's body, or `Unsupported` with why (FMT-10, ASK-1).
 
@@ -308,29 +346,22 @@ def bench_fields(body):
 
 
 def options(max_tokens=None, temperature=None, top_p=None, stop=None):
-    """The Ask's `options` (§3.2): `None` dropped, `stop` always a list. Read by a panel, never forwarded."""
+    """Sampling options under chat completions' names (§3.2 `options`): `None` dropped, `stop` always a list.
+    A panel never forwards them (FMT-15a); route mode will, in `Ask.passthrough` (RT-11)."""
     if isinstance(stop, str):
         stop = [stop]
     found = {"max_tokens": max_tokens, "temperature": temperature, "top_p": top_p, "stop": stop}
     return {k: v for k, v in found.items() if v is not None}
 
 
-def agentic(upstream, messages):
-    """True when the request carries tools, tool calls or tool results (§3.2): a panel refuses it."""
-    return bool(upstream.get("tools")) or any(
-        isinstance(m, dict) and (m.get("role") == "tool" or m.get("tool_calls")) for m in messages)
-
-
-def make_ask(body, messages, stream, options, upstream, model=None, custom=None):
-    """The Ask of §3.2 from a reader's results; `with` and `bench` are checked here for every format."""
+def make_ask(body, messages, stream, options, upstream, model=None, custom=(), load=False):
+    """The Ask of a reader's results: `options` and `upstream` in chat completions' names, `None` dropped
+    (§3.2); `with` and `bench` are checked here for every format."""
     asked, nominees, reply = bench_fields(body)
-    upstream = {k: v for k, v in {**upstream, **options}.items() if v is not None}
-    ask = {"model": asked if model is None else model, "messages": messages, "stream": bool(stream),
-           "options": options, "with": nominees, "reply": reply, "upstream": upstream,
-           "agentic": agentic(upstream, messages)}
-    if custom:
-        ask["custom"] = custom
-    return ask
+    fields = {k: v for k, v in {**upstream, **options}.items() if v is not None}
+    return Ask(asked if model is None else model, messages, bool(stream), nominees, reply,
+               tools=fields.pop("tools", []), tool_choice=fields.pop("tool_choice", None), passthrough=fields,
+               custom=list(custom), load=load)
 
 
 def a_list(value, message):
@@ -380,7 +411,7 @@ class Format:
 
     def shown(self, name, ask):
         """FMT-14: the model name a reply shows: the model as asked (chat completions shows the collection)."""
-        return ask["model"]
+        return ask.model
 
     def reply(self, content, shown, bench, tokens, seconds):
         """`(body, headers)` of a non-streamed panel reply (FMT-16)."""

@@ -214,7 +214,7 @@ def ask(body, model, method="generateContent"):
 def count(body):
     """`:countTokens` (FMT-70): P of `generateContentRequest` when present, else of the body."""
     request = field(body, "generateContentRequest")
-    return common.prompt_tokens(ask(request if isinstance(request, dict) else body, "")["messages"])
+    return common.prompt_tokens(ask(request if isinstance(request, dict) else body, "").messages)
 
 
 # ---------------------------------------------------------------- answering

@@ -134,11 +134,8 @@ def _tools(body):
 def chat_ask(body):
     """The Ask of an `/api/chat` body (§7.1). Ignored: keep_alive, think, num_ctx, seed, top_k and the rest."""
     messages = _messages(body.get("messages"))
-    ask = common.make_ask(body, messages, _stream(body), _options(body), {**_tools(body), **_format(body)},
-                          model=model_name(common.bench_fields(body)[0]))
-    if not messages:
-        ask["load"] = "chat"
-    return ask
+    return common.make_ask(body, messages, _stream(body), _options(body), {**_tools(body), **_format(body)},
+                           model=model_name(common.bench_fields(body)[0]), load=not messages)
 
 
 def generate_ask(body):
@@ -155,11 +152,8 @@ def generate_ask(body):
     user = _content({"content": prompt, "images": body.get("images")}, "user")
     if user:
         messages.append({"role": "user", "content": user})
-    ask = common.make_ask(body, messages, _stream(body), _options(body), {},
-                          model=model_name(common.bench_fields(body)[0]))
-    if not user:
-        ask["load"] = "generate"
-    return ask
+    return common.make_ask(body, messages, _stream(body), _options(body), {},
+                           model=model_name(common.bench_fields(body)[0]), load=not user)
 
 
 # ---------------------------------------------------------------- answering
@@ -189,12 +183,6 @@ def chat_reply(content, shown, bench, usage, seconds=0, reason="stop"):
 
 def generate_reply(content, shown, bench, usage, seconds=0, reason="stop"):
     return _reply("response", content, shown, bench, usage, seconds, reason)
-
-
-def loaded(ask, shown):
-    """Improvement 9: the empty `done` reply to Ollama's "load the model" call (no prompt, no messages)."""
-    said = _said("message" if ask["load"] == "chat" else "response", "")
-    return {"model": shown, "created_at": now(), **said, "done": True, "done_reason": "load"}
 
 
 class ChatStream:
@@ -356,6 +344,11 @@ class Chat(common.Format):
     read = staticmethod(chat_ask)
     answer = staticmethod(chat_reply)
     error_body = staticmethod(error_body)
+
+    def loaded(self, shown):
+        """Improvement 9: the empty `done` reply to Ollama's "load the model" call (no prompt, no messages)."""
+        said = _said(self.Stream.key, "")
+        return {"model": shown, "created_at": now(), **said, "done": True, "done_reason": "load"}
 
 
 class Generate(Chat):
