@@ -325,8 +325,8 @@ class Handler(httpserver.Handler):
             event = events.get(timeout=STREAM_GRACE)
         except queue.Empty:
             event = None
-        if event and event[0] == "error":
-            return self.refuse(*panel.refusal(event[1]))
+        if isinstance(event, panel.Failed):
+            return self.refuse(*panel.refusal(event.exc))
         writer = make_writer(self.write_now)
         try:
             self.open_stream(writer.content_type)
@@ -341,20 +341,18 @@ class Handler(httpserver.Handler):
                     except queue.Empty:
                         writer.keepalive()
                         continue
-                kind, value = event
-                event = None
-                if kind == "seated":
-                    continue  # the 200 has gone: the heading follows once every seat's request is out
-                if kind == "part":
-                    writer.text(value)
+                if isinstance(event, panel.Part):
+                    writer.text(event.text)
                     streamed = True
-                elif kind == "done":
-                    content, bench = value
+                elif isinstance(event, panel.Done):
                     if not streamed:
-                        writer.text(content)
-                    return writer.end(bench)
-                else:
-                    return writer.error(*panel.refusal(value))
+                        writer.text(event.content)
+                    return writer.end(event.bench)
+                elif isinstance(event, panel.Failed):
+                    return writer.error(*panel.refusal(event.exc))
+                # a part is written; `Seated` needs nothing, as the 200 has gone (the heading follows once every
+                # seat's request is out)
+                event = None
         except CLIENT_GONE:
             gone.set()  # STR-9: the panel thread goes on and records every seat, but asks no merger
 
