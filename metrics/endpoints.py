@@ -9,7 +9,7 @@ one. The lookups used by pages and naming (`endpoint_name`, `entry_of`,
 `find_hub`) treat a damaged file as "no endpoints" instead: a half-edited file
 must not crash a panel, and `load()` still says what is wrong to whoever asks.
 
-Model listings go through the built-in client's connection pool, which never
+Model listings go through the transport's connection pool (metrics/transport.py), which never
 follows a redirect, so a key never reaches another host (models.md improvement 4).
 
     python -m metrics.endpoints             each endpoint: base, key set or missing, models served
@@ -21,7 +21,7 @@ import re
 import sys
 from urllib.parse import urlsplit
 
-from metrics import fileio, keys, paths, registry
+from metrics import fileio, keys, paths, registry, transport
 
 KINDS = ("provider", "aggregator", "hub", "local")
 HUBS = ("openwebui", "litellm", "cliproxy")
@@ -228,9 +228,7 @@ def rows_of(found, body):
 
 def list_models(found, secret="", timeout=LIST_TIMEOUT):
     """GET an entry's model list: `{id: row}` (EP-11). HTTP and network errors propagate; redirects are errors."""
-    from metrics import client  # late: the client imports this module
-
-    blob = client.get(listing_url(found), listing_headers(found, secret), timeout)
+    blob = transport.get(listing_url(found), listing_headers(found, secret), timeout)
     return rows_of(found, json.loads(blob))
 
 
