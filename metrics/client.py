@@ -953,7 +953,7 @@ def choose(name):
 def backend(alias=""):
     """`builtin` or `llm` for `alias` (BK-3): non-chat APIs and renewing sign-ins always use the built-in client."""
     if alias:
-        entry = endpoints.entry_of(alias)
+        entry = registry.entry_of(alias)
         connect = entry.get("connect") if isinstance(entry.get("connect"), dict) else {}
         if (entry.get("api") or "chat") != "chat" or connect.get("refreshes"):
             return "builtin"

@@ -7,6 +7,9 @@ exact copy (and `push_options()` the per-alias request defaults, REG-8). Those t
 It is read with a line parser, never a YAML library (REG-2): the writers here
 emit a fixed shape (REG-1) and anything else is skipped.
 
+Which endpoint an alias is on is answered here (`endpoint_of`, `entry_of`, EP-9,
+EP-10): registrations point at endpoints, and endpoints.py knows no alias.
+
 Reads are cached by the file's stat, so the client's hot path does not re-parse
 the file on every call. Callers must not mutate what the readers return.
 """
@@ -102,6 +105,17 @@ def registry():
         {"alias": alias, "served": reg.get("model_name") or "", "endpoint": endpoints.endpoint_name(reg) or "?"}
         for alias, reg in registrations().items()
     ]
+
+
+def endpoint_of(alias):
+    """The name of the endpoint `alias` is registered on (EP-9), or None."""
+    return endpoints.endpoint_name(registration(alias))
+
+
+def entry_of(alias):
+    """The entry of the endpoint `alias` is registered on; `{}` when unknown (EP-10)."""
+    name = endpoint_of(alias)
+    return endpoints.readable().get(name, {}) if name else {}
 
 
 def options_path():

@@ -139,7 +139,7 @@ def test_load_ep1():
     write_endpoints("[1, 2]")
     with pytest.raises(RuntimeError, match=r"endpoints\.json is not a JSON object of endpoints"):
         endpoints.load()
-    assert endpoints.entry_of("anything") == {} and endpoints.find_hub("litellm") is None
+    assert registry.entry_of("anything") == {} and endpoints.find_hub("litellm") is None
     write_endpoints({"_why": "a comment", "a": {"base": "https://a.example/v1"}})
     assert list(endpoints.load()) == ["a"]
 
@@ -194,8 +194,9 @@ def test_endpoint_of_a_registration_ep9_ep10():
     assert endpoints.endpoint_name({"api_base": "https://else.example/v1"}) is None
     assert endpoints.endpoint_name(None) is None
     registry.add_registration("m", "served", "or-2")
-    assert endpoints.entry_of("m") == {"base": "https://or.example/v1/", "key": "or-2"}
-    assert endpoints.entry_of("unknown") == {}
+    assert registry.endpoint_of("m") == "or-2" and registry.endpoint_of("unknown") is None
+    assert registry.entry_of("m") == {"base": "https://or.example/v1/", "key": "or-2"}
+    assert registry.entry_of("unknown") == {}
 
 
 def test_list_models_ep11_ep12(up, monkeypatch):
