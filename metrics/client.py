@@ -542,7 +542,9 @@ def _prepare(call, prompt, system, messages, body):
     """Pre-flight (CL-2): the first failure raises Stop and nothing is sent."""
     reg = registry.registration(call.alias)
     if reg is None:
-        raise Stop(f"Error: client failed: no model is registered as '{call.alias}'")
+        text = f"Error: client failed: no model is registered as '{call.alias}'"
+        broken = registry.problem()  # a file llm cannot read registers nothing: the error says why
+        raise Stop(f"{text}: {broken}" if broken else text)
     call.registration = reg
     api_base = reg.get("api_base") or ""
     call.base = api_base.rstrip("/")
