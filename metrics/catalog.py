@@ -204,7 +204,7 @@ class Table(dict):
     def api(self, alias):
         found = self._apis.get(alias)
         if found is None:
-            found = endpoints.entry_of(alias).get("api") or "chat"
+            found = registry.entry_of(alias).get("api") or "chat"
             if alias in registry.registrations():
                 self._apis[alias] = found
         return found
@@ -236,7 +236,7 @@ def info(alias, fetch=False):
     With `fetch`, the endpoint's listing is read first if it is not in memory yet.
     """
     if fetch:
-        name = endpoints.endpoint_name(registry.registration(alias))
+        name = registry.endpoint_of(alias)
         if name:
             listing(name)
     record = table()[alias]

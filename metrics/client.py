@@ -21,9 +21,9 @@ and reads the reply as it streams. What it guarantees:
 - error texts are a contract: downstream classifiers read them (ERR);
 - every call writes a ledger line, even one that ended before anything was sent.
 
-Connections are kept alive in a pool shared by threads: a connection serves one
-call at a time and goes back only when its reply was read to the end and the
-server did not ask to close. A panel pays connection set-up once, not per seat.
+The requests, their bodies, the kept-alive connections and the deadlines' reads are
+metrics/transport.py's; this module builds the request, reads the reply's events, and
+decides about retries, the ledger and the backend.
 
 `begin()` is `chat()` in two halves, so a panel can send every seat's request from
 one thread before any seat's thread wakes; a reply nobody listens to as it streams
@@ -60,41 +60,28 @@ import json
 import math
 import os
 import random
-import select
 import shutil
-import socket
-import ssl
 import sys
-import threading
 import time
 from email.utils import parsedate_to_datetime
-from urllib.parse import urlsplit
 
-from metrics import (catalog, connections, endpoints, fileio, formats, gather, keys, learn, ledger, notices, paths,
-                     registry)
+from metrics import (catalog, connections, endpoints, fileio, formats, keys, learn, ledger, notices, paths, registry,
+                     transport)
 from metrics.gather import Stalled, TimedOut, TooLarge
+# STOP, Body and HTTPError are callers' names too, as client.STOP (the gateway's and panel's stop) and the rest
+from metrics.transport import DRAIN, STOP, USER_AGENT, Body, HTTPError
 
 DEFAULT_TIMEOUT = 420
 CLI_TIMEOUT = 120
 RETRIES = 2
 RETRYABLE = (408, 409, 429)
-READ_SIZE = 65_536
-WAITING_READ = 4096  # a Body's own buffer: one is held per seat in flight, and a stream's chunks are small
-MAX_REPLY = 32_000_000
 EXCERPT = 1000
 BUDGET_FAILED_CHARS = 200
 TIMEOUT_SLACK = 0.5
-MIN_SOCKET_TIMEOUT = 0.01
-TIMEOUT_STEP = 0.05  # how far a read may outlast the deadline, so the socket timeout is rarely set again
 MAX_RETRY_AFTER = 60
-DRAIN = 0.25  # how long the end of a body may take after [DONE] before the connection is dropped
-IDLE_PER_HOST = 32
-USER_AGENT = "benchwarmers"
 BACKENDS = ("builtin", "llm")
 BODY_OWN_FIELDS = ("model", "messages", "stream", "stream_options")
 
-STOP = threading.Event()  # set by a server shutting down: every call in flight ends as timed out (CL-7)
-READER = gather.Reader(STOP)  # reads the bodies nobody listens to while they arrive
 DONE = object()  # the `[DONE]` marker of a stream
 
 
@@ -107,409 +94,18 @@ class Stop(Exception):
         self.refused = refused
 
 
-
-class HTTPError(OSError):
-    """A non-2xx answer to `get()` (a redirect included: it is never followed)."""
-
-    def __init__(self, url, code, headers, body):
-        super().__init__(f"{url} answered {code}")
-        self.url = url
-        self.code = code
-        self.headers = headers
-        self.body = body
-
-
-# ---------------------------------------------------------------- connections
-
-_tls_context = None
-
-
-def _tls():
-    global _tls_context
-    if _tls_context is None:
-        _tls_context = ssl.create_default_context()
-    return _tls_context
-
-
-def _usable(conn):
-    """An idle connection is usable while nothing is waiting to be read: readable means closed (or junk)."""
-    if conn.sock is None:
-        return False
-    try:
-        return not select.select([conn.sock], [], [], 0)[0]
-    except (OSError, ValueError):
-        return False
-
-
-class Pool:
-    """Idle keep-alive connections per (scheme, host, port), shared by threads."""
-
-    def __init__(self, per_host=IDLE_PER_HOST):
-        self.per_host = per_host
-        self._idle = {}
-        self._lock = threading.Lock()
-
-    def take(self, key):
-        """An idle connection to `key` that still looks open, or None."""
-        while True:
-            with self._lock:
-                idle = self._idle.get(key)
-                conn = idle.pop() if idle else None
-            if conn is None or _usable(conn):
-                return conn
-            conn.close()
-
-    def give(self, key, conn):
-        with self._lock:
-            idle = self._idle.setdefault(key, [])
-            if len(idle) < self.per_host:
-                idle.append(conn)
-                return
-        conn.close()
-
-    def clear(self):
-        """Close every idle connection."""
-        with self._lock:
-            idle, self._idle = self._idle, {}
-        for conns in idle.values():
-            for conn in conns:
-                conn.close()
-
-
-POOL = Pool()
-
-
-def _split(url):
-    """`((scheme, host, port), request target)`; ValueError for a URL that cannot be sent to."""
-    parts = urlsplit(url)
-    scheme = parts.scheme.lower()
-    if scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"cannot send to '{url}'")
-    port = parts.port or (443 if scheme == "https" else 80)
-    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    return (scheme, parts.hostname, port), target
-
-
-def _connection(key):
-    scheme, host, port = key
-    if scheme == "https":
-        return http.client.HTTPSConnection(host, port, context=_tls())
-    return http.client.HTTPConnection(host, port)
-
-
-class Sent:
-    """A request on the wire whose answer has not been read: what `_response()` needs to read it,
-    or to send it again on a fresh connection when a pooled one turns out to have been closed."""
-
-    def __init__(self, key, conn, method, target, data, headers, left, pooled):
-        self.key, self.conn, self.pooled = key, conn, pooled
-        self.method, self.target, self.data, self.headers, self.left = method, target, data, headers, left
-        self.sock = None
-
-
-def _write(sent):
-    conn = sent.conn
-    conn.timeout = _socket_timeout(sent.left())  # bounds connecting when the connection is new
-    if conn.sock is None:
-        conn.connect()
-        # http.client writes headers and body separately: without this, Nagle's
-        # algorithm can hold the body back until the headers are acknowledged.
-        conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    conn.sock.settimeout(conn.timeout)
-    conn.request(sent.method, sent.target, body=sent.data, headers=sent.headers)
-    sent.sock = conn.sock  # kept: a `Connection: close` reply takes it off `conn` but it is still read
-
-
-def _afresh(sent):
-    """Send again on a new connection: the pooled one had been closed by the server (not an attempt)."""
-    sent.conn.close()
-    sent.conn, sent.pooled = _connection(sent.key), False
-    _write(sent)
-
-
-def _request(method, url, headers, data, left, connect=True):
-    """Send one request on an idle pooled connection, else a new one; returns its `Sent`.
-
-    With `connect` False it is sent only on an idle connection (None when there is none): a caller that
-    sends for several others must not make them wait while it opens a connection (a TLS handshake).
-    """
-    key, target = _split(url)
-    conn = POOL.take(key)
-    if conn is None and not connect:
-        return None
-    sent = Sent(key, conn or _connection(key), method, target, data, headers, left, conn is not None)
-    try:
-        try:
-            _write(sent)
-        except ConnectionError:
-            if not sent.pooled:
-                raise
-            _afresh(sent)
-    except BaseException:
-        sent.conn.close()
-        raise
-    return sent
-
-
-def _response(sent):
-    """`(pool key, connection, response, socket)` once the status line and headers are in."""
-    try:
-        try:
-            sent.conn.sock.settimeout(_socket_timeout(sent.left()))
-            resp = sent.conn.getresponse()
-        except ConnectionError:
-            if not sent.pooled:
-                raise
-            _afresh(sent)
-            resp = sent.conn.getresponse()
-    except BaseException:
-        sent.conn.close()
-        raise
-    return sent.key, sent.conn, resp, sent.sock
-
-
-def _exchange(method, url, headers, data, left):
-    """Send one request and wait for its answer's head: `(pool key, connection, response, socket)`.
-
-    A pooled connection that fails before any answer (the server had closed it)
-    is retried once on a fresh one; that is not counted as an attempt.
-    """
-    return _response(_request(method, url, headers, data, left))
-
-
-def _socket_timeout(left):
-    return max(left, MIN_SOCKET_TIMEOUT)
-
-
-def _finish(key, conn, body):
-    """Put the connection back only when its reply was read to the end and the server keeps it open."""
-    body.close()
-    if body.complete and not body.resp.will_close and conn.sock is not None:
-        POOL.give(key, conn)
-    else:
-        conn.close()
-
-
-class Body:
-    """A reply's body read straight from its socket: iterate for its bytes as they arrive (STR-2, STR-3).
-
-    http.client parses the status line and headers; past them, its read path runs several
-    layers of Python per chunk, and a stream sends one small chunk per token. Here each
-    read takes all that has arrived (up to the buffer) and undoes its chunked framing at once.
-
-    A read that will likely wait goes into a small buffer of the Body's own: a bytes object
-    asked of the socket is allocated whole before the wait and shrunk after it, and with a
-    seat per thread that churn cost more memory than the reads themselves. Once a read
-    fills that buffer (a burst, a large body) more is waiting, and the next takes READ_SIZE.
-
-    Setting a socket timeout is a system call that also hands the GIL over, so it is set
-    again only when the time left has fallen TIMEOUT_STEP below it (or it ran out while
-    time was left, the deadline having moved, STR-13): a read ends by the deadline + TIMEOUT_STEP.
-
-    `gather()` hands a body nobody listens to over to the one reader thread instead (metrics/gather.py).
-    """
-
-    def __init__(self, call, resp, sock):
-        self.call = call
-        self.resp = resp
-        self.sock = sock
-        self.limit = call.limit
-        self.armed = sock.gettimeout() or math.inf  # as _response set it
-        self.buffer = memoryview(bytearray(WAITING_READ))
-        self.buffered = True  # http.client may have read past the headers: that comes first
-        self.backlog = False  # the last read filled the buffer
-        self.total = 0
-        self.complete = resp.length == 0  # HEAD, 204, 304, Content-Length: 0
-        self.gathered = None  # the reader's record of this body once `gather()` handed it over
-        self._pieces = self._chunked() if resp.chunked else self._sized()
-
-    def __iter__(self):
-        return self._pieces
-
-    def read(self):
-        return b"".join(self._pieces)
-
-    def drain(self, seconds):
-        """Read the rest for at most `seconds` (the end of a body after `[DONE]`), so the connection can be kept.
-        The answer is already whole: however the rest ends, the connection is only kept if it ended whole."""
-        try:
-            if self.gathered is not None:  # the reader gives the end of the body its DRAIN seconds
-                self._await(self.gathered)
-                return
-            call, end = self.call, time.monotonic() + seconds
-            self.limit = lambda: min(call.limit(), end)
-            for _ in self._pieces:
-                pass
-        except (OSError, ValueError, http.client.HTTPException):
-            pass
-
-    def close(self):
-        """Stop reading and let the response go; the reader, suspended, would keep this Body alive until a GC."""
-        self._pieces.close()
-        if self.gathered is not None:
-            self.call.arrived = None
-            if not self.gathered.done.is_set():
-                READER.drop(self.gathered)
-        self.resp.close()
-
-    def _recv(self, due=None):
-        """One read of at most `due` bytes, b"" at the server's close; TimedOut at the deadline or STOP,
-        Stalled when no byte came within the call's first-byte window, or its idle window since the last."""
-        call, now = self.call, time.monotonic()
-        if self.total:  # a read starts as soon as the last one's bytes are taken: the idle window starts here
-            call.quiet_by = now + call.idle
-        while True:
-            limit = self.limit()
-            left = min(limit, call.quiet_by) - now
-            if left <= 0 or STOP.is_set():
-                if STOP.is_set() or limit <= now:
-                    raise TimedOut()
-                raise call.stalled(self.total)
-            if self.armed - left > TIMEOUT_STEP:
-                self.armed = _socket_timeout(left)
-                self.sock.settimeout(self.armed)
-            room = READ_SIZE if self.backlog else WAITING_READ
-            size = room if due is None else min(room, due)
-            try:
-                if self.buffered:
-                    data = self.resp.fp.read1(size)  # only buffered bytes while there are any
-                    self.buffered = len(data) == size
-                elif self.backlog:
-                    data = self.sock.recv(size)
-                else:
-                    data = self.buffer[:self.sock.recv_into(self.buffer, size)].tobytes()
-                self.backlog = not self.buffered and len(data) == room
-            except TimeoutError:
-                self.armed = math.inf
-                self.buffered = False  # a read that waited found http.client's buffer empty
-                now = time.monotonic()
-                continue
-            self.total += len(data)
-            if self.total > MAX_REPLY:
-                raise gather.too_large(MAX_REPLY)
-            return data
-
-    def _sized(self):
-        """A body of Content-Length bytes, or up to the server's close when it has none."""
-        due = self.resp.length
-        while due != 0:
-            data = self._recv(due)
-            if not data:
-                if due:
-                    raise http.client.IncompleteRead(b"", due)
-                break
-            if due is not None:
-                due -= len(data)
-            yield data
-        self.complete = True
-
-    def _chunked(self):
-        framing = gather.Chunked()
-        while not framing.complete:
-            data = self._recv()
-            if not data:
-                framing.closed()  # whole only if closed within the trailers, as http.client allows
-                break
-            data = framing.feed(data)
-            if data:
-                yield data
-        self.complete = True
-
-    def gather(self):
-        """Hand the rest of the body to `READER` (metrics/gather.py) when nobody needs its pieces as they
-        come; iterating then takes them a batch at a time as they gather, each with its arrival time."""
-        if self.complete or not gather.usable(self.sock):
-            return
-        self.sock.setblocking(False)
-        sse = "text/event-stream" in (self.resp.getheader("Content-Type") or "").lower()
-        call = self.call
-        self.gathered = gather.Gathered(self.sock, self.resp.chunked, self.resp.length, self.limit(),
-                                        MAX_REPLY, sse, DRAIN, call.quiet_by, call.first_byte, call.idle)
-        now = time.monotonic()
-        while self.buffered:  # what http.client read past the headers; b"" once its buffer is empty
-            data = self.resp.fp.read1(READ_SIZE)
-            self.buffered = bool(data)
-            if data and self.gathered.take(data, now):
-                self.gathered.end()
-                break
-        else:
-            READER.add(self.gathered)
-        self._pieces = self._replay()
-
-    def _replay(self):
-        """Parse the pieces a batch at a time as they gather (gather.BATCH), so that at most a batch is
-        left to parse when the body ends (a seat's result is ready ~1 ms sooner than parsing it whole)."""
-        body, call = self.gathered, self.call
-        while True:
-            if not body.fresh.acquire(timeout=self._grace(body)):
-                self._give_up(body)
-            ended = body.done.is_set()  # after taking the signal: the reader signals again once it has ended
-            count = len(body.pieces)  # the reader only appends, and ends a body after its last piece
-            batch = body.pieces[:count]
-            del body.pieces[:count]
-            for call.arrived, piece in batch:
-                yield piece
-            call.arrived = None
-            if ended:
-                break
-        self._ended(body)
-
-    def _await(self, body):
-        """Wait for the reader to end `body`, then take its ending as this Body's."""
-        if not body.done.wait(self._grace(body)):
-            self._give_up(body)
-        self._ended(body)
-
-    @staticmethod
-    def _grace(body):
-        # the reader ends every body by its deadline + SCAN; the extra second only guards against a reader bug
-        return max(0.0, body.deadline - time.monotonic()) + gather.SCAN + 1
-
-    @staticmethod
-    def _give_up(body):
-        READER.drop(body)
-        raise TimedOut()
-
-    def _ended(self, body):
-        self.total, self.complete = body.total, body.complete  # a reader may stop at `[DONE]`
-        if body.error is not None:
-            raise body.error
-
-
-def get(url, headers=None, timeout=60):
-    """GET `url` through the pool and return the body bytes (model lists).
-
-    Any non-2xx answer, a redirect included, raises HTTPError; network errors raise
-    OSError, the deadline TimeoutError, a body over 32 MB ValueError.
-    """
-    call = Call(timeout=timeout)
-    key, conn, resp, sock = _exchange("GET", url, {"User-Agent": USER_AGENT, **(headers or {})}, None, call.left)
-    body = Body(call, resp, sock)
-    try:
-        blob = body.read()
-    finally:
-        _finish(key, conn, body)
-    if resp.status >= 300:
-        raise HTTPError(url, resp.status, resp.headers, blob)
-    return blob
-
-
 # ---------------------------------------------------------------- one call's state
 
 
-class Call:
-    """One call's deadline and bookkeeping, shared with the builders, readers and PREFLIGHT hooks."""
+class Call(transport.Deadline):
+    """One call's deadline (as the transport keeps it) and bookkeeping, shared with the builders, readers
+    and PREFLIGHT hooks."""
 
     def __init__(self, alias="", timeout=DEFAULT_TIMEOUT, first_token=None, on_delta=None, on_chunk=None,
                  first_byte=None, idle=None):
+        super().__init__(timeout, first_token, first_byte, idle)
         self.alias = alias
-        self.started = time.monotonic()
         self.wall = time.time()
-        self.deadline = self.started + timeout
-        self.first_deadline = self.started + first_token if first_token else None
-        self.first_byte = first_byte or math.inf  # the most a reply's first byte may take from its request
-        self.idle = idle or math.inf  # the most any later byte may take from the one before
-        self.quiet_by = math.inf  # when the next byte is due; each request sent starts the first-byte window
         self.on_delta = on_delta
         self.on_chunk = on_chunk
         self.registration = {}
@@ -527,27 +123,8 @@ class Call:
         self.sent_at = None
         self.status = 0
         self.early = None  # the first attempt, sent by `begin()` before anyone waits for it
-        self.first_piece = None
-        self.arrived = None  # when the piece being read arrived, if it was read earlier (a gathered body)
         self.fell_back = False
         self.swap = False
-
-    def limit(self):
-        """The deadline, cut to the first-piece window until a first piece arrives (STR-13)."""
-        if self.first_piece is None and self.first_deadline is not None:
-            return min(self.deadline, self.first_deadline)
-        return self.deadline
-
-    def left(self):
-        return self.limit() - time.monotonic()
-
-    def waiting(self):
-        """The time left for the next byte: the deadline's, or less while the quiet window is shorter."""
-        return min(self.limit(), self.quiet_by) - time.monotonic()
-
-    def stalled(self, heard):
-        """The error for a quiet window that ran out: the first-byte one until any byte was `heard`, then idle."""
-        return Stalled(self.idle if heard else self.first_byte, not heard)
 
     def check(self):
         if STOP.is_set() or self.left() <= 0:
@@ -558,7 +135,7 @@ class Call:
             self.first_piece = round((self.arrived or time.monotonic()) - self.started, 2)
 
     def quiet(self):
-        """Nobody needs this call's pieces as they come: its body can be read whole by `READER`."""
+        """Nobody needs this call's pieces as they come: its body can be read whole by `transport.READER`."""
         return self.on_delta is None and self.on_chunk is None and self.first_deadline is None
 
     def delta(self, kind, text):
@@ -965,7 +542,9 @@ def _prepare(call, prompt, system, messages, body):
     """Pre-flight (CL-2): the first failure raises Stop and nothing is sent."""
     reg = registry.registration(call.alias)
     if reg is None:
-        raise Stop(f"Error: client failed: no model is registered as '{call.alias}'")
+        text = f"Error: client failed: no model is registered as '{call.alias}'"
+        broken = registry.problem()  # a file llm cannot read registers nothing: the error says why
+        raise Stop(f"{text}: {broken}" if broken else text)
     call.registration = reg
     api_base = reg.get("api_base") or ""
     call.base = api_base.rstrip("/")
@@ -1090,7 +669,7 @@ def _read_reply(call, read, key, conn, resp, body):
         reply = _reply(error=f"Error: client failed: the reply broke off part way ({_reason(exc)})")
     if not body.complete and not reply["error"] and not reply["timed_out"]:
         body.drain(DRAIN)
-    _finish(key, conn, body)
+    transport.release(key, conn, body)
     return reply
 
 
@@ -1105,7 +684,7 @@ def _post(call, connect=True):
     # a reply asked for whole (RET-5) sends its first byte when it is done: only the deadline bounds it
     call.quiet_by = time.monotonic() + (math.inf if call.fell_back else call.first_byte)
     try:
-        sent = _request("POST", call.url, call.headers, data, call.waiting, connect)
+        sent = transport.send("POST", call.url, call.headers, data, call.waiting, connect)
     except ValueError as exc:
         sent = _reply(error=f"Error: client failed: {exc}")
     except (OSError, http.client.HTTPException) as exc:
@@ -1129,7 +708,7 @@ def _attempts(call, read, retries):
         try:
             if isinstance(sent, BaseException):
                 raise sent
-            key, conn, resp, sock = _response(sent)
+            key, conn, resp, sock = transport.response(sent)
         except (OSError, http.client.HTTPException) as exc:
             if isinstance(exc, TimeoutError) and call.left() <= TIMEOUT_SLACK:
                 return _reply(timed_out=True)
@@ -1145,7 +724,7 @@ def _attempts(call, read, retries):
                     body.gather()
                 return _read_reply(call, read, key, conn, resp, body)
             blob = _error_body(body)
-            _finish(key, conn, body)
+            transport.release(key, conn, body)
             _observe(call, resp, blob)
             if _stream_refused(call, resp.status, blob):
                 continue  # counted as an attempt, not as a retry
@@ -1376,7 +955,7 @@ def choose(name):
 def backend(alias=""):
     """`builtin` or `llm` for `alias` (BK-3): non-chat APIs and renewing sign-ins always use the built-in client."""
     if alias:
-        entry = endpoints.entry_of(alias)
+        entry = registry.entry_of(alias)
         connect = entry.get("connect") if isinstance(entry.get("connect"), dict) else {}
         if (entry.get("api") or "chat") != "chat" or connect.get("refreshes"):
             return "builtin"

@@ -22,7 +22,7 @@ import sys
 import tempfile
 import threading
 
-from metrics import connections, fileio, paths
+from metrics import connections, fileio, paths, registry
 
 PREFIX = "bench/"
 REPLIES = ("all", "merged", "route")
@@ -225,7 +225,7 @@ def config_problems():
 
     Only faults of whole files: /health answers anyone, so it says nothing of what the files hold.
     """
-    problems = [p for p in (_gateway_fault(), collections_problem()) if p]
+    problems = [p for p in (_gateway_fault(), collections_problem(), registry.problem()) if p]
     _tell(problems)
     return problems
 

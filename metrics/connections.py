@@ -55,7 +55,7 @@ def full_tag_of(alias):
     tag = fileio.read_json(paths.file("config", "provider-tags.json")).get(served_name(alias))
     if isinstance(tag, str) and tag:
         return tag
-    name = endpoints.endpoint_name(registry.registration(alias))
+    name = registry.endpoint_of(alias)
     if name and endpoints.kind(name) != "hub":
         return name
     return "?"

@@ -5,11 +5,14 @@
 `decisions`, `admin_key`, `connect`). The file holds key names, never secrets.
 
 `load()` raises on a damaged file (EP-1) so no writer mistakes it for an empty
-one. The lookups used by pages and naming (`endpoint_name`, `entry_of`,
-`find_hub`) treat a damaged file as "no endpoints" instead: a half-edited file
-must not crash a panel, and `load()` still says what is wrong to whoever asks.
+one. The lookups used by pages and naming (`readable`, `endpoint_name`,
+`find_hub`, and `registry.entry_of`) treat a damaged file as "no endpoints"
+instead: a half-edited file must not crash a panel, and `load()` still says what
+is wrong to whoever asks. Which endpoint an alias is on is the registry's to say
+(`registry.endpoint_of`, `registry.entry_of`): registrations name endpoints, not
+the other way round.
 
-Model listings go through the built-in client's connection pool, which never
+Model listings go through the transport's connection pool (metrics/transport.py), which never
 follows a redirect, so a key never reaches another host (models.md improvement 4).
 
     python -m metrics.endpoints             each endpoint: base, key set or missing, models served
@@ -21,7 +24,7 @@ import re
 import sys
 from urllib.parse import urlsplit
 
-from metrics import fileio, keys, paths, registry
+from metrics import fileio, keys, paths, transport
 
 KINDS = ("provider", "aggregator", "hub", "local")
 HUBS = ("openwebui", "litellm", "cliproxy")
@@ -75,7 +78,8 @@ def load():
     return found
 
 
-def _readable():
+def readable():
+    """`load()`, or `{}` when the file is damaged: for lookups that must not fail a request."""
     try:
         return load()
     except RuntimeError:
@@ -138,7 +142,7 @@ def hub(name):
 
 def find_hub(which):
     """The endpoint name whose hub is `which`, default first; None when none (EP-5). Never raises."""
-    found = _readable()
+    found = readable()
     if not found:
         return None
     first = default()
@@ -176,17 +180,11 @@ def endpoint_name(reg):
         return None
     wanted = str(reg.get("api_base") or "").rstrip("/")
     key_name = reg.get("api_key_name") or ""
-    same_base = [(name, e) for name, e in _readable().items() if str(e.get("base") or "").rstrip("/") == wanted]
+    same_base = [(name, e) for name, e in readable().items() if str(e.get("base") or "").rstrip("/") == wanted]
     for name, found in same_base:
         if (found.get("key") or "") == key_name:
             return name
     return same_base[0][0] if same_base else None
-
-
-def entry_of(alias):
-    """The entry of the endpoint `alias` is registered on; `{}` when unknown (EP-10)."""
-    name = endpoint_name(registry.registration(alias))
-    return _readable().get(name, {}) if name else {}
 
 
 def listing_url(found):
@@ -228,9 +226,7 @@ def rows_of(found, body):
 
 def list_models(found, secret="", timeout=LIST_TIMEOUT):
     """GET an entry's model list: `{id: row}` (EP-11). HTTP and network errors propagate; redirects are errors."""
-    from metrics import client  # late: the client imports this module
-
-    blob = client.get(listing_url(found), listing_headers(found, secret), timeout)
+    blob = transport.get(listing_url(found), listing_headers(found, secret), timeout)
     return rows_of(found, json.loads(blob))
 
 

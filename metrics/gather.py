@@ -10,9 +10,9 @@ gathered (or the body has ended) and parses them in one go, so when the body end
 batch is left to parse. TICK is the most a piece can wait for this thread: a section leaves
 at most TICK later than it would have.
 
-What the threaded reader (`client.Body`) guarantees holds here too:
+What the threaded reader (`transport.Body`) guarantees holds here too:
 - each piece keeps the time it arrived, so a first token's time is the one on the wire;
-- a body ends by its deadline (+ SCAN, how often deadlines and `client.STOP` are checked), and as
+- a body ends by its deadline (+ SCAN, how often deadlines and `transport.STOP` are checked), and as
   stalled when no byte came within its first-byte window (from the request) or its idle window (from
   the last byte): the window moves with each read's arrival time, so it costs no call per chunk;
 - past an SSE `data: [DONE]` line the rest of the body has DRAIN seconds, then the connection

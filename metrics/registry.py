@@ -4,24 +4,36 @@ The canonical file is `DATA/config/extra-openai-models.yaml`, the format llm's
 own `extra-openai-models.yaml` uses, so `sync_to_llm()` can hand the llm CLI an
 exact copy (and `push_options()` the per-alias request defaults, REG-8). Those two,
 `pull_from_llm()` and `in_sync()` are what `scripts/sync_config.py` runs (REG-9).
-It is read with a line parser, never a YAML library (REG-2): the writers here
-emit a fixed shape (REG-1) and anything else is skipped.
+
+It is read as llm reads it, with `yaml.safe_load` (PyYAML comes with llm). REG-2's
+line parser misread YAML that llm reads: flow-style `headers: {...}`, quoted values
+holding `: `, comments after values, lists such as `aliases` (issue 13, item 9).
+A file that is not YAML, or not a list of registrations, registers nothing and says
+why: `problem()` names the file and the line, a call's error and `/health` repeat it,
+and no request fails on it. The writers still emit REG-1's fixed shape, appended or
+cut out as text, so the rest of the file, comments included, stays as written.
+
+Which endpoint an alias is on is answered here (`endpoint_of`, `entry_of`, EP-9,
+EP-10): registrations point at endpoints, and endpoints.py knows no alias.
 
 Reads are cached by the file's stat, so the client's hot path does not re-parse
 the file on every call. Callers must not mutate what the readers return.
 """
 
-import re
 import time
+
+import yaml
 
 from metrics import endpoints, fileio, paths
 
 NAME = "extra-openai-models.yaml"
-
-ENTRY = re.compile(r"^\s*-\s+model_id:(.*)$")
-HEADER = re.compile(r"^ {4}(\S[^:]*):(.*)$")
-FIELD = re.compile(r"^ {2}(\w+):(.*)$")
+SHOWN = f"config/{NAME}"  # as errors name it: /health answers anyone, so never the full path
 QUOTE_IF = (":", "/", "@")
+TEXT_FIELDS = ("model_name", "api_base", "api_key_name")  # what the client sends: text, whatever YAML made of it
+
+
+class Broken(ValueError):
+    """The registrations file is not one llm could read; the text names the file and where."""
 
 
 def path():
@@ -32,53 +44,94 @@ def llm_path():
     return paths.llm_dir() / NAME
 
 
-def _value(raw):
-    return raw.strip().strip("\"'")
+def _text(value):
+    """A scalar as text: YAML reads `model_name: 3.5` as a number, which the client sends as a string."""
+    return "" if value is None else value if isinstance(value, str) else str(value)
+
+
+def _items(text):
+    """The file's list of registration blocks as YAML reads it; Broken when it is not YAML or not a list."""
+    try:
+        found = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        raise Broken(f"{SHOWN} is not valid YAML ({where}{exc.problem or exc.context})") from None
+    except (yaml.YAMLError, RecursionError) as exc:  # RecursionError: nested past the parser's depth
+        raise Broken(f"{SHOWN} is not valid YAML ({type(exc).__name__}: {exc})") from None
+    if found is None:
+        return []
+    if not isinstance(found, list):
+        raise Broken(f"{SHOWN} is not a list of registrations (`- model_id: ...` blocks); "
+                     f"it holds a {type(found).__name__}")
+    return found
+
+
+def _alias(item):
+    """The alias a block registers, `""` for a block that registers none (no `model_id`, or not a mapping)."""
+    return _text(item.get("model_id")) if isinstance(item, dict) else ""
 
 
 def parse(text):
-    """`{alias: {"model_name", "api_base", "api_key_name", "headers": {...}, ...}}` from yaml text (REG-2)."""
+    """`{alias: {"model_name", "api_base", "api_key_name", "headers": {...}, ...}}` from yaml text.
+
+    Fields are kept as YAML reads them (llm's `can_stream: false` is False, `aliases` a list), but
+    those the client sends are text. A repeated alias merges into the first, later fields winning
+    (REG-2); blocks without a `model_id` are skipped. Raises Broken when llm could not read the text.
+    """
     entries = {}
-    current = None
-    for line in text.splitlines():
-        if not line.strip() or line.lstrip().startswith("#"):
+    for item in _items(text):
+        alias = _alias(item)
+        if not alias:
             continue
-        start = ENTRY.match(line)
-        if start:
-            alias = _value(start.group(1))
-            current = entries.setdefault(alias, {"headers": {}})  # a repeated alias merges into the first
-            continue
-        if current is None:
-            continue
-        header = HEADER.match(line)
-        if header:
-            current["headers"][header.group(1).strip()] = _value(header.group(2))
-            continue
-        field = FIELD.match(line)
-        if field and field.group(1) != "headers":
-            current[field.group(1)] = _value(field.group(2))
+        current = entries.setdefault(alias, {"headers": {}})
+        for field, value in item.items():
+            if field == "headers":
+                if isinstance(value, dict):
+                    current["headers"].update((str(k), _text(v)) for k, v in value.items())
+            elif field != "model_id":
+                current[str(field)] = _text(value) if field in TEXT_FIELDS else value
     return entries
 
 
-_cache = (None, None)  # ((path, mtime_ns, size, inode), parsed)
+def _parsed(text):
+    """`(registrations, problem)`: a broken file registers nothing, and `problem` says what to fix."""
+    try:
+        return parse(text), ""
+    except Broken as exc:
+        return {}, f"{exc}; fix it or restore it — no model can be called until then"
 
 
-def registrations():
-    """Every registration by alias (REG-3); `{}` when the file is missing (a fresh install)."""
+_cache = (None, {}, "")  # ((path, mtime_ns, size, inode), registrations, problem)
+
+
+def _read():
+    """`(registrations, problem)` for the file as it is now, parsed again only when its stat changed."""
     global _cache
     where = str(path())
     stamp = fileio.stamp(where)
     if stamp is None:
-        return {}
+        return {}, ""
     key = (where, *stamp)
     if _cache[0] != key:
         try:
-            with open(where, encoding="utf-8") as f:
+            # a byte that is not UTF-8 reads as U+FFFD rather than failing every call that reads the file
+            with open(where, encoding="utf-8", errors="replace") as f:
                 text = f.read()
         except OSError:
-            return {}
-        _cache = (key, parse(text))
-    return _cache[1]
+            return {}, ""
+        _cache = (key, *_parsed(text))
+    return _cache[1], _cache[2]
+
+
+def registrations():
+    """Every registration by alias (REG-3); `{}` when the file is missing (a fresh install) or broken (`problem()`)."""
+    return _read()[0]
+
+
+def problem():
+    """Why the registrations file registers nothing, naming it and the line; `""` when it reads (or is missing)."""
+    return _read()[1]
 
 
 def registration(alias):
@@ -102,6 +155,17 @@ def registry():
         {"alias": alias, "served": reg.get("model_name") or "", "endpoint": endpoints.endpoint_name(reg) or "?"}
         for alias, reg in registrations().items()
     ]
+
+
+def endpoint_of(alias):
+    """The name of the endpoint `alias` is registered on (EP-9), or None."""
+    return endpoints.endpoint_name(registration(alias))
+
+
+def entry_of(alias):
+    """The entry of the endpoint `alias` is registered on; `{}` when unknown (EP-10)."""
+    name = endpoint_of(alias)
+    return endpoints.readable().get(name, {}) if name else {}
 
 
 def options_path():
@@ -167,8 +231,8 @@ def _read_text(where):
 def add_registration(alias, served, endpoint_name):
     """Append `alias` → `served` on endpoint `endpoint_name` (REG-1), locked and atomic.
 
-    Raises ValueError for an alias already registered or an unknown endpoint:
-    a registration is never silently replaced.
+    Raises ValueError for an alias already registered, an unknown endpoint, or a file llm could
+    not read (Broken): a registration is never silently replaced, nor written where llm would not see it.
     """
     entry = endpoints.load().get(endpoint_name)
     if not isinstance(entry, dict) or not entry.get("base"):
@@ -180,32 +244,63 @@ def add_registration(alias, served, endpoint_name):
             raise ValueError(f"'{alias}' is already registered")
         if text and not text.endswith("\n"):
             text += "\n"
-        fileio.write_atomic(where, text + block(alias, served, entry))
+        text += block(alias, served, entry)
+        if alias not in _parsed(text)[0]:  # a flow-style list, say: a block appended to it is not part of it
+            raise ValueError(f"{SHOWN} is not written as `- model_id:` blocks; add '{alias}' to it by hand")
+        fileio.write_atomic(where, text)
+
+
+def _first_line(node, lines):
+    """The line a block starts on: its first key's, or the one before when the block's `-` stands alone there."""
+    line, column = node.start_mark.line, node.start_mark.column
+    if line and not lines[line][:column].strip() and lines[line - 1].strip() == "-":
+        return line - 1
+    return line
+
+
+def _last_line(node):
+    """The last line a node is written on. A block collection's end mark lies at whatever follows it (past
+    comments), so its last value's is taken; an end mark at column 0 (after a `|` scalar) is the line before's."""
+    while isinstance(node, yaml.CollectionNode) and not node.flow_style and node.value:
+        last = node.value[-1]
+        node = last[1] if isinstance(node, yaml.MappingNode) else last
+    mark = node.end_mark
+    return mark.line - 1 if mark.column == 0 and mark.line > node.start_mark.line else mark.line
+
+
+def _blocks(text):
+    """`[(alias, first line, last line)]` for each block in `text` (0-based, inclusive), as YAML reads them."""
+    items = _items(text)
+    if not items:
+        return []
+    lines = text.splitlines()
+    nodes = yaml.compose(text, Loader=yaml.SafeLoader).value
+    return [(_alias(item), _first_line(node, lines), _last_line(node)) for item, node in zip(items, nodes)]
+
+
+def _cut(alias, blocks, i, lines):
+    """The lines block `i` is written on, with the blank line REG-1 writes before it; ValueError when it shares
+    a line with another block (a flow-style list): cutting it out as text would take that one too."""
+    _, first, last = blocks[i]
+    if (i and blocks[i - 1][2] >= first) or (i + 1 < len(blocks) and blocks[i + 1][1] <= last):
+        raise ValueError(f"'{alias}' shares a line of {SHOWN} with another registration; take it out by hand")
+    if first and not lines[first - 1].strip():
+        first -= 1
+    return range(first, last + 1)
 
 
 def remove_registration(alias):
-    """Take every block registered as `alias` out of the file; whether there was one."""
+    """Take every block registered as `alias` out of the file; whether there was one.
+    Blocks are found as YAML reads them; every other line is kept as written."""
     where = path()
     with fileio.lock(where):
-        lines = _read_text(where).splitlines(keepends=True)
-        kept, inside, found = [], False, False
-        for line in lines:
-            start = ENTRY.match(line)
-            if start:
-                inside = _value(start.group(1)) == alias
-                if inside:
-                    found = True
-                    if kept and not kept[-1].strip():
-                        kept.pop()  # the blank line REG-1 writes before each block
-                    continue
-            elif inside and line.startswith(" ") and line.strip():
-                continue
-            else:
-                inside = False
-            kept.append(line)
-        if found:
-            fileio.write_atomic(where, "".join(kept))
-    return found
+        text = _read_text(where)
+        lines = text.splitlines(keepends=True)
+        blocks = _blocks(text)
+        cut = {n for i, found in enumerate(blocks) if found[0] == alias for n in _cut(alias, blocks, i, lines)}
+        if cut:
+            fileio.write_atomic(where, "".join(line for n, line in enumerate(lines) if n not in cut))
+    return bool(cut)
 
 
 def _copy(source, target):

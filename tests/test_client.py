@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from metrics import client, fileio, keys, ledger, notices, paths, registry
+from metrics import client, fileio, keys, ledger, notices, paths, registry, transport
 from metrics.demo import NOTICE, Upstream
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -555,7 +555,7 @@ def count_accepts(server):
 
 
 def test_connections_are_kept_alive_and_shared(bench):
-    client.POOL.clear()
+    transport.POOL.clear()
     accepted = count_accepts(bench.server)
     try:
         for _ in range(10):
@@ -631,7 +631,7 @@ def body_of(pieces, head=b"Transfer-Encoding: chunked", timeout=5):
     resp = http.client.HTTPResponse(near)
     resp.begin()
     near.close()
-    return client.Body(client.Call(timeout=timeout), resp, Handed(pieces[1:]))
+    return transport.Body(client.Call(timeout=timeout), resp, Handed(pieces[1:]))
 
 
 STREAM = ["data: {\"a\": 1}\r\n\r\n",
@@ -688,7 +688,7 @@ def test_what_http_client_buffered_comes_first_then_large_reads_str2(home):
     blob = bytes(range(256)) * 400
     body = body_of([blob[:7000], blob[7000:]], head=b"Content-Length: %d" % len(blob))
     got = list(body)
-    assert b"".join(got) == blob and body.complete and max(map(len, got)) == client.READ_SIZE
+    assert b"".join(got) == blob and body.complete and max(map(len, got)) == transport.READ_SIZE
 
 
 def test_the_socket_timeout_is_set_again_only_as_the_deadline_nears_str2(home):

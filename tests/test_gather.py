@@ -1,6 +1,6 @@
 """The one reader thread for bodies nobody listens to (metrics/gather.py), against real sockets.
 
-Quiet calls (no `on_delta`, `on_chunk` or first-token window) are read by `client.READER`; the same
+Quiet calls (no `on_delta`, `on_chunk` or first-token window) are read by `transport.READER`; the same
 call with a listener is read on its own thread. Both must give the same reply, the same timings on
 the wire and the same endings: deadline, STOP, [DONE] without an end, too large, broken off.
 """
@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from metrics import client, fileio, gather, paths, registry
+from metrics import client, fileio, gather, paths, registry, transport
 from metrics.demo import Upstream
 
 WORDS = " ".join(f"w{i}" for i in range(120))
@@ -124,13 +124,13 @@ SEEN = []  # every body handed to the reader in this module
 
 @pytest.fixture(autouse=True)
 def count_gathered(monkeypatch):
-    add = client.READER.add
+    add = transport.READER.add
 
     def counted(body):
         SEEN.append(body)
         add(body)
 
-    monkeypatch.setattr(client.READER, "add", counted)
+    monkeypatch.setattr(transport.READER, "add", counted)
 
 
 def test_many_quiet_calls_at_once_each_get_their_own_body(bench):
@@ -147,11 +147,11 @@ def test_many_quiet_calls_at_once_each_get_their_own_body(bench):
         t.join()
     for i, res in enumerate(results):
         assert res["error"] == "" and res["text"] == bench.answer_for("quick" if i % 2 else "paced", prompts[i])
-    assert not client.READER.bodies  # every body was handed back
+    assert not transport.READER.bodies  # every body was handed back
 
 
 def test_a_gathered_connection_is_kept_alive(bench):
-    client.POOL.clear()
+    transport.POOL.clear()
     client.chat("paced", "one")
     client.chat("paced", "two")
     sockets = {body.fd for body in SEEN[-2:]}
@@ -174,8 +174,8 @@ def test_done_without_the_end_of_the_body_gets_drain_seconds(raw):
     res = client.chat("m", "hi", timeout=30)
     elapsed = time.monotonic() - started
     assert (res["text"], res["error"], res["timed_out"]) == ("all here", "", False)
-    assert client.DRAIN <= elapsed < client.DRAIN + gather.SCAN + 0.5
-    assert client.POOL.take(("http", "127.0.0.1", int(server.base_url.split(":")[2].split("/")[0]))) is None
+    assert transport.DRAIN <= elapsed < transport.DRAIN + gather.SCAN + 0.5
+    assert transport.POOL.take(("http", "127.0.0.1", int(server.base_url.split(":")[2].split("/")[0]))) is None
 
 
 def test_a_close_after_done_without_the_last_chunk_keeps_the_answer(raw):
@@ -186,7 +186,7 @@ def test_a_close_after_done_without_the_last_chunk_keeps_the_answer(raw):
     server = raw(reply)
     res = client.chat("m", "hi", timeout=30)
     assert (res["text"], res["error"], res["timed_out"]) == ("all here", "", False)
-    assert client.POOL.take(("http", "127.0.0.1", int(server.base_url.split(":")[2].split("/")[0]))) is None
+    assert transport.POOL.take(("http", "127.0.0.1", int(server.base_url.split(":")[2].split("/")[0]))) is None
 
 
 def test_stop_while_draining_after_done_keeps_the_answer(raw):
@@ -195,7 +195,7 @@ def test_stop_while_draining_after_done_keeps_the_answer(raw):
         server.done.wait(30)
 
     server = raw(reply)
-    timer = threading.Timer(client.DRAIN / 2, client.STOP.set)  # during the DRAIN after [DONE]
+    timer = threading.Timer(transport.DRAIN / 2, client.STOP.set)  # during the DRAIN after [DONE]
     timer.start()
     try:
         res = client.chat("m", "hi", timeout=30)
@@ -206,7 +206,7 @@ def test_stop_while_draining_after_done_keeps_the_answer(raw):
 
 
 def test_a_body_past_the_size_limit_ends_too_large(raw, monkeypatch):
-    monkeypatch.setattr(client, "MAX_REPLY", 5000)
+    monkeypatch.setattr(transport, "MAX_REPLY", 5000)
 
     def reply(conn):
         conn.sendall(SSE_HEAD)
@@ -288,7 +288,7 @@ def test_begin_sends_at_once_on_a_kept_connection_and_the_answer_waits(bench):
 
 
 def test_begin_leaves_opening_a_connection_to_the_waiting_half(bench):
-    client.POOL.clear()
+    transport.POOL.clear()
     finish = client.begin("quick", "cold")
     assert finish.args[0].early is None  # nothing sent: connecting could have held up the caller
     res = finish()

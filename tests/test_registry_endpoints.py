@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from metrics import client, connections, endpoints, fileio, keys, paths, registry
+from metrics import client, collections, connections, endpoints, fileio, keys, paths, registry
 from metrics.demo import Upstream
 
 SECRET = "sk-registry-test-SECRET-77"
@@ -60,28 +60,117 @@ def test_registration_format_reg1():
         registry.add_registration("x", "y", "nope")
 
 
-def test_line_parser_reg2():
-    text = (
-        "# a comment\n"
-        "stray: before any entry\n"
-        "- model_id: 'one'\n"
-        "  model_name: \"v/one:free\"\n"
-        "  api_base: https://a.example/v1\n"
-        "   three_spaces: ignored\n"
-        "  headers:\n"
-        "    X-Title: \"bench\"\n"
-        "     Five-Spaces: ignored\n"
-        "\tstrange line\n"
-        "  - model_id: two\n"
-        "  model_name: two-served\n"
-        "- model_id: one\n"
-        "  api_key_name: k\n"
-    )
-    parsed = registry.parse(text)
-    assert list(parsed) == ["one", "two"]
-    assert parsed["one"] == {"model_name": "v/one:free", "api_base": "https://a.example/v1",
-                             "headers": {"X-Title": "bench"}, "api_key_name": "k"}
-    assert parsed["two"] == {"model_name": "two-served", "headers": {}}
+# The shapes llm's documentation shows for extra-openai-models.yaml (docs/other-models.md and
+# docs/openai-models.md: an aliases list, a quoted api_base, api_key_name, block headers with a bare value),
+# then what else llm's own reader (yaml.safe_load) takes: comments after values, flow-style headers, quoted
+# values holding ": ", a block list, the flags llm reads (can_stream, supports_tools, vision), a number.
+LLM_DOCS = """\
+# Models llm and the bench both read.
+- model_id: gpt-3.5-turbo-0613
+  aliases: ["0613"]
+
+- model_id: orca-openai-compat
+  model_name: orca-mini-3b.ggmlv3
+  api_base: "http://localhost:8080"
+"""
+LLM_READS = """\
+
+- model_id: claude
+  model_name: anthropic/claude-2
+  api_base: "https://openrouter.ai/api/v1"
+  api_key_name: openrouter
+  headers:
+    HTTP-Referer: "https://llm.datasette.io/"
+    X-Title: LLM
+
+- model_id: flow   # a comment after a value
+  model_name: 'vendor/flow: the sequel'
+  api_base: https://flow.example/v1  # another
+  api_key_name: flow
+  headers: {X-Title: "bench: a panel", "HTTP-Referer": https://bench.example}
+  aliases:
+    - fl
+    - flo
+  can_stream: false
+  supports_tools: true
+  vision: true
+- model_id: numbered
+  model_name: 3.5
+"""
+READ_AS = {
+    "gpt-3.5-turbo-0613": {"aliases": ["0613"], "headers": {}},
+    "orca-openai-compat": {"model_name": "orca-mini-3b.ggmlv3", "api_base": "http://localhost:8080", "headers": {}},
+    "claude": {"model_name": "anthropic/claude-2", "api_base": "https://openrouter.ai/api/v1",
+               "api_key_name": "openrouter",
+               "headers": {"HTTP-Referer": "https://llm.datasette.io/", "X-Title": "LLM"}},
+    "flow": {"model_name": "vendor/flow: the sequel", "api_base": "https://flow.example/v1", "api_key_name": "flow",
+             "headers": {"X-Title": "bench: a panel", "HTTP-Referer": "https://bench.example"},
+             "aliases": ["fl", "flo"], "can_stream": False, "supports_tools": True, "vision": True},
+    "numbered": {"model_name": "3.5", "headers": {}},
+}
+
+
+def test_the_file_is_read_as_llm_reads_it_reg2():
+    """Issue 13, item 9: YAML, not a line parser; a repeated alias still merges into the first (REG-2)."""
+    assert registry.parse(LLM_DOCS + LLM_READS) == READ_AS
+    merged = registry.parse(LLM_READS + "- model_id: claude\n  api_key_name: other\n- model_name: no-id\n- 7\n")
+    assert list(merged) == ["claude", "flow", "numbered"]
+    assert merged["claude"] == {**READ_AS["claude"], "api_key_name": "other"}
+    assert registry.parse("") == {} and registry.parse("# only a comment\n") == {}
+
+
+def test_llm_itself_reads_those_shapes_the_same(llmdir):
+    """The same text in llm's folder: the real llm package names the same served model, base and headers."""
+    import llm
+
+    (llmdir / "extra-openai-models.yaml").write_text(LLM_READS, encoding="utf-8")
+    for alias in ("claude", "flow"):
+        model, ours = llm.get_model(alias), READ_AS[alias]
+        assert (model.model_name, model.api_base, model.headers) == (
+            ours["model_name"], ours["api_base"], ours["headers"])
+    assert llm.get_model("flo").model_id == "flow" and llm.get_model("flow").can_stream is False
+    assert llm.get_model("flow").supports_tools and llm.get_model("flow").vision
+
+
+def test_a_broken_file_is_named_with_its_line_and_fails_no_request(up):
+    """A file llm could not read registers nothing and says why, naming the file and the line: in a call's
+    error (after the ERR words classifiers read), on /health and to a writer; no call or request raises."""
+    write_endpoints({"demo": {"base": up.base_url}})
+    registry.add_registration("a", "a", "demo")
+    good = registry.path().read_text(encoding="utf-8")
+    fileio.write_atomic(registry.path(), good + "- model_id: b\n  model_name: a: b\n")
+    problem = ("config/extra-openai-models.yaml is not valid YAML (line 7, column 16: mapping values are not "
+               "allowed here); fix it or restore it — no model can be called until then")
+    assert registry.registrations() == {} and registry.problem() == problem
+    assert client.chat("a", "hi")["error"] == f"Error: client failed: no model is registered as 'a': {problem}"
+    assert problem in collections.config_problems()  # on /health, and said once on stderr
+    with pytest.raises(ValueError, match=r"not valid YAML \(line 7, column 16"):
+        registry.add_registration("c", "c", "demo")
+    fileio.write_atomic(registry.path(), "model_id: a\nmodel_name: a\n")
+    assert registry.problem().startswith(
+        "config/extra-openai-models.yaml is not a list of registrations (`- model_id: ...` blocks); it holds a dict")
+    fileio.write_atomic(registry.path(), good)
+    assert registry.problem() == "" and client.chat("a", "hi")["text"] == "x"
+    assert collections.config_problems() == []
+
+
+def test_the_writers_keep_every_line_they_do_not_own_reg1():
+    """Blocks are appended and taken out as text: comments, styles and other blocks stay as written."""
+    write_endpoints({"p": {"base": "https://p.example/v1", "key": "p"}})
+    lone = "-\n  model_id: lone\n  model_name: x\n"
+    fileio.write_atomic(registry.path(), LLM_DOCS + LLM_READS + lone)
+    registry.add_registration("m1", "one", "p")
+    assert registry.remove_registration("claude") and registry.remove_registration("flow")
+    assert registry.remove_registration("lone") and not registry.remove_registration("lone")
+    kept = LLM_DOCS + "- model_id: numbered\n  model_name: 3.5\n"
+    assert registry.path().read_text(encoding="utf-8") == kept + registry.block("m1", "one", endpoints.entry("p"))
+    assert list(registry.registrations()) == ["gpt-3.5-turbo-0613", "orca-openai-compat", "numbered", "m1"]
+    fileio.write_atomic(registry.path(), "[{model_id: a, model_name: x}, {model_id: b}]\n")
+    assert list(registry.registrations()) == ["a", "b"]
+    with pytest.raises(ValueError, match="not written as `- model_id:` blocks"):
+        registry.add_registration("m1", "one", "p")
+    with pytest.raises(ValueError, match="shares a line"):
+        registry.remove_registration("a")
 
 
 def test_readers_reg3_reg4_reg5_and_the_stat_cache():
@@ -139,7 +228,7 @@ def test_load_ep1():
     write_endpoints("[1, 2]")
     with pytest.raises(RuntimeError, match=r"endpoints\.json is not a JSON object of endpoints"):
         endpoints.load()
-    assert endpoints.entry_of("anything") == {} and endpoints.find_hub("litellm") is None
+    assert registry.entry_of("anything") == {} and endpoints.find_hub("litellm") is None
     write_endpoints({"_why": "a comment", "a": {"base": "https://a.example/v1"}})
     assert list(endpoints.load()) == ["a"]
 
@@ -194,8 +283,9 @@ def test_endpoint_of_a_registration_ep9_ep10():
     assert endpoints.endpoint_name({"api_base": "https://else.example/v1"}) is None
     assert endpoints.endpoint_name(None) is None
     registry.add_registration("m", "served", "or-2")
-    assert endpoints.entry_of("m") == {"base": "https://or.example/v1/", "key": "or-2"}
-    assert endpoints.entry_of("unknown") == {}
+    assert registry.endpoint_of("m") == "or-2" and registry.endpoint_of("unknown") is None
+    assert registry.entry_of("m") == {"base": "https://or.example/v1/", "key": "or-2"}
+    assert registry.entry_of("unknown") == {}
 
 
 def test_list_models_ep11_ep12(up, monkeypatch):
