@@ -16,7 +16,7 @@ LAYERS = [
     ("files: the data folder, safe writes, keys",
      ["metrics", "suite", "metrics.paths", "metrics.fileio", "metrics.keys"]),
     ("formats: what requests and replies look like; they shape and read, they call nothing",
-     ["metrics.chat", "metrics.images", "metrics.notices", "suite.scoring", "metrics.formats",
+     ["metrics.images", "metrics.notices", "suite.scoring", "metrics.formats", "metrics.formats.chat",
       "metrics.formats.common", "metrics.formats.anthropic", "metrics.formats.completions", "metrics.formats.gemini",
       "metrics.formats.ollama", "metrics.formats.responses"]),
     ("transport: HTTP to an upstream (pool, body readers, deadlines), knowing no model",
