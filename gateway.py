@@ -269,7 +269,7 @@ class Handler(httpserver.Handler):
         if refusal:
             return self.refuse(*refusal)
         reply = ask["reply"] or suffix
-        mode = reply or (collections.load().get(name) or {}).get("reply") or "all"
+        mode = collections.reply_mode(name, reply)
         shown = formats.shown(fmt, name, ask)
         if ask.get("load"):
             return self.loaded(ask, shown)

@@ -250,6 +250,14 @@ def resolve(model):
     return name if name and get(name) is not None else None
 
 
+def reply_mode(collection, asked=""):
+    """The reply mode a request gets (FMT-13, PNL-6): `asked` (the body's, else the model's suffix) when
+    given, else the collection's `reply`, else `all`. `collection` is the collection or its name."""
+    if isinstance(collection, str):
+        collection = load().get(collection) or {}
+    return asked or collection.get("reply") or "all"
+
+
 def split_reply(model):
     """`(model, mode)` when `model` ends in `:all`, `:merged` or `:route`, else `(model, "")` (COL-5)."""
     if not isinstance(model, str):

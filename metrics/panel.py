@@ -376,7 +376,7 @@ class Plan:
         self.skipped = []
         self.notes = []
         self._seat_members(collection.get("members") or [], nominees)
-        self.merged = (reply or collection.get("reply") or "all") == "merged"
+        self.merged = collections.reply_mode(collection, reply) == "merged"
         self._merger_choice()
         self._shape()
         self.panel = panel_id()

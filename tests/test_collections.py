@@ -101,6 +101,14 @@ def test_col5_split_reply_at_the_last_colon():
     assert collections.split_reply("bench/core:route:x") == ("bench/core:route:x", "")
 
 
+def test_fmt13_pnl6_reply_mode_asked_then_the_collections_then_all():
+    write_collections({"core": {"members": ["a"], "reply": "merged"}, "plain": {"members": ["a"]}})
+    assert collections.reply_mode("core") == "merged" == collections.reply_mode(collections.get("core"))
+    assert collections.reply_mode("core", "all") == "all"  # asked in the body or the suffix wins
+    assert collections.reply_mode("plain") == "all" == collections.reply_mode({})
+    assert collections.reply_mode("no-such", "route") == "route"
+
+
 def test_load_keeps_file_order_and_drops_entries_that_are_not_objects():
     write_collections({"zeta": {}, "alpha": {"members": ["a"]}, "broken": "oops", "_why": "comment"})
     assert list(collections.load()) == ["zeta", "alpha"]
