@@ -195,35 +195,6 @@ def retired_why(record):
     return why + "; take it out of the collection (Restore in its model popup brings it back)"
 
 
-def cannot_see(alias, known=None):
-    """`""` when `alias` takes images, else why not (IMG-5). Unknown counts as cannot.
-
-    `known` is a `catalog.table()` already in hand (a plan asks about every registered alias).
-    """
-    known = catalog.table() if known is None else known
-    if known.api(alias) == "responses":
-        return "is reached through the Responses API, to which the gateway sends no images yet"
-    info = known[alias]
-    vision = info.get("vision")
-    if vision is True:
-        return ""
-    if vision is None:
-        return "the catalog does not say whether it takes images; tick Vision / OCR in its model popup"
-    source = (info.get("sources") or {}).get("vision") or "the catalog"
-    return f"does not take images (says {source})"
-
-
-def window(alias, known=None):
-    value = (catalog.table() if known is None else known)[alias].get("context_window")
-    return value if isinstance(value, int) and value > 0 else None
-
-
-def too_small(alias, needed, known=None):
-    """The alias's known window when it is below `needed`, else None (unknown windows never refuse)."""
-    size = window(alias, known)
-    return size if size is not None and size < needed else None
-
-
 def unregistered(names):
     """The names no registration answers to, directly or through a rename (ALI-1)."""
     regs = registry.registrations()
@@ -416,7 +387,7 @@ class Plan:
         if self.image_count:
             for seat, group in (("member", members), ("with", wanted)):
                 for alias in group:
-                    why = cannot_see(alias, self.known)
+                    why = catalog.cannot_see(alias, self.known)
                     if why:
                         self.skip(seat, alias, why)
             blind = {s["alias"] for s in self.skipped}
@@ -430,7 +401,7 @@ class Plan:
             members = [a for a in members if a not in specialists]
         self.members = members
 
-        sizes = {a: too_small(a, self.needed, self.known) for a in members + wanted}
+        sizes = {a: catalog.too_small(a, self.needed, self.known) for a in members + wanted}
         small = sorted((sizes[a], a) for a in members if sizes[a])
         if small:
             raise TooLarge(self._too_large_message(small))
@@ -480,9 +451,9 @@ class Plan:
     def avoid(self):
         avoid = set(route.cooling())
         for alias in registry.registrations():
-            if too_small(alias, self.needed, self.known):
+            if catalog.too_small(alias, self.needed, self.known):
                 avoid.add(alias)
-            elif self.image_count and cannot_see(alias, self.known):
+            elif self.image_count and catalog.cannot_see(alias, self.known):
                 avoid.add(alias)
         return avoid
 
@@ -566,7 +537,7 @@ def merge(plan, seats, on_part=None, gone=None):
     text = merge_prompt(plan, answered)
     need = images.estimate(MERGE_SYSTEM + "\n\n" + text)
     known = catalog.table()  # afresh: a seat's failure may have taught a smaller window meanwhile
-    fits = [a for a in merger_candidates(plan) if not too_small(a, need, known)]
+    fits = [a for a in merger_candidates(plan) if not catalog.too_small(a, need, known)]
     if not fits:
         return None, "", f"no merger has the context window for the merge (about {need:,} tokens)"
     alias = fits[0]
