@@ -132,14 +132,14 @@ def parse(text):
     return found
 
 
+def _shape_hidden(match):
+    return (match.group(1) or match.group(2) or "") + "***"
+
+
 def redact(text):
-    """`text` with every known key and anything secret-shaped replaced by `***` (KEY-7)."""
-    text = keys.hide(text)
-
-    def hide(match):
-        return (match.group(1) or match.group(2) or "") + "***"
-
-    return SECRET_SHAPES.sub(hide, text)
+    """`text` as written down (`keys.clean`), then anything else secret-shaped replaced by `***` (KEY-7):
+    evidence is kept for good, so keys no one registered are taken out too."""
+    return SECRET_SHAPES.sub(_shape_hidden, keys.clean(text))
 
 
 def excerpt(text):

@@ -237,12 +237,6 @@ def begin_seat(alias, system, prompt, messages=None, on_delta=None):
     return functools.partial(_seat_result, alias, started, answer)
 
 
-def _clean(text, known=None):
-    """`text` fit to be written down: keys hidden (KEY-7), then images, URL queries and user:password
-    redacted (IMG-7); before any cut, so no cut leaves part of a secret (SEAT-3, IMP-15)."""
-    return images.redact(keys.hide(text, known=known))
-
-
 def _seat_result(alias, started, answer):
     text, error = "", ""
     try:
@@ -256,12 +250,9 @@ def _seat_result(alias, started, answer):
     except Exception as exc:  # one seat failing must not lose the others
         text, error = "", f"{type(exc).__name__}: {exc}"
     if not error:
-        phrase = notices.notice(text)
-        if phrase:
-            error = f"provider notice in a success reply ({phrase}): {keys.cut(_clean(text.strip()), 200)}"
-            text = ""
+        error = notices.as_error(text)  # PN-3: a notice is no answer
     if error:
-        error = _clean(error)
+        error = keys.clean(error)  # every seat error, not only an image request's (IMP-15)
         try:
             learn.record(alias, error, "gateway")
         except Exception:
@@ -351,8 +342,8 @@ class Plan:
         self._merger_choice()
         self._shape()
         self.panel = panel_id()
-        # cut with the word the cut splits dropped, so a URL's user:password is never half-kept (IMG-8)
-        self.task = _clean(keys.cut(" ".join(self.prompt.split()), TASK_CHARS)) + f" (bench/{name}, {self.shape})"
+        # cleaned before the cut, which drops the word it splits: no URL's user:password is ever half-kept (IMG-8)
+        self.task = keys.clean(" ".join(self.prompt.split()), TASK_CHARS) + f" (bench/{name}, {self.shape})"
         self._seats(on_seat)
 
     def skip(self, seat, alias, why):
@@ -716,10 +707,10 @@ def write_call_log(plan, seats, merger):
     """
     known = keys.secrets()
     order = ("call", "seat", "alias", "status", "answer", "error", "seconds")
-    logged = [{k: _clean(s[k], known) if k in ("answer", "error") else s[k] for k in order}
+    logged = [{k: keys.clean(s[k], known=known) if k in ("answer", "error") else s[k] for k in order}
               for s in seats + ([merger] if merger else [])]
     line = {"panel": plan.panel, "at": local_iso(), "model": f"bench/{plan.name}", "shape": plan.shape,
-            "shape_by": _clean(plan.shape_by, known), "key": plan.caller,
+            "shape_by": keys.clean(plan.shape_by, known=known), "key": plan.caller,
             "system": logged_text(plan.system, plan.settings, known),
             "prompt": logged_text(plan.prompt, plan.settings, known), "seats": logged}
     if plan.skipped:
@@ -735,7 +726,7 @@ def logged_text(text, settings, known):
     """A prompt as the calls log keeps it: cleaned, or only its length when prompts are not kept."""
     if not settings["calls_log_prompts"]:
         return f"[not kept: {len(text):,} characters]" if text else ""
-    return _clean(text, known)
+    return keys.clean(text, known=known)
 
 
 def warm_up():
