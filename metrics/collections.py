@@ -10,16 +10,12 @@ while collections.json cannot be read, or naming one whose fields have the wrong
 types, meets `Broken` (503, naming the file and the fault); gateway.json that cannot
 be read serves the defaults and says so once on stderr and on `GET /health`.
 
-    python -m metrics.collections     runs the COL-10 self-checks and prints `ok`
-
-(Run it with `-m`: as a plain script this file would shadow the standard library's `collections`.)
+COL-10's self-checks (COL-3..5, COL-7) are tests in tests/test_collections.py.
 """
 
 import json
 import math
-import os
 import sys
-import tempfile
 import threading
 
 from metrics import connections, fileio, paths
@@ -413,37 +409,3 @@ def unreadable(path):
     then, or the `{}` it reads would wipe the file. `fileio.json_problem` says why."""
     return bool(fileio.json_problem(path))
 
-
-def main():
-    """COL-10: check COL-3..5 and COL-7 (resolve against a throwaway data folder), print `ok`.
-
-    It points BENCHWARMERS_HOME elsewhere for a moment: a script's job, not a server's.
-    """
-    defaults = dict(DEFAULTS)
-    assert [explorers_for(n, defaults) for n in range(1, 7)] == [2, 2, 2, 1, 0, 0]
-    assert explorers_for(3, {"max_calls": 4, "max_explorers": 2}) == 1
-    assert split_reply("bench/core:merged") == ("bench/core", "merged")
-    assert split_reply("bench/core:x") == ("bench/core:x", "")
-    assert split_reply("a:b:route") == ("a:b", "route")
-    assert reply_errors("all", "", []) == []
-    assert reply_errors("both", "", []) == ["reply must be one of all, merged, route"]
-    assert "'ghost'" in reply_errors("merged", "ghost", ["real"])[0]
-    assert reply_errors("merged", "real", ["real"]) == []
-    before = os.environ.get("BENCHWARMERS_HOME")
-    with tempfile.TemporaryDirectory() as home:
-        os.environ["BENCHWARMERS_HOME"] = home
-        try:
-            fileio.write_atomic(collections_path(), fileio.dumps({"core": {"members": ["a"]}}))
-            assert resolve("bench/core") == resolve(" core ") == "core"
-            assert resolve("bench/") is resolve("") is resolve("bench/no-such") is resolve("Core") is None
-        finally:
-            if before is None:
-                os.environ.pop("BENCHWARMERS_HOME", None)
-            else:
-                os.environ["BENCHWARMERS_HOME"] = before
-            paths.reload()
-    print("ok")
-
-
-if __name__ == "__main__":
-    main()
