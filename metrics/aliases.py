@@ -54,6 +54,15 @@ def resolver():
     return resolve
 
 
+def follow(current, alias):
+    """`current(alias)` (a `resolver()`), or `alias` as written when alias-history.json loops there: a
+    reader keyed by alias (the router, its evidence) keeps working on a broken history."""
+    try:
+        return current(alias)
+    except ValueError:
+        return alias
+
+
 def current(alias):
     """The name `alias` goes by now, following old→new links to the end.
 

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from metrics import fileio, learn, offload, paths, registry, route
+from metrics import fileio, history, learn, offload, paths, registry, route
 from metrics.demo import Upstream
 
 TODAY = datetime.date.today()
@@ -91,7 +91,7 @@ def test_rtr6_stalest_first_and_ties_in_registration_order():
 
 
 def test_rtr6_paid_then_lower_recall_break_ties(monkeypatch):
-    monkeypatch.setattr(route, "SUITE_RECHECK", 0)  # tasks are written between two panels
+    monkeypatch.setattr(history, "SUITE_RECHECK", 0)  # tasks are written between two panels
     register(("a", "vendor/a"), ("b", "vendor/b"), ("c", "vendor/c"))
     write_json("config", "provider-tags.json", data={"vendor/a": "free", "vendor/b": "free", "vendor/c": "pro"})
     write_json("config", "connections.json", data={"preferred": ["pro"]})
@@ -366,7 +366,7 @@ def test_rtr9_new_answers_count_after_the_recheck_window(monkeypatch):
     assert route.records()[0]["found"] == 1
     task("t2", {"m": 3})
     assert route.records()[0]["found"] == 1  # within SUITE_RECHECK: no walk
-    monkeypatch.setattr(route, "SUITE_RECHECK", 0)
+    monkeypatch.setattr(history, "SUITE_RECHECK", 0)
     assert route.records()[0]["found"] == 4
 
 

@@ -2,7 +2,9 @@
 
 Three plain functions, shared by everything that looks at model output (the
 suite runner, the router's recall, perf, auto-retire, the client's parity
-tests), so one reply is classified the same way everywhere:
+tests), so one reply is classified the same way everywhere. They live in
+`metrics` because the router scores saved answers and the suite is built on
+top of `metrics` (`suite/` imports `metrics`, never the other way round):
 
 - `outcome(text, min_length)`: `None` for an answer, else `(kind, detail)`.
 - `failure_class(text, min_length)`: why a non-answer happened (SU-11, SU-12).
