@@ -462,7 +462,7 @@ class Plan:
         for i, alias in enumerate(self.members, 1):
             sit(f"member{i}", alias)
         if self.explorer_count > 0:
-            self.router = route.panel(shape=self.shape, large=len(self.whole) > LARGE, nominees=self.nominees,
+            self.router = route.pick_seats(shape=self.shape, large=len(self.whole) > LARGE, nominees=self.nominees,
                                       members=self.members, explorers=self.explorer_count, avoid=self.avoid())
             for key in ("explorer", "explorer2"):
                 pick = self.router.get(key)
@@ -503,7 +503,7 @@ def merger_candidates(plan):
     judged.sort(key=lambda a: (-record[a]["useful"], -record[a]["useful"] / record[a]["judged"]))
     candidates = list(judged)
     try:
-        primary = route.panel(shape=plan.shape, large=len(plan.whole) > LARGE).get("primary")
+        primary = route.pick_seats(shape=plan.shape, large=len(plan.whole) > LARGE).get("primary")
         if primary:
             candidates.append(primary["model"])
     except Exception:

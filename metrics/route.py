@@ -5,11 +5,11 @@ models the bench has not asked for longest, so every model keeps getting fresh
 evidence. The suite's recall picks a primary (the merger's fallback), a second
 opinion from another family, and a reserve on another connection.
 
-The gateway calls `panel()` for its explorer seats (and its primary, for the
+The panel calls `pick_seats()` for its explorer seats (and its primary, for the
 merger) and `cooling()` for the aliases to avoid; `available()`, `records()`,
 `family()` and the CLI show the same facts to people.
 
-`panel()` runs on every gateway request with explorer seats, so nothing on that
+`pick_seats()` runs on every gateway request with explorer seats, so nothing on that
 path touches the network or re-reads a big file that has not changed:
 
 - Served names (RTR-1): each endpoint's listing is cached per data folder and
@@ -299,7 +299,7 @@ def cooling():
     return {aliases.follow(current, alias) for alias in out}
 
 
-# -- the panel (RTR-3..8) ---------------------------------------------------------------------
+# -- the picks (RTR-3..8) ---------------------------------------------------------------------
 
 def check_shape(shape, table=None):
     """The roles `shape` admits; ValueError when the router does not know it (RTR-3, PNL-15).
@@ -312,8 +312,9 @@ def check_shape(shape, table=None):
     return known[shape]
 
 
-def panel(shape="general", large=False, nominees=(), members=None, explorers=2, avoid=()):
-    """Seat a panel for one request (RTR-3..8).
+def pick_seats(shape="general", large=False, nominees=(), members=None, explorers=2, avoid=()):
+    """The router's picks for one request (RTR-3..8): explorer seats, and primary, second and reserve.
+    Not a panel: `metrics.panel` seats the members and asks every seat; this only picks.
 
     `members` is the sitting list (then no primary or second is chosen); `explorers`
     the seats to fill (at most 2); `nominees` the request's `with`; `avoid` aliases
@@ -478,7 +479,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     refresh_served()  # a one-shot process: ask the endpoints now rather than show an unfiltered pool
     try:
-        result = panel(args.shape, large=not args.small, nominees=args.nominees, avoid=cooling())
+        result = pick_seats(args.shape, large=not args.small, nominees=args.nominees, avoid=cooling())
     except ValueError as exc:
         sys.exit(str(exc))
     print(render(result, not args.small))
