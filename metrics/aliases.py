@@ -31,7 +31,8 @@ def _load():
 
 
 def history():
-    """`{old alias: new alias}` as the file says (comment keys and non-string values dropped)."""
+    """`{old alias: new alias}` as the file says (comment keys and non-string values dropped).
+    No caller yet but the tests: the dashboard's model rename (a retired name, TEST-1) will read it."""
     return dict(_load()[1])
 
 

@@ -114,7 +114,8 @@ def cached(name):
 
 
 def forget():
-    """Drop every listing held in memory (after endpoints change, or between tests)."""
+    """Drop every listing held in memory (after endpoints change, or between tests).
+    No caller yet but the tests: the dashboard's endpoint dialog will call it after a change."""
     _listings.clear()
     _changed()
 
@@ -279,7 +280,8 @@ def cannot_see(alias, known=None):
 
 
 def can_call_tools(alias):
-    """Whether tool requests may be routed to `alias`: tools known true (CAT-4)."""
+    """Whether tool requests may be routed to `alias`: tools known true (CAT-4).
+    No caller yet: route mode (RT-4, a request with tools) will call it."""
     return table()[alias]["tools"] is True
 
 

@@ -196,7 +196,8 @@ def timeouts():
 
 
 def settings_problems():
-    """Why `settings()` or `timeouts()` differs from what gateway.json says, one sentence each (for the editor)."""
+    """Why `settings()` or `timeouts()` differs from what gateway.json says, one sentence each.
+    No caller yet but the tests: the dashboard's settings editor will show it."""
     fault = _gateway_fault()
     return ([fault] if fault else []) + _checked()[1] + _timed()[1]
 
@@ -367,7 +368,8 @@ def listed(may_call=None):
 
 
 def public_names():
-    """`bench/<name>` per collection in file order, no reply variants: the startup line (LST-3)."""
+    """`bench/<name>` per collection in file order, no reply variants: the startup line (LST-3).
+    No caller yet but the tests: `gateway.main` still builds this line itself, and should call this."""
     return [PREFIX + name for name in load()]
 
 

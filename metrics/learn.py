@@ -301,7 +301,8 @@ def learned(alias=None):
 
 
 def note_limits(alias, limits, where, evidence=""):
-    """Limits stated outside message text, e.g. quota bodies (LRN-8): rpm/rpd/tpm/tpd, only tighter."""
+    """Limits stated outside message text, e.g. quota bodies (LRN-8): rpm/rpd/tpm/tpd, only tighter.
+    No caller yet but the tests: the quota readers will call it."""
     limits = {axis: value for axis, value in (limits or {}).items() if axis in AXES}
     if not alias or not limits:
         return {}
@@ -311,7 +312,8 @@ def note_limits(alias, limits, where, evidence=""):
 
 
 def note_capability(alias, cap, evidence=""):
-    """A capability seen working (LRN-9); failures prove nothing and are never stored."""
+    """A capability seen working (LRN-9); failures prove nothing and are never stored.
+    No caller yet but the tests: the onboarding probe (its 4 calls) will call it."""
     if not alias or cap not in CAPABILITIES:
         return
 

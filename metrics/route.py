@@ -274,7 +274,8 @@ def _available(regs, folder):
 
 
 def available():
-    """Registered aliases the endpoints still list and whose latest perf rows are not all failures (RTR-1)."""
+    """Registered aliases the endpoints still list and whose latest perf rows are not all failures (RTR-1).
+    No caller yet but the tests: the dashboard and the `bench` CLI will show it."""
     return list(_available(registry.registrations(), str(paths.data())))
 
 

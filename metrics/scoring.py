@@ -128,7 +128,8 @@ def outcome(text, min_length=DEFAULT_MIN):
 
 
 def failure_class(text, min_length=DEFAULT_MIN):
-    """Why a reply is not an answer, one of FAILURE_CLASSES, or None for an answer (ERR-2, §2.3)."""
+    """Why a reply is not an answer, one of FAILURE_CLASSES, or None for an answer (ERR-2, §2.3).
+    No caller yet but the tests: the suite runner, perf and auto-retire (SU-11, SU-12, AR-1) will call it."""
     _, head, failure_like = _read(text)
     if TIMEOUT_MARK in head:
         return "timeout"
