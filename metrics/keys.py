@@ -83,13 +83,14 @@ def set_key(name, value):
 
 
 def delete_key(name):
-    """Take one key out of the store (KEY-5). No caller yet: the dashboard's endpoint dialog will call it."""
+    """Take one key out of the store (KEY-5).
+    No caller yet but the tests: the dashboard's endpoint dialog will call it."""
     _change_store(lambda data: data.pop(name, None))
 
 
 def admin_key(endpoint, fallback=True):
     """A hub's admin key (KEY-8): `admin_key` name if given, else `<key>-admin`; else the endpoint's own key.
-    No caller yet: the hub adapters (suite-cli-mcp.md §6) will call it."""
+    No caller yet but the tests: the hub adapters (suite-cli-mcp.md §6) will call it."""
     endpoint = endpoint or {}
     own = endpoint.get("key") or ""
     name = endpoint.get("admin_key") or (f"{own}-admin" if own else "")

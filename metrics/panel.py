@@ -199,15 +199,7 @@ def unregistered(names):
     """The names no registration answers to, directly or through a rename (ALI-1)."""
     regs = registry.registrations()
     current = aliases.resolver()
-    found = []
-    for name in names:
-        try:
-            known = name in regs or current(name) in regs
-        except ValueError:  # a loop in alias-history.json
-            known = False
-        if not known:
-            found.append(name)
-    return found
+    return [name for name in names if name not in regs and aliases.follow(current, name) not in regs]
 
 
 def seat_label(key):
