@@ -374,7 +374,8 @@ def public_names():
 
 
 def reply_errors(reply, merger, known_chat_models):
-    """The editor's checks of a collection's reply mode and merger (COL-7). Any chat model may merge."""
+    """The editor's checks of a collection's reply mode and merger (COL-7). Any chat model may merge.
+    No caller yet but the tests: the dashboard's Collections dialog will call it."""
     errors = []
     if reply not in REPLIES:
         errors.append("reply must be one of " + ", ".join(REPLIES))
