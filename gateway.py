@@ -6,8 +6,8 @@
 This module holds the routes only: the handler parses, checks, dispatches and
 answers. The panel lives in `metrics.panel`, the checks in `metrics.guard`, keys,
 scopes and rate caps in `metrics.gatekeys`, the server's deadlines and limits in
-`metrics.httpserver`, every client's own API in `metrics.formats` (chat
-completions in `metrics.chat`), the offload log in `metrics.offload`.
+`metrics.httpserver`, every client's own API (chat completions among them) in
+`metrics.formats`, the offload log in `metrics.offload`.
 
 The handler speaks HTTP/1.0 as the reference does: every response closes its
 connection and a stream ends at the close.
@@ -217,7 +217,7 @@ class Handler(httpserver.Handler):
 
     def format_post(self, path, body):
         """FMT-8 steps 6-11: token counts, the model card, and every format's panel route."""
-        fmt = formats.format_of(path)
+        api = formats.get(formats.format_of(path))
         gemini_path = formats.gemini.model_path(path)
         try:
             if gemini_path:
@@ -226,13 +226,13 @@ class Handler(httpserver.Handler):
                     return self.count(model, {"totalTokens": formats.gemini.count(body)})
                 if method not in formats.gemini.METHODS:
                     return self.refuse(404, formats.gemini.not_allowed(method))
-                return self.ask_panel(fmt, formats.gemini.ask(body, model, method))
+                return self.ask_panel(api, api.read(body, model, method))
             if path == "/v1/messages/count_tokens":
                 return self.count(body.get("model"), {"input_tokens": formats.anthropic.count(body)})
             if path == "/api/show":
                 return self.show(body)
             if path in formats.PANEL_ROUTES:
-                return self.ask_panel(fmt, formats.read(fmt, body))
+                return self.ask_panel(api, api.read(body))
         except formats.Unsupported as exc:  # GW-4, FMT-8 step 11
             return self.refuse(400, str(exc))
         self.refuse(404, f"no such route; try {POST_ROUTES}")
@@ -258,9 +258,9 @@ class Handler(httpserver.Handler):
             return self.refuse(404, formats.ollama.not_found(name))
         self.send_json(200, card)
 
-    def ask_panel(self, fmt, ask):
-        """FMT-11..17: resolve the collection and the reply mode, then answer with a panel in `fmt`'s shape."""
-        base, suffix = collections.split_reply(ask["model"])
+    def ask_panel(self, api, ask):
+        """FMT-11..17: resolve the collection and the reply mode, then answer with a panel in `api`'s shape."""
+        base, suffix = collections.split_reply(ask.model)
         name = collections.resolve(base)
         if name is None:
             return self.refuse(400 if not base.strip() else 404,
@@ -268,40 +268,40 @@ class Handler(httpserver.Handler):
         refusal = gatekeys.admit(self.who, name)  # DSP-2 scope, then DSP-3 rate cap
         if refusal:
             return self.refuse(*refusal)
-        reply = ask["reply"] or suffix
+        reply = ask.reply or suffix
         mode = collections.reply_mode(name, reply)
-        shown = formats.shown(fmt, name, ask)
-        if ask.get("load"):
-            return self.loaded(ask, shown)
+        shown = api.shown(name, ask)
+        if ask.load:
+            return self.loaded(api, ask, shown)
         if mode == "route":
             return self.refuse(400, f"route mode (bench/{name}:route) is not available in this gateway yet; "
                                     "ask the panel with :all or :merged")
-        if ask["agentic"]:
+        if ask.agentic:
             return self.refuse(400, "the request carries tools, tool calls or tool results, but a panel answers "
                                     f"with several models' prose, not a tool call; use route mode instead: "
                                     f'bench/{name}:route or "bench": {{"reply": "route"}} for one model that can '
                                     "use tools")
-        messages = ask["messages"]
-        if ask["stream"]:
+        messages = ask.messages
+        if ask.stream:
             sse = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query).get("alt") == ["sse"]  # GW-6
-            writer = formats.writer(fmt, shown, formats.prompt_tokens(messages), sse)
+            writer = api.writer(shown, formats.prompt_tokens(messages), sse)
             return self.stream_panel(name, ask, reply, writer)
         started = time.monotonic()
         try:
-            content, bench = panel.run(name, messages, ask["with"], reply, self.who)
+            content, bench = panel.run(name, messages, ask.nominees, reply, self.who)
         except Exception as exc:  # IMP-1: every failure is answered, never a dropped connection
             return self.refuse(*panel.refusal(exc))
-        payload, headers = formats.reply(fmt, content, shown, bench, formats.usage(messages, content),
-                                         time.monotonic() - started)
+        payload, headers = api.reply(content, shown, bench, formats.usage(messages, content),
+                                     time.monotonic() - started)
         self.send_json(200, payload, headers)
 
-    def loaded(self, ask, shown):
+    def loaded(self, api, ask, shown):
         """Improvement 9: Ollama's "load the model" call (no prompt) gets an empty `done` reply, no panel."""
-        payload = formats.ollama.loaded(ask, shown)
-        if not ask["stream"]:
+        payload = api.loaded(shown)
+        if not ask.stream:
             return self.send_json(200, payload)
         try:
-            self.open_stream(formats.ollama.ChatStream.content_type)
+            self.open_stream(api.Stream.content_type)
             self.write_now(json.dumps(payload).encode() + b"\n")
         except CLIENT_GONE:
             pass
@@ -320,13 +320,13 @@ class Handler(httpserver.Handler):
         `make_writer(write)` gives the format's stream writer (STR-1), so one loop serves every format.
         """
         gone = threading.Event()
-        events = panel.start(name, ask["messages"], ask["with"], reply, self.who, gone)
+        events = panel.start(name, ask.messages, ask.nominees, reply, self.who, gone)
         try:
             event = events.get(timeout=STREAM_GRACE)
         except queue.Empty:
             event = None
-        if event and event[0] == "error":
-            return self.refuse(*panel.refusal(event[1]))
+        if isinstance(event, panel.Failed):
+            return self.refuse(*panel.refusal(event.exc))
         writer = make_writer(self.write_now)
         try:
             self.open_stream(writer.content_type)
@@ -341,20 +341,18 @@ class Handler(httpserver.Handler):
                     except queue.Empty:
                         writer.keepalive()
                         continue
-                kind, value = event
-                event = None
-                if kind == "seated":
-                    continue  # the 200 has gone: the heading follows once every seat's request is out
-                if kind == "part":
-                    writer.text(value)
+                if isinstance(event, panel.Part):
+                    writer.text(event.text)
                     streamed = True
-                elif kind == "done":
-                    content, bench = value
+                elif isinstance(event, panel.Done):
                     if not streamed:
-                        writer.text(content)
-                    return writer.end(bench)
-                else:
-                    return writer.error(*panel.refusal(value))
+                        writer.text(event.content)
+                    return writer.end(event.bench)
+                elif isinstance(event, panel.Failed):
+                    return writer.error(*panel.refusal(event.exc))
+                # a part is written; `Seated` needs nothing, as the 200 has gone (the heading follows once every
+                # seat's request is out)
+                event = None
         except CLIENT_GONE:
             gone.set()  # STR-9: the panel thread goes on and records every seat, but asks no merger
 

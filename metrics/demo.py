@@ -635,11 +635,11 @@ class Handler(BaseHTTPRequestHandler):
             return self.refuse(400, error_body("The request body must be a JSON object", 400), api=api)
         try:
             if api == "gemini":
-                messages = formats.gemini.ask(body, model, method)["messages"]
+                messages = formats.gemini.ask(body, model, method).messages
                 config = body.get("generationConfig") if isinstance(body.get("generationConfig"), dict) else {}
                 name, stream, budget = model, method == "streamGenerateContent", config.get("maxOutputTokens")
             else:
-                messages = formats.read(api, body)["messages"]
+                messages = formats.get(api).read(body).messages
                 name, stream = body.get("model"), bool(body.get("stream"))
                 budget = body.get("max_tokens" if api == "anthropic" else "max_output_tokens")
         except formats.Unsupported as exc:

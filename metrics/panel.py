@@ -34,6 +34,7 @@ Decisions where the spec is silent or improved (gateway.md §20):
 
 import concurrent.futures
 import ctypes
+import dataclasses
 import datetime
 import functools
 import json
@@ -731,21 +732,48 @@ def warm_up():
             print(f"warning: warming up {step.__qualname__} failed ({type(exc).__name__}: {exc})", file=sys.stderr)
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class Seated:
+    """No refusal can follow: the first seat is about to be asked, so a stream's 200 may leave."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Part:
+    """A piece of the reply: the heading, a seat's section, the merger's words, the footer."""
+
+    text: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Done:
+    """The panel's whole reply and its `bench` object, as `run()` returns them."""
+
+    content: str
+    bench: dict
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Failed:
+    """The panel failed with `exc`; before any `Seated` it is a refusal (`refusal(exc)` gives the status)."""
+
+    exc: Exception
+
+
 def start(name, messages, nominees=(), reply="", caller="local", gone=None):
     """Run a panel on its own thread (STR-2); returns a queue of events. `gone` as for `run()`.
 
-    Events: `("seated", None)` once no refusal can follow, `("part", text)`, then `("done", (content, bench))`
-    or `("error", exception)`; a refusal is an `error` before any `seated`.
+    Events: `Seated()` once no refusal can follow, `Part(text)`s, then `Done(content, bench)` or
+    `Failed(exc)`; a refusal is a `Failed` before any `Seated`.
     """
     events = queue.Queue()
 
     def work():
         try:
-            events.put(("done", run(name, messages, nominees, reply, caller,
-                                    on_part=lambda text: events.put(("part", text)),
-                                    on_seated=lambda: events.put(("seated", None)), gone=gone)))
+            events.put(Done(*run(name, messages, nominees, reply, caller,
+                                 on_part=lambda text: events.put(Part(text)),
+                                 on_seated=lambda: events.put(Seated()), gone=gone)))
         except Exception as exc:
-            events.put(("error", exc))
+            events.put(Failed(exc))
 
     threading.Thread(target=work, name=f"panel-{name}", daemon=True).start()
     return events

@@ -1,13 +1,16 @@
 """Safe writes (LOCK-1..5): locked updates, atomic replace, whole JSONL lines under races."""
 
+import errno
 import json
 import multiprocessing
 import os
+import subprocess
+import sys
 import threading
 
 import pytest
 
-from metrics import fileio
+from metrics import fileio, ledger, paths
 
 THREADS = 32
 PROCESSES = 4
@@ -168,3 +171,38 @@ def test_update_mode_and_dumps(tmp_path):
     fileio.update(path, lambda d: d.update(k="é"), mode=0o600)
     assert os.stat(path).st_mode & 0o777 == 0o600
     assert path.read_text(encoding="utf-8") == '{\n  "k": "é"\n}\n' == fileio.dumps({"k": "é"})
+
+
+APPENDER = """
+import json, resource, signal, sys
+from metrics import fileio, ledger
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[1]), resource.RLIM_INFINITY))
+failed = []
+try:
+    fileio.append_jsonl(sys.argv[2], {"x": "y" * 200})
+except OSError as exc:
+    failed.append(exc.errno)
+written = ledger.write({"t": 1796000000.0, "alias": "a", "status": "ok", "note": "z" * 200})
+print(json.dumps({"failed": failed, "ledger_written": written}))
+"""
+
+
+def test_a_failed_append_is_cut_back_in_every_log_and_a_torn_tail_is_ended(tmp_path):
+    """Nothing-lost item 1 at the file level: a real EFBIG (a file-size limit in a real process) part way
+    through an append leaves each file as it was, for `append_jsonl` and the usage ledger alike; the next
+    append after a torn tail ends that line first, so both records read back."""
+    log = tmp_path / "log.jsonl"
+    month = ledger.month_file(1796000000.0)
+    log.write_bytes(b'{"a": 1}\n' * 10)
+    month.parent.mkdir(parents=True, exist_ok=True)
+    month.write_bytes(b'{"t": 1}\n' * 10)
+    limit = len(b'{"a": 1}\n') * 10 + 20  # both files hold 90 bytes: room for 20 more, not a whole line
+    done = subprocess.run([sys.executable, "-c", APPENDER, str(limit), str(log)], cwd=paths.CODE,
+                          capture_output=True, text=True, env=dict(os.environ))
+    assert json.loads(done.stdout) == {"failed": [errno.EFBIG], "ledger_written": False}, done.stderr
+    assert log.read_bytes() == b'{"a": 1}\n' * 10 and month.read_bytes() == b'{"t": 1}\n' * 10
+    log.write_bytes(b'{"a": 1}\n{"torn": ')
+    fileio.append_jsonl(log, {"b": 2})
+    assert log.read_bytes() == b'{"a": 1}\n{"torn": \n{"b": 2}\n'
+    assert fileio.read_jsonl(log) == [{"a": 1}, {"b": 2}]

@@ -95,8 +95,8 @@ def test_fmt21_sniff_and_fmt26_numbering():
     assert numbering.result(None, "get_weather") == "call_3"
 
 
-@pytest.mark.parametrize("read", [formats.READERS["anthropic"], formats.READERS["responses"],
-                                  formats.READERS["completion"], formats.READERS["ollama_chat"],
+@pytest.mark.parametrize("read", [formats.get("anthropic").read, formats.get("responses").read,
+                                  formats.get("completion").read, formats.get("ollama_chat").read,
                                   lambda body: gemini.ask(body, "bench/core")])
 def test_fmt10_checks_on_every_format(read):
     """FMT-10 and its correction: model, with and bench are checked whatever the format; falsy reads as none."""
@@ -106,7 +106,7 @@ def test_fmt10_checks_on_every_format(read):
     assert '"bench" must be an object' in refused(read, {**body, "bench": {"reply": ""}})
     assert '"bench" must be an object' in refused(read, {**body, "bench": "route"})
     ask = read({**body, "with": 0, "bench": [], "tools": []})
-    assert ask["with"] == [] and ask["reply"] == "" and ask["agentic"] is False
+    assert ask.nominees == [] and ask.reply == "" and ask.agentic is False
 
 
 # ---------------------------------------------------------------- OUT-7: the round trips
@@ -114,14 +114,14 @@ def test_fmt10_checks_on_every_format(read):
 
 def test_out7_native_requests_read_back_to_the_same_messages():
     """OUT-7: each native request, read by its own reader, gives the conversation back exactly."""
-    assert fa.ask(fa.request("bench/core", CONVERSATION))["messages"] == CONVERSATION
-    assert gemini.ask(gemini.request(CONVERSATION), "bench/core")["messages"] == CONVERSATION
-    assert responses.ask(responses.request("bench/core", CONVERSATION))["messages"] == CONVERSATION
-    assert fo.chat_ask(fo.request("bench/core", CONVERSATION))["messages"] == CONVERSATION
+    assert fa.ask(fa.request("bench/core", CONVERSATION)).messages == CONVERSATION
+    assert gemini.ask(gemini.request(CONVERSATION), "bench/core").messages == CONVERSATION
+    assert responses.ask(responses.request("bench/core", CONVERSATION)).messages == CONVERSATION
+    assert fo.chat_ask(fo.request("bench/core", CONVERSATION)).messages == CONVERSATION
     web = json.loads(json.dumps(CONVERSATION).replace(PNG, WEB_IMAGE))
-    assert fa.ask(fa.request("m", web))["messages"] == web
-    assert gemini.ask(gemini.request(web), "m")["messages"] == web
-    assert responses.ask(responses.request("m", web))["messages"] == web
+    assert fa.ask(fa.request("m", web)).messages == web
+    assert gemini.ask(gemini.request(web), "m").messages == web
+    assert responses.ask(responses.request("m", web)).messages == web
     assert "base64 only" in refused(fo.request, "m", web)
 
 
@@ -268,7 +268,7 @@ def test_anthropic_reader_maps_tools_results_images_and_ignores_what_it_should()
                                                           {"type": "image", "source": {"type": "url",
                                                                                        "url": WEB_IMAGE}}]}]}]}
     ask = fa.ask(body)
-    assert ask["messages"] == [
+    assert ask.messages == [
         {"role": "system", "content": "Be brief.\n\nReally."},
         {"role": "user", "content": "Weather?"},
         {"role": "assistant", "content": "Let me check.", "tool_calls": [
@@ -277,13 +277,12 @@ def test_anthropic_reader_maps_tools_results_images_and_ignores_what_it_should()
         {"role": "tool", "tool_call_id": "toolu_1", "content": "Error: no data"},
         {"role": "user", "content": [{"type": "text", "text": "and this"},
                                      {"type": "image_url", "image_url": {"url": WEB_IMAGE}}]}]
-    assert ask["upstream"] == {"tools": [{"type": "function", "function": {
-        "name": "get_weather", "description": "", "parameters": {"type": "object"}}}],
-        "tool_choice": "required", "parallel_tool_calls": False, "max_tokens": 32000, "temperature": 0.2,
-        "stop": ["END"]}
-    assert ask["options"] == {"max_tokens": 32000, "temperature": 0.2, "stop": ["END"]} and ask["agentic"]
+    assert ask.tools == [{"type": "function", "function": {
+        "name": "get_weather", "description": "", "parameters": {"type": "object"}}}]
+    assert ask.tool_choice == "required" and ask.agentic
+    assert ask.passthrough == {"parallel_tool_calls": False, "max_tokens": 32000, "temperature": 0.2, "stop": ["END"]}
     no_media_type = {"type": "image", "source": {"type": "base64", "data": "/9j/4AAQSkZJRg"}}
-    assert fa.ask({"messages": [{"role": "user", "content": [no_media_type]}]})["messages"][0]["content"][0] == {
+    assert fa.ask({"messages": [{"role": "user", "content": [no_media_type]}]}).messages[0]["content"][0] == {
         "type": "image_url", "image_url": {"url": "data:image/jpeg;base64,/9j/4AAQSkZJRg"}}
 
 
@@ -331,7 +330,7 @@ def test_responses_reader_items_tools_and_refusals():
                       {"type": "custom_tool_call_output", "call_id": "call_b",
                        "output": [{"type": "input_text", "text": "applied"}]}]}
     ask = responses.ask(body)
-    assert ask["messages"] == [
+    assert ask.messages == [
         {"role": "system", "content": "Be brief."}, {"role": "developer", "content": "Use tools."},
         {"role": "user", "content": "Fix it"},
         {"role": "assistant", "content": "On it.", "tool_calls": [
@@ -340,15 +339,14 @@ def test_responses_reader_items_tools_and_refusals():
                                                               "arguments": '{"input": "*** diff"}'}}]},
         {"role": "tool", "tool_call_id": "call_a", "content": "sunny"},
         {"role": "tool", "tool_call_id": "call_b", "content": "applied"}]
-    tools = ask["upstream"]["tools"]
+    tools = ask.tools
     assert tools[0]["function"]["strict"] is True
     assert tools[1]["function"]["description"] == ("Patch files.\n\nThe input must follow this lark grammar:\n"
                                                    "start: /.+/")
-    assert tools[1]["function"]["parameters"]["required"] == ["input"] and ask["custom"] == ["apply_patch"]
-    assert ask["upstream"]["tool_choice"] == {"type": "function", "function": {"name": "apply_patch"}}
-    assert ask["upstream"]["response_format"] == {"type": "json_schema", "json_schema": {
-        "name": "out", "schema": {"type": "object"}}}
-    assert ask["upstream"]["parallel_tool_calls"] is True
+    assert tools[1]["function"]["parameters"]["required"] == ["input"] and ask.custom == ["apply_patch"]
+    assert ask.tool_choice == {"type": "function", "function": {"name": "apply_patch"}}
+    assert ask.passthrough == {"response_format": {"type": "json_schema", "json_schema": {
+        "name": "out", "schema": {"type": "object"}}}, "parallel_tool_calls": True}
     for body, says in (({"input": "x", "previous_response_id": "resp_1"}, "never stored"),
                        ({"input": "x", "conversation": "conv_1"}, "never stored"),
                        ({"input": 5}, '"input" must be a string or a list of items'),
@@ -364,7 +362,7 @@ def test_responses_reader_items_tools_and_refusals():
 
 def test_completions_and_ollama_readers():
     """§5.2 one prompt; §7.1/§7.2 Ollama: :latest, images, tool names, stream default, context, load calls."""
-    assert completions.ask({"prompt": ["only"], "suffix": "x", "n": 3})["messages"] == [
+    assert completions.ask({"prompt": ["only"], "suffix": "x", "n": 3}).messages == [
         {"role": "user", "content": "only"}]
     for prompt in (["a", "b"], [1, 2], None):
         assert "one string" in refused(completions.ask, {"prompt": prompt})
@@ -374,16 +372,16 @@ def test_completions_and_ollama_readers():
                            {"role": "assistant", "content": "", "tool_calls": [
                                {"function": {"name": "get_weather", "arguments": {"city": "Oslo"}}}]},
                            {"role": "tool", "tool_name": "get_weather", "content": 21}]})
-    assert ask["model"] == "bench/core" and ask["stream"] is True and ask["options"] == {"max_tokens": 5}
-    assert ask["messages"][0]["content"][1] == {"type": "image_url",
-                                                "image_url": {"url": "data:image/jpeg;base64,/9j/4AAQ"}}
-    assert ask["messages"][1]["tool_calls"][0]["id"] == "call_0"
-    assert ask["messages"][2] == {"role": "tool", "tool_call_id": "call_0", "content": "21"}
-    assert ask["upstream"]["response_format"] == {"type": "json_object"}
-    assert fo.chat_ask({"model": "m:merged", "messages": [], "stream": None})["stream"] is True  # improvement 12
-    assert fo.chat_ask({"messages": [], "stream": False})["stream"] is False
-    assert fo.chat_ask({"messages": []})["load"] == "chat" and fo.generate_ask({"prompt": ""})["load"] == "generate"
-    assert fo.generate_ask({"prompt": "hi", "system": "sys", "images": [PNG_B64], "raw": True})["messages"] == [
+    assert ask.model == "bench/core" and ask.stream is True
+    assert ask.passthrough == {"response_format": {"type": "json_object"}, "max_tokens": 5}
+    assert ask.messages[0]["content"][1] == {"type": "image_url",
+                                             "image_url": {"url": "data:image/jpeg;base64,/9j/4AAQ"}}
+    assert ask.messages[1]["tool_calls"][0]["id"] == "call_0"
+    assert ask.messages[2] == {"role": "tool", "tool_call_id": "call_0", "content": "21"}
+    assert fo.chat_ask({"model": "m:merged", "messages": [], "stream": None}).stream is True  # improvement 12
+    assert fo.chat_ask({"messages": [], "stream": False}).stream is False
+    assert fo.chat_ask({"messages": []}).load and fo.generate_ask({"prompt": ""}).load and not ask.load
+    assert fo.generate_ask({"prompt": "hi", "system": "sys", "images": [PNG_B64], "raw": True}).messages == [
         {"role": "system", "content": "sys"},
         {"role": "user", "content": [{"type": "text", "text": "hi"}, {"type": "image_url", "image_url": {"url": PNG}}]}]
     for read, body, says in ((fo.generate_ask, {"prompt": "x", "context": [1, 2]}, "/api/chat"),
@@ -412,18 +410,18 @@ def test_gemini_reader_both_spellings_tools_and_refusals():
                          {"role": "function", "parts": [{"functionResponse": {"name": "get_weather",
                                                                               "response": {"t": "21°"}}}]}]}
     ask = gemini.ask(body, "bench/core:route", "streamGenerateContent")
-    assert ask["model"] == "bench/core:route" and ask["stream"] is True and ask["options"] == {"max_tokens": 9}
-    assert ask["messages"] == [
+    assert ask.model == "bench/core:route" and ask.stream is True
+    assert ask.messages == [
         {"role": "system", "content": "Be brief."},
         {"role": "user", "content": [{"type": "text", "text": "Weather?"},
                                      {"type": "image_url", "image_url": {"url": PNG}}]},
         {"role": "assistant", "content": None, "tool_calls": [
             {"id": "call_0", "type": "function", "function": {"name": "get_weather", "arguments": '{"c": "Oslo"}'}}]},
         {"role": "tool", "tool_call_id": "call_0", "content": '{"t": "21°"}'}]
-    assert ask["upstream"]["tools"][0]["function"]["parameters"] == {"type": "object"}
-    assert ask["upstream"]["tool_choice"] == {"type": "function", "function": {"name": "get_weather"}}
-    assert ask["upstream"]["response_format"] == {"type": "json_schema", "json_schema": {
-        "name": "response", "schema": {"type": "object", "properties": {"a": {"type": "string"}}}}}
+    assert ask.tools[0]["function"]["parameters"] == {"type": "object"}
+    assert ask.tool_choice == {"type": "function", "function": {"name": "get_weather"}}
+    assert ask.passthrough == {"max_tokens": 9, "response_format": {"type": "json_schema", "json_schema": {
+        "name": "response", "schema": {"type": "object", "properties": {"a": {"type": "string"}}}}}}
     for body, says in (({"contents": "hi"}, '"contents" must be a list of content objects'),
                        ({"contents": [{"role": "system", "parts": []}]}, "role"),
                        ({"contents": [{"parts": "x"}]}, "user: parts must be a list"),

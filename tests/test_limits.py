@@ -18,7 +18,7 @@ import time
 import pytest
 
 import gateway as gateway_module
-from metrics import catalog, chat, demo, fileio, formats, gatekeys, httpserver, offload, paths
+from metrics import catalog, demo, fileio, formats, gatekeys, httpserver, offload, paths
 from metrics.formats import common
 
 PROMPT = "Is this loop off by one? for i in range(1, len(xs)): total += xs[i]"
@@ -138,7 +138,7 @@ def test_with_past_its_cap_is_refused_in_every_format_before_any_seat(port, benc
     route's own error shape, plain or streamed; 100,000 names are refused at once with a short reply."""
     demo.set_collection("core", ["alpha"])
     fmt = formats.format_of(path)
-    cap = f'"with" takes at most {chat.MAX_WITH} model aliases of at most {chat.MAX_ALIAS} characters each'
+    cap = f'"with" takes at most {common.MAX_WITH} model aliases of at most {common.MAX_ALIAS} characters each'
     for names in ([f"ghost-{i}" for i in range(9)], ["g" * 201], ["alpha"] * 100_000):
         started = time.monotonic()
         status, payload = post(port, path, {**body, "with": names})

@@ -5,24 +5,24 @@ The panel is format-blind; the gateway asks this package, whatever the client sp
 - `format_of(path)`: the fmt id, from the path alone and before the body is read,
   so every refusal on a route (Host, key, size, 404) comes back in that route's
   shape (FMT-3, ERR-1);
-- `read(fmt, body)`: the Ask (§3.2), or `Unsupported` with why (a 400);
-- `reply(fmt, ...)`: the non-streamed body and its extra headers;
-- `writer(fmt, ...)`: a stream writer factory, `make(write)` → an object with the
+- `get(fmt)`: that API's `Format` (`common.Format`), one object per API:
+  `read(body)` → the Ask (§3.2), or `Unsupported` with why (a 400);
+  `shown(name, ask)` → the model a reply names (FMT-14);
+  `reply(...)` → the non-streamed body and its extra headers;
+  `writer(...)` → a stream writer factory, `make(write)` → an object with the
   STR-1 interface (`content_type`, `start()`, `text(s)`, `end(bench)`,
   `error(status, message)`, `keepalive()`);
-- `error_body(fmt, status, message)`.
+  `error_body(status, message)`;
+- `error_body(fmt, status, message)`: the refusal body of a path's fmt.
 
-One small module per format: `anthropic`, `responses`, `completions`, `ollama`,
-`gemini`; chat completions is `metrics.chat`. Each holds pure functions: its
-reader, reply, stream writer, error body, and (for the outbound half) the native
-request builder and `Reader` the built-in client uses. Route mode (§11) slots in
-as one more writer per format beside the panel's.
+One small module per API: `chat` (chat completions), `anthropic`, `responses`,
+`completions`, `ollama`, `gemini`. Each holds pure functions (its reader, reply,
+stream writer, error body and, for the outbound half, the native request builder
+and `Reader` the built-in client uses) and its `Format` subclass, which binds the
+inbound ones. Route mode (§11) slots in as more methods on each API's `Format`.
 """
 
-import functools
-
-from metrics import chat
-from metrics.formats import anthropic, common, completions, gemini, ollama, responses
+from metrics.formats import anthropic, chat, common, completions, gemini, ollama, responses
 
 Unsupported = common.Unsupported
 body_problem = common.body_problem
@@ -38,15 +38,8 @@ PANEL_ROUTES = {"/v1/chat/completions": "chat", "/chat/completions": "chat", "/v
                 "/responses": "responses", "/api/chat": "ollama_chat", "/api/generate": "ollama_generate"}
 POST_ROUTES = {**PANEL_ROUTES, "/v1/messages/count_tokens": "anthropic"}
 
-READERS = {"chat": chat.ask, "completion": completions.ask, "anthropic": anthropic.ask, "responses": responses.ask,
-           "ollama_chat": ollama.chat_ask, "ollama_generate": ollama.generate_ask}
-REPLIES = {"completion": completions.reply, "anthropic": anthropic.reply, "responses": responses.reply,
-           "ollama_chat": ollama.chat_reply, "ollama_generate": ollama.generate_reply, "gemini": gemini.reply}
-STREAMS = {"completion": completions.Stream, "anthropic": anthropic.Stream, "responses": responses.Stream,
-           "ollama_chat": ollama.ChatStream, "ollama_generate": ollama.GenerateStream}
-ERRORS = {"chat": chat.error_body, "completion": completions.error_body, "anthropic": anthropic.error_body,
-          "responses": responses.error_body, "ollama_chat": ollama.error_body,
-          "ollama_generate": ollama.error_body, "gemini": gemini.error_body}
+FORMATS = {api.name: api for api in (chat.ChatCompletions(), completions.Completions(), anthropic.Messages(),
+                                     responses.Responses(), ollama.Chat(), ollama.Generate(), gemini.GenerateContent())}
 
 
 def route(path):
@@ -66,33 +59,11 @@ def format_of(path):
     return "chat"
 
 
+def get(fmt):
+    """The `Format` of the fmt id `fmt` (FMT-3); chat completions, the gateway's own shape, for any other."""
+    return FORMATS.get(fmt) or FORMATS["chat"]
+
+
 def error_body(fmt, status, message):
     """§2: the refusal body of `fmt` for any status."""
-    return ERRORS.get(fmt, chat.error_body)(status, message)
-
-
-def read(fmt, body):
-    """The Ask of a body posted to a panel route of `fmt` (Gemini reads the model from its path: `gemini.ask`)."""
-    return READERS[fmt](body)
-
-
-def shown(fmt, name, ask):
-    """FMT-14: chat always shows `bench/<name>`; every other format echoes the model as asked."""
-    return f"bench/{name}" if fmt == "chat" else ask["model"]
-
-
-def reply(fmt, content, shown_name, bench, tokens, seconds):
-    """`(body, headers)` of a non-streamed panel reply (FMT-16); `tokens` = (input, output) estimates."""
-    if fmt == "chat":
-        return chat.reply(content, shown_name, bench), {}
-    body = REPLIES[fmt](content, shown_name, bench, tokens, seconds)
-    return body, gemini.headers(bench) if fmt == "gemini" else {}
-
-
-def writer(fmt, shown_name, tokens_in=0, sse=False):
-    """A factory `make(write)` for `fmt`'s panel stream writer (STR-1); `sse` is Gemini's `?alt=sse`."""
-    if fmt == "chat":
-        return functools.partial(chat.Stream, shown=shown_name)
-    if fmt == "gemini":
-        return functools.partial(gemini.Stream, shown=shown_name, prompt_tokens=tokens_in, sse=sse)
-    return functools.partial(STREAMS[fmt], shown=shown_name, prompt_tokens=tokens_in)
+    return get(fmt).error_body(status, message)

@@ -13,7 +13,7 @@ Decisions where the spec is silent or improved:
   like any other block.
 """
 
-from metrics import chat, images
+from metrics import images
 from metrics.formats import common
 
 ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
@@ -174,13 +174,13 @@ def ask(body):
     for message in common.a_list(body.get("messages"), '"messages" must be a list of message objects'):
         messages += _message(message)
     stop = body.get("stop_sequences")
-    options = chat.options(body.get("max_tokens"), body.get("temperature"), body.get("top_p"), stop)
+    options = common.options(body.get("max_tokens"), body.get("temperature"), body.get("top_p"), stop)
     return common.make_ask(body, messages, body.get("stream"), options, _tools(body))
 
 
 def count(body):
     """`/v1/messages/count_tokens`: P of the body read exactly as `/v1/messages` reads it (no tool definitions)."""
-    return common.prompt_tokens(ask(body)["messages"])
+    return common.prompt_tokens(ask(body).messages)
 
 
 # ---------------------------------------------------------------- answering
@@ -337,3 +337,16 @@ class Reader(common.Pieces):
 
     def end(self):
         """Nothing is pending at the end of an Anthropic stream: errors raised as they came."""
+
+
+# ---------------------------------------------------------------- the API
+
+
+class Messages(common.Format):
+    """Anthropic Messages on `POST /v1/messages` (§6.1)."""
+
+    name = "anthropic"
+    Stream = Stream
+    read = staticmethod(ask)
+    answer = staticmethod(reply)
+    error_body = staticmethod(error_body)

@@ -14,14 +14,18 @@ upstream sent, and the client turns that into its error text.
 import base64
 import binascii
 import collections
+import dataclasses
+import functools
 import json
 import mimetypes
 import secrets
 import urllib.parse
 
-from metrics import chat, images
+from metrics import images
 
-Unsupported = chat.Unsupported
+REPLY_MODES = ("all", "merged", "route")
+MAX_WITH = 8
+MAX_ALIAS = 200
 TOOL_TURNS = "tool calls and results are sent to chat completions only, not a native API"
 ONLY_IMAGES = "only images can be passed to a panel"
 MAX_NESTING = 100
@@ -29,6 +33,10 @@ NOT_UNICODE = ("the request holds text that is not valid Unicode (a lone surroga
                "pair); send UTF-8 text")
 MAGIC = ((b"\x89PNG", "image/png"), (b"\xff\xd8\xff", "image/jpeg"), (b"GIF8", "image/gif"),
          (b"RIFF", "image/webp"), (b"BM", "image/bmp"))
+
+
+class Unsupported(ValueError):
+    """A request this format cannot put to a panel (400, GW-4)."""
 
 
 class UpstreamError(Exception):
@@ -230,6 +238,11 @@ def assistant(found, calls):
     return {"role": "assistant", "content": text or None, "tool_calls": calls}
 
 
+def _hashable(name):
+    """A tool name as a dict key: a request may send any JSON value where a name belongs."""
+    return name if isinstance(name, str) else json.dumps(name, sort_keys=True)
+
+
 class Numbering:
     """Tool-call ids for inputs that usually carry none (Gemini, Ollama), fresh per request (FMT-26).
 
@@ -249,7 +262,7 @@ class Numbering:
         self.n += 1
         self.open[seq] = call_id
         self.by_id.setdefault(call_id, collections.deque()).append(seq)
-        self.by_name.setdefault(name, collections.deque()).append(seq)
+        self.by_name.setdefault(_hashable(name), collections.deque()).append(seq)
         self.order.append(seq)
         return call_id
 
@@ -266,23 +279,89 @@ class Numbering:
             given = str(given)
             self._answer(self.by_id.get(given))
             return given
-        found = self._answer(self.by_name.get(name) if name else self.order)
+        found = self._answer(self.by_name.get(_hashable(name)) if name else self.order)
         return found if found is not None else f"call_{self.n}"
 
 
 # ---------------------------------------------------------------- the Ask
 
 
-def make_ask(body, messages, stream, options, upstream, model=None, custom=None):
-    """The Ask of §3.2 from a reader's results; `with` and `bench` are checked here for every format."""
-    asked, nominees, reply = chat.bench_fields(body)
-    upstream = {k: v for k, v in {**upstream, **options}.items() if v is not None}
-    ask = {"model": asked if model is None else model, "messages": messages, "stream": bool(stream),
-           "options": options, "with": nominees, "reply": reply, "upstream": upstream,
-           "agentic": chat.agentic(upstream, messages)}
-    if custom:
-        ask["custom"] = custom
-    return ask
+@dataclasses.dataclass(frozen=True, slots=True)
+class Ask:
+    """What a client asked, whatever API it spoke (formats.md §3.2): every reader returns one.
+
+    - `model`: as the client named it (Ollama: `:latest` removed; Gemini: from the path);
+    - `messages`: OpenAI-style messages, images as `image_url` parts, tool calls and results in chat's shape;
+    - `stream`; `nominees`: the aliases in `with`; `reply`: `bench.reply`, or "" (FMT-13);
+    - `tools`: function tools in chat's shape (FMT-22; chat's as sent); `tool_choice`: in chat's shape or None;
+    - `passthrough`: the other fields route mode forwards, in chat's names: sampling options, response_format,
+      parallel_tool_calls (chat: every other field of the body);
+    - `custom`: Responses only, the names of its custom tools (§6.2);
+    - `load`: Ollama's "load the model" call, with no prompt and no messages (improvement 9).
+
+    A panel reads the model, messages, stream, nominees and reply mode. Route mode (§11) will send the
+    messages, tools, tool choice and pass-through fields on to one member (RT-11) and answer a call to a
+    custom tool in the Responses shape (RT-21b). §3.2's `options` are among the pass-through fields, as
+    nothing else reads them (each seat asks with its own), and its `upstream` is the three together.
+    """
+
+    model: str
+    messages: list
+    stream: bool
+    nominees: list = dataclasses.field(default_factory=list)
+    reply: str = ""
+    tools: list = dataclasses.field(default_factory=list)
+    tool_choice: object = None
+    passthrough: dict = dataclasses.field(default_factory=dict)
+    custom: list = dataclasses.field(default_factory=list)
+    load: bool = False
+
+    @property
+    def agentic(self):
+        """True when the Ask carries tools, tool calls or tool results (§3.2): a panel refuses it (FMT-15)."""
+        return bool(self.tools) or any(
+            isinstance(m, dict) and (m.get("role") == "tool" or m.get("tool_calls")) for m in self.messages)
+
+
+def bench_fields(body):
+    """`(model, with, reply)` of any format's body, or `Unsupported` with why (FMT-10, ASK-1).
+
+    Any falsy `model`, `with` or `bench` reads as none (corrections from testing). Issue 21: `with`
+    names at most `MAX_WITH` aliases of at most `MAX_ALIAS` characters, since every name is looked at
+    and may be echoed in the reply and the call log, while at most two explorer seats can take one.
+    """
+    model = body.get("model") or ""
+    if not isinstance(model, str):
+        raise Unsupported('"model" must be a collection name such as bench/core')
+    nominees = body.get("with") or []
+    if not isinstance(nominees, list) or not all(isinstance(a, str) for a in nominees):
+        raise Unsupported('"with" must be a list of model aliases')
+    if len(nominees) > MAX_WITH or any(len(a) > MAX_ALIAS for a in nominees):
+        raise Unsupported(f'"with" takes at most {MAX_WITH} model aliases of at most {MAX_ALIAS} characters '
+                          "each: nominees fill explorer seats, of which a panel has at most 2")
+    bench = body.get("bench") or {}
+    if not isinstance(bench, dict) or ("reply" in bench and bench["reply"] not in REPLY_MODES):
+        raise Unsupported('"bench" must be an object whose "reply" is "all", "merged" or "route"')
+    return model, nominees, bench.get("reply", "")
+
+
+def options(max_tokens=None, temperature=None, top_p=None, stop=None):
+    """Sampling options under chat completions' names (§3.2 `options`): `None` dropped, `stop` always a list.
+    A panel never forwards them (FMT-15a); route mode will, in `Ask.passthrough` (RT-11)."""
+    if isinstance(stop, str):
+        stop = [stop]
+    found = {"max_tokens": max_tokens, "temperature": temperature, "top_p": top_p, "stop": stop}
+    return {k: v for k, v in found.items() if v is not None}
+
+
+def make_ask(body, messages, stream, options, upstream, model=None, custom=(), load=False):
+    """The Ask of a reader's results: `options` and `upstream` in chat completions' names, `None` dropped
+    (§3.2); `with` and `bench` are checked here for every format."""
+    asked, nominees, reply = bench_fields(body)
+    fields = {k: v for k, v in {**upstream, **options}.items() if v is not None}
+    return Ask(asked if model is None else model, messages, bool(stream), nominees, reply,
+               tools=fields.pop("tools", []), tool_choice=fields.pop("tool_choice", None), passthrough=fields,
+               custom=list(custom), load=load)
 
 
 def a_list(value, message):
@@ -298,6 +377,49 @@ def kind_of(value):
         return str(value.get("type"))
     return {str: "string", bool: "boolean", int: "number", float: "number", list: "list"}.get(
         type(value), "null" if value is None else type(value).__name__)
+
+
+# ---------------------------------------------------------------- one object per API
+
+
+class Format:
+    """One client's API on a panel route (formats.md §5-§8, §10): one subclass per API, in its own module.
+
+    A subclass names its fmt id (`name`, FMT-3) and its panel stream writer (`Stream`, STR-1), and gives
+    `read`, `answer` and `error_body`; the rest has a default a subclass may replace. Route mode's pieces
+    (its replies and streams, tool calls in the client's own shape, RT-21) join these, API by API.
+    """
+
+    name = ""
+    Stream = None
+
+    def read(self, body):
+        """The Ask of a body posted to this API's panel route (§3.2), or `Unsupported` with why (a 400)."""
+        raise NotImplementedError
+
+    def answer(self, content, shown, bench, tokens, seconds):
+        """The body of a non-streamed panel reply (FMT-16); `tokens` = (input, output) estimates."""
+        raise NotImplementedError
+
+    def error_body(self, status, message):
+        """§2: this API's refusal body, for any status."""
+        raise NotImplementedError
+
+    def headers(self, bench):
+        """Extra headers of a non-streamed panel reply (FMT-16): none but Gemini's."""
+        return {}
+
+    def shown(self, name, ask):
+        """FMT-14: the model name a reply shows: the model as asked (chat completions shows the collection)."""
+        return ask.model
+
+    def reply(self, content, shown, bench, tokens, seconds):
+        """`(body, headers)` of a non-streamed panel reply (FMT-16)."""
+        return self.answer(content, shown, bench, tokens, seconds), self.headers(bench)
+
+    def writer(self, shown, tokens_in=0, sse=False):
+        """A factory `make(write)` for this API's panel stream writer (STR-1); `sse` is Gemini's `?alt=sse`."""
+        return functools.partial(self.Stream, shown=shown, prompt_tokens=tokens_in)
 
 
 # ---------------------------------------------------------------- outbound
@@ -321,7 +443,13 @@ def outbound_turns(messages):
 KEEPALIVE_COMMENT = b": keep-alive\n\n"
 
 
+def json_bytes(payload):
+    """`payload` as UTF-8 JSON, non-ASCII unescaped, for a stream. A lone surrogate (a model's answer may hold
+    one) goes out as its `\\udXXX` escape, inside its string, rather than raising mid-stream (issue 21)."""
+    return json.dumps(payload, ensure_ascii=False).encode("utf-8", "backslashreplace")
+
+
 def sse(payload, event=None):
     """One SSE event (§0): named when `event` is given; JSON keeps non-ASCII as UTF-8."""
     head = f"event: {event}\n".encode() if event else b""
-    return head + b"data: " + chat.json_bytes(payload) + b"\n\n"
+    return head + b"data: " + json_bytes(payload) + b"\n\n"

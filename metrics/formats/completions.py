@@ -9,8 +9,7 @@ non-streamed reply, not the reference's `chatcmpl-`.
 
 import time
 
-from metrics import chat
-from metrics.formats import common
+from metrics.formats import chat, common
 
 ONE_PROMPT = ('"prompt" must be one string (or a list of exactly one string); lists of several prompts and '
               "token ids are not supported")
@@ -25,7 +24,7 @@ def ask(body):
         prompt = prompt[0]
     if not isinstance(prompt, str):
         raise common.Unsupported(ONE_PROMPT)
-    options = chat.options(body.get("max_tokens"), body.get("temperature"), body.get("top_p"), body.get("stop"))
+    options = common.options(body.get("max_tokens"), body.get("temperature"), body.get("top_p"), body.get("stop"))
     return common.make_ask(body, [{"role": "user", "content": prompt}], body.get("stream"), options, {})
 
 
@@ -77,3 +76,12 @@ class Stream:
     def keepalive(self):
         self.write(common.KEEPALIVE_COMMENT)
 
+
+class Completions(common.Format):
+    """OpenAI legacy completions on `POST /v1/completions` (§5.2)."""
+
+    name = "completion"
+    Stream = Stream
+    read = staticmethod(ask)
+    answer = staticmethod(reply)
+    error_body = staticmethod(error_body)

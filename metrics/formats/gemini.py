@@ -16,11 +16,12 @@ Decisions where the spec is silent or improved:
   before the first chunk, exactly as §8.1 describes it.
 """
 
+import functools
 import json
 import re
 import urllib.parse
 
-from metrics import chat, images
+from metrics import images
 from metrics.formats import common
 
 STATUS = {400: "INVALID_ARGUMENT", 413: "INVALID_ARGUMENT", 415: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED",
@@ -205,15 +206,15 @@ def ask(body, model, method="generateContent"):
         schema = field(config, "responseJsonSchema") or lowered(field(config, "responseSchema"))
         upstream["response_format"] = ({"type": "json_schema", "json_schema": {"name": "response", "schema": schema}}
                                        if schema else {"type": "json_object"})
-    options = chat.options(field(config, "maxOutputTokens"), config.get("temperature"), field(config, "topP"),
-                           field(config, "stopSequences"))
+    options = common.options(field(config, "maxOutputTokens"), config.get("temperature"), field(config, "topP"),
+                             field(config, "stopSequences"))
     return common.make_ask(body, messages, method == "streamGenerateContent", options, upstream, model=model)
 
 
 def count(body):
     """`:countTokens` (FMT-70): P of `generateContentRequest` when present, else of the body."""
     request = field(body, "generateContentRequest")
-    return common.prompt_tokens(ask(request if isinstance(request, dict) else body, "")["messages"])
+    return common.prompt_tokens(ask(request if isinstance(request, dict) else body, "").messages)
 
 
 # ---------------------------------------------------------------- answering
@@ -266,7 +267,7 @@ class Stream:
         self.said = []
 
     def _emit(self, obj, last=False):
-        data = chat.json_bytes(obj)
+        data = common.json_bytes(obj)
         if self.sse:
             self.write(b"data: " + data + b"\n\n")
         else:
@@ -401,3 +402,21 @@ class Reader(common.Pieces):
     def end(self):
         """Errors raised as they came."""
 
+
+# ---------------------------------------------------------------- the API
+
+
+class GenerateContent(common.Format):
+    """Gemini's `:generateContent` and `:streamGenerateContent` (§8.1): `read(body, model, method)` takes
+    the model and the method from the path."""
+
+    name = "gemini"
+    Stream = Stream
+    read = staticmethod(ask)
+    answer = staticmethod(reply)
+    error_body = staticmethod(error_body)
+    headers = staticmethod(headers)
+
+    def writer(self, shown, tokens_in=0, sse=False):
+        """§8.1: SSE events with `?alt=sse`, else one JSON array written as it grows."""
+        return functools.partial(Stream, shown=shown, prompt_tokens=tokens_in, sse=sse)

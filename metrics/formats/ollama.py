@@ -20,7 +20,7 @@ import datetime
 import hashlib
 import time
 
-from metrics import chat, images
+from metrics import images
 from metrics.formats import common
 
 VERSION = "0.12.0"
@@ -54,7 +54,7 @@ def _stream(body):
 
 def _options(body):
     given = body.get("options") if isinstance(body.get("options"), dict) else {}
-    return chat.options(given.get("num_predict"), given.get("temperature"), given.get("top_p"), given.get("stop"))
+    return common.options(given.get("num_predict"), given.get("temperature"), given.get("top_p"), given.get("stop"))
 
 
 def _format(body):
@@ -134,11 +134,8 @@ def _tools(body):
 def chat_ask(body):
     """The Ask of an `/api/chat` body (§7.1). Ignored: keep_alive, think, num_ctx, seed, top_k and the rest."""
     messages = _messages(body.get("messages"))
-    ask = common.make_ask(body, messages, _stream(body), _options(body), {**_tools(body), **_format(body)},
-                          model=model_name(chat.bench_fields(body)[0]))
-    if not messages:
-        ask["load"] = "chat"
-    return ask
+    return common.make_ask(body, messages, _stream(body), _options(body), {**_tools(body), **_format(body)},
+                           model=model_name(common.bench_fields(body)[0]), load=not messages)
 
 
 def generate_ask(body):
@@ -155,11 +152,8 @@ def generate_ask(body):
     user = _content({"content": prompt, "images": body.get("images")}, "user")
     if user:
         messages.append({"role": "user", "content": user})
-    ask = common.make_ask(body, messages, _stream(body), _options(body), {},
-                          model=model_name(chat.bench_fields(body)[0]))
-    if not user:
-        ask["load"] = "generate"
-    return ask
+    return common.make_ask(body, messages, _stream(body), _options(body), {},
+                           model=model_name(common.bench_fields(body)[0]), load=not user)
 
 
 # ---------------------------------------------------------------- answering
@@ -191,12 +185,6 @@ def generate_reply(content, shown, bench, usage, seconds=0, reason="stop"):
     return _reply("response", content, shown, bench, usage, seconds, reason)
 
 
-def loaded(ask, shown):
-    """Improvement 9: the empty `done` reply to Ollama's "load the model" call (no prompt, no messages)."""
-    said = _said("message" if ask["load"] == "chat" else "response", "")
-    return {"model": shown, "created_at": now(), **said, "done": True, "done_reason": "load"}
-
-
 class ChatStream:
     """NDJSON, no opening line; `bench` rides on the `done` line; keep-alive is an empty `done: false` line."""
 
@@ -212,7 +200,7 @@ class ChatStream:
         self.said = []
 
     def _line(self, obj):
-        self.write(chat.json_bytes(obj) + b"\n")
+        self.write(common.json_bytes(obj) + b"\n")
 
     def _piece(self, text):
         return {"model": self.shown, "created_at": now(), **_said(self.key, text), "done": False}
@@ -343,3 +331,30 @@ class Reader:
 
     def end(self):
         """Errors raised as they came."""
+
+
+# ---------------------------------------------------------------- the APIs
+
+
+class Chat(common.Format):
+    """Ollama's `POST /api/chat` (§7.1)."""
+
+    name = "ollama_chat"
+    Stream = ChatStream
+    read = staticmethod(chat_ask)
+    answer = staticmethod(chat_reply)
+    error_body = staticmethod(error_body)
+
+    def loaded(self, shown):
+        """Improvement 9: the empty `done` reply to Ollama's "load the model" call (no prompt, no messages)."""
+        said = _said(self.Stream.key, "")
+        return {"model": shown, "created_at": now(), **said, "done": True, "done_reason": "load"}
+
+
+class Generate(Chat):
+    """Ollama's `POST /api/generate` (§7.2)."""
+
+    name = "ollama_generate"
+    Stream = GenerateStream
+    read = staticmethod(generate_ask)
+    answer = staticmethod(generate_reply)

@@ -19,7 +19,7 @@ Decisions where the spec is silent or improved:
 import json
 import time
 
-from metrics import chat, images
+from metrics import images
 from metrics.formats import common
 
 ROLES = ("user", "assistant", "system", "developer")
@@ -177,7 +177,7 @@ def ask(body):
                                  'cannot be continued; send the whole conversation in "input"')
     messages = _messages(body)
     upstream, custom = _tools(body)
-    options = chat.options(body.get("max_output_tokens"), body.get("temperature"), body.get("top_p"))
+    options = common.options(body.get("max_output_tokens"), body.get("temperature"), body.get("top_p"))
     return common.make_ask(body, messages, body.get("stream"), options, upstream, custom=custom)
 
 
@@ -367,3 +367,16 @@ class Reader:
                  if isinstance(part, dict) and part.get("type") == "output_text" and isinstance(part.get("text"), str)]
         if texts:
             self.answer = "".join(texts)
+
+
+# ---------------------------------------------------------------- the API
+
+
+class Responses(common.Format):
+    """OpenAI Responses on `POST /v1/responses` (§6.2)."""
+
+    name = "responses"
+    Stream = Stream
+    read = staticmethod(ask)
+    answer = staticmethod(reply)
+    error_body = staticmethod(error_body)

@@ -1,0 +1,105 @@
+"""OpenAI chat completions, the gateway's own format (gateway.md §6 ASK-1, §10 STR-10..12).
+
+`ask(body)` reads a request into an Ask; `reply()` and `Stream` write the answer;
+`error_body()` is the refusal shape shared with legacy completions. The other
+formats (Anthropic, Responses, Ollama, Gemini, beside this module) provide the
+same pieces; `common.bench_fields()` and `common.options()` are the checks and
+readings every body gets (formats.md FMT-10, §3.2).
+"""
+
+import functools
+import secrets
+import time
+
+from metrics.formats import common
+
+LEGACY_FUNCTIONS = ('legacy "functions" / "function_call" fields are not supported; '
+                    'send "tools" and "tool_calls" instead')
+
+
+def ask(body):
+    """The Ask of a chat completions body (ASK-1), or `Unsupported` with why."""
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+        raise common.Unsupported('"messages" must be a list of message objects')
+    if "functions" in body or "function_call" in body or any(
+            m.get("role") == "function" or "function_call" in m for m in messages):
+        raise common.Unsupported(LEGACY_FUNCTIONS)
+    upstream = {k: v for k, v in body.items()
+                if k not in ("model", "messages", "stream", "stream_options", "with", "bench")}
+    return common.make_ask(body, messages, body.get("stream"), {}, upstream)
+
+
+def completion_id():
+    return "chatcmpl-" + secrets.token_hex(12)
+
+
+def reply(content, shown, bench):
+    """The non-streamed reply (STR-11): no `usage` key, `bench` beside `choices`."""
+    return {"id": completion_id(), "object": "chat.completion", "created": int(time.time()), "model": shown,
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": content}}],
+            "bench": bench}
+
+
+def error_body(status, message):
+    """STR-12: the refusal shape for chat completions, legacy completions and `/bench/*`."""
+    return {"error": {"message": message, "type": "bench_gateway", "code": status}}
+
+
+class Stream:
+    """The chat completions stream writer (STR-1, STR-10). `write(bytes)` raises once the client is gone."""
+
+    content_type = "text/event-stream"
+
+    def __init__(self, write, shown):
+        self.write = write
+        self.id = completion_id()
+        self.created = int(time.time())
+        self.shown = shown
+
+    def _chunk(self, delta, finish=None, **extra):
+        chunk = {"id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.shown,
+                 "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra}
+        self._event(chunk)
+
+    def _event(self, payload):
+        self.write(b"data: " + common.json_bytes(payload) + b"\n\n")
+
+    def start(self):
+        self._chunk({"role": "assistant", "content": ""})
+
+    def text(self, piece):
+        self._chunk({"content": piece})
+
+    def end(self, bench):
+        self._chunk({}, "stop", bench=bench)
+        self.write(b"data: [DONE]\n\n")
+
+    def error(self, status, message):
+        self._event(error_body(status, message))
+        self.write(b"data: [DONE]\n\n")
+
+    def keepalive(self):
+        self.write(b": keep-alive\n\n")
+
+
+class ChatCompletions(common.Format):
+    """OpenAI chat completions on `POST /v1/chat/completions` (§5.1): the gateway's own shape."""
+
+    name = "chat"
+    Stream = Stream
+    read = staticmethod(ask)
+    error_body = staticmethod(error_body)
+
+    def answer(self, content, shown, bench, tokens, seconds):
+        """STR-11: a panel reply carries no `usage`, so the estimates go unused."""
+        return reply(content, shown, bench)
+
+    def shown(self, name, ask):
+        """FMT-14: always the collection, `bench/<name>`, however it was asked (`core`, `bench/core:all`)."""
+        return f"bench/{name}"
+
+    def writer(self, shown, tokens_in=0, sse=False):
+        """STR-10: the stream carries no usage either."""
+        return functools.partial(Stream, shown=shown)
