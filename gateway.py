@@ -24,7 +24,7 @@ import threading
 import time
 import urllib.parse
 
-from metrics import __version__, client, collections, demo, formats, gatekeys, guard, httpserver, offload, panel, paths
+from metrics import __version__, client, collections, formats, gatekeys, guard, httpserver, offload, panel, paths
 
 STREAM_GRACE = 1.0
 KEEPALIVE = 10.0
@@ -269,7 +269,7 @@ class Handler(httpserver.Handler):
         if refusal:
             return self.refuse(*refusal)
         reply = ask.reply or suffix
-        mode = reply or (collections.load().get(name) or {}).get("reply") or "all"
+        mode = collections.reply_mode(name, reply)
         shown = api.shown(name, ask)
         if ask.load:
             return self.loaded(api, ask, shown)
@@ -481,6 +481,7 @@ def main(argv=None):
     port = args.port if args.port is not None else guard.port_setting("BENCH_GATEWAY_PORT", 8123)
     upstream = None
     if args.demo:
+        from metrics import demo  # only here: a server that serves real upstreams never loads the demo one
         upstream = demo.start_demo()
     collections.config_problems()  # a broken config file is said on stderr now, once, not at the first request
     server = Server((address, port))

@@ -31,7 +31,8 @@ def _load():
 
 
 def history():
-    """`{old alias: new alias}` as the file says (comment keys and non-string values dropped)."""
+    """`{old alias: new alias}` as the file says (comment keys and non-string values dropped).
+    No caller yet but the tests: the dashboard's model rename (a retired name, TEST-1) will read it."""
     return dict(_load()[1])
 
 
@@ -52,6 +53,15 @@ def resolver():
         return name
 
     return resolve
+
+
+def follow(current, alias):
+    """`current(alias)` (a `resolver()`), or `alias` as written when alias-history.json loops there: a
+    reader keyed by alias (the router, its evidence) keeps working on a broken history."""
+    try:
+        return current(alias)
+    except ValueError:
+        return alias
 
 
 def current(alias):

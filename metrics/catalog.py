@@ -114,7 +114,8 @@ def cached(name):
 
 
 def forget():
-    """Drop every listing held in memory (after endpoints change, or between tests)."""
+    """Drop every listing held in memory (after endpoints change, or between tests).
+    No caller yet but the tests: the dashboard's endpoint dialog will call it after a change."""
     _listings.clear()
     _changed()
 
@@ -243,9 +244,18 @@ def info(alias, fetch=False):
     return {**record, "sources": dict(record["sources"])}
 
 
-def window(alias):
-    """The known context window in tokens, or None."""
-    return _positive(table()[alias]["context_window"])
+def window(alias, known=None):
+    """The known context window in tokens, or None.
+
+    `known` is a `table()` already in hand (a panel asks about every registered alias).
+    """
+    return _positive((table() if known is None else known)[alias]["context_window"])
+
+
+def too_small(alias, needed, known=None):
+    """The alias's known window when it is below `needed`, else None (unknown windows never refuse; IMP-4)."""
+    size = window(alias, known)
+    return size if size is not None and size < needed else None
 
 
 def max_output(alias):
@@ -253,14 +263,25 @@ def max_output(alias):
     return _positive(table()[alias]["max_output"])
 
 
-def can_see(alias):
-    """Whether an image may be put to `alias` (CAT-4, GWC-3): vision known true, and not on the Responses API."""
-    known = table()
-    return known[alias]["vision"] is True and known.api(alias) != "responses"
+def cannot_see(alias, known=None):
+    """`""` when an image may be put to `alias` (CAT-4, GWC-3, IMG-5), else why not: vision must be known
+    true (unknown counts as cannot), and the alias not on the Responses API. `known` as for `window()`."""
+    known = table() if known is None else known
+    if known.api(alias) == "responses":
+        return "is reached through the Responses API, to which the gateway sends no images yet"
+    info = known[alias]
+    vision = info.get("vision")
+    if vision is True:
+        return ""
+    if vision is None:
+        return "the catalog does not say whether it takes images; tick Vision / OCR in its model popup"
+    source = (info.get("sources") or {}).get("vision") or "the catalog"
+    return f"does not take images (says {source})"
 
 
 def can_call_tools(alias):
-    """Whether tool requests may be routed to `alias`: tools known true (CAT-4)."""
+    """Whether tool requests may be routed to `alias`: tools known true (CAT-4).
+    No caller yet: route mode (RT-4, a request with tools) will call it."""
     return table()[alias]["tools"] is True
 
 

@@ -10,16 +10,12 @@ while collections.json cannot be read, or naming one whose fields have the wrong
 types, meets `Broken` (503, naming the file and the fault); gateway.json that cannot
 be read serves the defaults and says so once on stderr and on `GET /health`.
 
-    python -m metrics.collections     runs the COL-10 self-checks and prints `ok`
-
-(Run it with `-m`: as a plain script this file would shadow the standard library's `collections`.)
+COL-10's self-checks (COL-3..5, COL-7) are tests in tests/test_collections.py.
 """
 
 import json
 import math
-import os
 import sys
-import tempfile
 import threading
 
 from metrics import connections, fileio, paths, registry
@@ -200,7 +196,8 @@ def timeouts():
 
 
 def settings_problems():
-    """Why `settings()` or `timeouts()` differs from what gateway.json says, one sentence each (for the editor)."""
+    """Why `settings()` or `timeouts()` differs from what gateway.json says, one sentence each.
+    No caller yet but the tests: the dashboard's settings editor will show it."""
     fault = _gateway_fault()
     return ([fault] if fault else []) + _checked()[1] + _timed()[1]
 
@@ -248,6 +245,14 @@ def resolve(model):
     if name.startswith(PREFIX):
         name = name[len(PREFIX):]
     return name if name and get(name) is not None else None
+
+
+def reply_mode(collection, asked=""):
+    """The reply mode a request gets (FMT-13, PNL-6): `asked` (the body's, else the model's suffix) when
+    given, else the collection's `reply`, else `all`. `collection` is the collection or its name."""
+    if isinstance(collection, str):
+        collection = load().get(collection) or {}
+    return asked or collection.get("reply") or "all"
 
 
 def split_reply(model):
@@ -363,12 +368,14 @@ def listed(may_call=None):
 
 
 def public_names():
-    """`bench/<name>` per collection in file order, no reply variants: the startup line (LST-3)."""
+    """`bench/<name>` per collection in file order, no reply variants: the startup line (LST-3).
+    No caller yet but the tests: `gateway.main` still builds this line itself, and should call this."""
     return [PREFIX + name for name in load()]
 
 
 def reply_errors(reply, merger, known_chat_models):
-    """The editor's checks of a collection's reply mode and merger (COL-7). Any chat model may merge."""
+    """The editor's checks of a collection's reply mode and merger (COL-7). Any chat model may merge.
+    No caller yet but the tests: the dashboard's Collections dialog will call it."""
     errors = []
     if reply not in REPLIES:
         errors.append("reply must be one of " + ", ".join(REPLIES))
@@ -405,37 +412,3 @@ def unreadable(path):
     then, or the `{}` it reads would wipe the file. `fileio.json_problem` says why."""
     return bool(fileio.json_problem(path))
 
-
-def main():
-    """COL-10: check COL-3..5 and COL-7 (resolve against a throwaway data folder), print `ok`.
-
-    It points BENCHWARMERS_HOME elsewhere for a moment: a script's job, not a server's.
-    """
-    defaults = dict(DEFAULTS)
-    assert [explorers_for(n, defaults) for n in range(1, 7)] == [2, 2, 2, 1, 0, 0]
-    assert explorers_for(3, {"max_calls": 4, "max_explorers": 2}) == 1
-    assert split_reply("bench/core:merged") == ("bench/core", "merged")
-    assert split_reply("bench/core:x") == ("bench/core:x", "")
-    assert split_reply("a:b:route") == ("a:b", "route")
-    assert reply_errors("all", "", []) == []
-    assert reply_errors("both", "", []) == ["reply must be one of all, merged, route"]
-    assert "'ghost'" in reply_errors("merged", "ghost", ["real"])[0]
-    assert reply_errors("merged", "real", ["real"]) == []
-    before = os.environ.get("BENCHWARMERS_HOME")
-    with tempfile.TemporaryDirectory() as home:
-        os.environ["BENCHWARMERS_HOME"] = home
-        try:
-            fileio.write_atomic(collections_path(), fileio.dumps({"core": {"members": ["a"]}}))
-            assert resolve("bench/core") == resolve(" core ") == "core"
-            assert resolve("bench/") is resolve("") is resolve("bench/no-such") is resolve("Core") is None
-        finally:
-            if before is None:
-                os.environ.pop("BENCHWARMERS_HOME", None)
-            else:
-                os.environ["BENCHWARMERS_HOME"] = before
-            paths.reload()
-    print("ok")
-
-
-if __name__ == "__main__":
-    main()

@@ -6,7 +6,7 @@
 - `write_atomic(path, text)`: temp file + replace, so readers never see half a file.
 - `append_jsonl(path, record)`: one whole line per record, even with many writers; all
   or nothing (a failed write is cut back, a torn tail is ended first).
-- `read_jsonl` / `read_jsonl_from`: readers that skip a torn or corrupt line, say so
+- `read_jsonl` / `parse_lines`: readers that skip a torn or corrupt line, say so
   once on stderr, and keep going.
 - `read_json(path)`: `{}` for a missing, unreadable or non-object file; cached by the
   file's stat so hot paths never re-parse a file that has not changed.
@@ -389,26 +389,6 @@ def parse_lines(blob, path="<jsonl>"):
         else:
             _warn_once(str(path), "a line that is not a JSON object")
     return records
-
-
-def read_jsonl_from(path, offset=0):
-    """Records appended after byte `offset`: `(records, new_offset)`.
-
-    Only whole lines count: a line still being written (no newline yet) is left
-    for the next read, so an index can follow a log that others append to.
-    A file shorter than `offset` (replaced or truncated) is read from the start.
-    """
-    try:
-        with open(path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            if size < offset:
-                offset = 0
-            f.seek(offset)
-            blob = f.read(size - offset)
-    except FileNotFoundError:
-        return [], 0
-    end = blob.rfind(b"\n") + 1
-    return parse_lines(blob[:end], path), offset + end
 
 
 def read_jsonl(path):

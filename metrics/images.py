@@ -103,11 +103,6 @@ def count(messages):
         return 0
 
 
-def has_images(messages):
-    """True when the request carries at least one image a seat could be sent."""
-    return count(messages) > 0
-
-
 def _text(content):
     """FLT-1. A `refusal` part's text is its `refusal` (as the other formats read it)."""
     if isinstance(content, str):

@@ -2,15 +2,19 @@
 
 Secrets live only in llm's user folder or the environment. Nothing here prints,
 logs or returns a secret except `key()`/`keys()` to the caller that sends it.
+
+Text that may echo a secret is written down through `clean()`, the one place for
+the order: known keys hidden, then images and URL credentials redacted, then cut.
 """
 
 import json
 import os
 import re
 
-from metrics import fileio, paths
+from metrics import fileio, images, paths
 
 ENV_PREFIX = "BENCHWARMERS_KEY_"
+CLEAN_SPAN = 16  # `clean(text, n)` cleans only the first 16·n characters (room for what redaction takes out)
 
 
 def store_path():
@@ -73,16 +77,20 @@ def _change_store(change):
 
 
 def set_key(name, value):
-    """Store one key (KEY-5): only the stored set plus this one (never env keys), locked and atomic."""
+    """Store one key (KEY-5): only the stored set plus this one (never env keys), locked and atomic.
+    No caller yet but the tests: the dashboard's endpoint dialog (a typed key) will call it."""
     _change_store(lambda data: data.__setitem__(name, value))
 
 
 def delete_key(name):
+    """Take one key out of the store (KEY-5).
+    No caller yet but the tests: the dashboard's endpoint dialog will call it."""
     _change_store(lambda data: data.pop(name, None))
 
 
 def admin_key(endpoint, fallback=True):
-    """A hub's admin key (KEY-8): `admin_key` name if given, else `<key>-admin`; else the endpoint's own key."""
+    """A hub's admin key (KEY-8): `admin_key` name if given, else `<key>-admin`; else the endpoint's own key.
+    No caller yet but the tests: the hub adapters (suite-cli-mcp.md §6) will call it."""
     endpoint = endpoint or {}
     own = endpoint.get("key") or ""
     name = endpoint.get("admin_key") or (f"{own}-admin" if own else "")
@@ -109,6 +117,18 @@ def hide(text, mark="***", known=None):
     for secret in secrets() if known is None else known:
         text = text.replace(secret, mark)
     return text
+
+
+def clean(text, limit=None, last=False, known=None):
+    """`text` fit to be written down (KEY-7, IMG-7, IMG-8, SEAT-3): every known secret hidden (`known` as for
+    `hide()`), then inline images, URL queries and user:password redacted, then `cut()` to `limit` characters
+    when given. In that order: a cut key is no longer a known secret, nor a cut URL a URL."""
+    if limit is not None:
+        # only the part that can show is cleaned (a prompt may be a megabyte, and the offload task is made
+        # before any seat is asked); this cut too drops the word it splits, so it keeps no piece of a secret
+        text = cut(text, limit * CLEAN_SPAN, last)
+    text = images.redact(hide(text, known=known))
+    return text if limit is None else cut(text, limit, last)
 
 
 # A word as a cut sees one: a run that could be a key or a URL with user:password (IMG-7's URL run).

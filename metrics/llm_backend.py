@@ -391,8 +391,8 @@ def _body_text(response):
 
 
 def error_text(exc, model=None):
-    """The built-in client's wording for what went wrong (ERR table, RET-3, RET-4, STR-7), keys hidden."""
-    return keys.hide(_error_text(exc, model))
+    """The built-in client's wording for what went wrong (ERR table, RET-3, RET-4, STR-7), as written down."""
+    return keys.clean(_error_text(exc, model))
 
 
 def _error_text(exc, model):
@@ -630,7 +630,7 @@ def seat_result(run, timeout=TIMEOUT):
     elif run.failure:
         fields.update(error=run.failure)
     elif run.returncode != 0 and not log_only(run.returncode, run.stdout, run.stderr):
-        fields.update(error=keys.hide(run.stderr.strip()) or f"llm exited {run.returncode}")
+        fields.update(error=keys.clean(run.stderr.strip()) or f"llm exited {run.returncode}")
     else:
         fields.update(text=run.stdout.strip())
     return _result("subprocess", run.seconds, **fields)
@@ -644,7 +644,7 @@ def suite_text(run, timeout=CLI_TIMEOUT):
         return f"Error: client failed: llm did not start ({run.failure})"
     if run.returncode != 0 and not log_only(run.returncode, run.stdout, run.stderr):
         detail = (run.stderr.strip() or run.stdout.strip()).replace("\r\n", "\n").replace("\n", " ")
-        return f"Error: llm exited {run.returncode}: {keys.hide(detail)[:EXIT_DETAIL]}"
+        return f"Error: llm exited {run.returncode}: {keys.clean(detail)[:EXIT_DETAIL]}"  # LLM-2: 300 characters
     return run.stdout or run.stderr
 
 
@@ -654,7 +654,8 @@ def ask_cli(alias, prompt, system="", timeout=TIMEOUT, model=None):
 
 
 def run_cli(alias, prompt, timeout=CLI_TIMEOUT):
-    """The suite's and probes' text through `llm -m`, ready for `outcome()`."""
+    """The suite's and probes' text through `llm -m`, ready for `outcome()`.
+    No caller yet but the tests: the suite runner and the onboarding probe will call it."""
     return suite_text(cli(alias, prompt, "", timeout), timeout)
 
 

@@ -8,6 +8,8 @@ The gateway turns a notice into a seat error (PN-3); the client only flags it in
 its ledger line (models.md improvement 15) and returns the reply unchanged.
 """
 
+from metrics import keys
+
 MAX_LENGTH = 400
 EXCERPT = 200
 
@@ -43,8 +45,9 @@ def notice(text):
 
 
 def as_error(text):
-    """The seat error for a notice (PN-3), or `""` when `text` is not one."""
+    """The seat error for a notice (PN-3), or `""` when `text` is not one; the answer quoted as written down
+    (`keys.clean`: a notice may echo a key or a signed URL)."""
     phrase = notice(text)
     if not phrase:
         return ""
-    return f"provider notice in a success reply ({phrase}): {text.strip()[:EXCERPT]}"
+    return f"provider notice in a success reply ({phrase}): {keys.clean(text.strip(), EXCERPT)}"

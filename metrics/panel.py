@@ -196,48 +196,11 @@ def retired_why(record):
     return why + "; take it out of the collection (Restore in its model popup brings it back)"
 
 
-def cannot_see(alias, known=None):
-    """`""` when `alias` takes images, else why not (IMG-5). Unknown counts as cannot.
-
-    `known` is a `catalog.table()` already in hand (a plan asks about every registered alias).
-    """
-    known = catalog.table() if known is None else known
-    if known.api(alias) == "responses":
-        return "is reached through the Responses API, to which the gateway sends no images yet"
-    info = known[alias]
-    vision = info.get("vision")
-    if vision is True:
-        return ""
-    if vision is None:
-        return "the catalog does not say whether it takes images; tick Vision / OCR in its model popup"
-    source = (info.get("sources") or {}).get("vision") or "the catalog"
-    return f"does not take images (says {source})"
-
-
-def window(alias, known=None):
-    value = (catalog.table() if known is None else known)[alias].get("context_window")
-    return value if isinstance(value, int) and value > 0 else None
-
-
-def too_small(alias, needed, known=None):
-    """The alias's known window when it is below `needed`, else None (unknown windows never refuse)."""
-    size = window(alias, known)
-    return size if size is not None and size < needed else None
-
-
 def unregistered(names):
     """The names no registration answers to, directly or through a rename (ALI-1)."""
     regs = registry.registrations()
     current = aliases.resolver()
-    found = []
-    for name in names:
-        try:
-            known = name in regs or current(name) in regs
-        except ValueError:  # a loop in alias-history.json
-            known = False
-        if not known:
-            found.append(name)
-    return found
+    return [name for name in names if name not in regs and aliases.follow(current, name) not in regs]
 
 
 def seat_label(key):
@@ -267,12 +230,6 @@ def begin_seat(alias, system, prompt, messages=None, on_delta=None):
     return functools.partial(_seat_result, alias, started, answer)
 
 
-def _clean(text, known=None):
-    """`text` fit to be written down: keys hidden (KEY-7), then images, URL queries and user:password
-    redacted (IMG-7); before any cut, so no cut leaves part of a secret (SEAT-3, IMP-15)."""
-    return images.redact(keys.hide(text, known=known))
-
-
 def _seat_result(alias, started, answer):
     text, error = "", ""
     try:
@@ -286,12 +243,9 @@ def _seat_result(alias, started, answer):
     except Exception as exc:  # one seat failing must not lose the others
         text, error = "", f"{type(exc).__name__}: {exc}"
     if not error:
-        phrase = notices.notice(text)
-        if phrase:
-            error = f"provider notice in a success reply ({phrase}): {keys.cut(_clean(text.strip()), 200)}"
-            text = ""
+        error = notices.as_error(text)  # PN-3: a notice is no answer
     if error:
-        error = _clean(error)
+        error = keys.clean(error)  # every seat error, not only an image request's (IMP-15)
         try:
             learn.record(alias, error, "gateway")
         except Exception:
@@ -377,12 +331,12 @@ class Plan:
         self.skipped = []
         self.notes = []
         self._seat_members(collection.get("members") or [], nominees)
-        self.merged = (reply or collection.get("reply") or "all") == "merged"
+        self.merged = collections.reply_mode(collection, reply) == "merged"
         self._merger_choice()
         self._shape()
         self.panel = panel_id()
-        # cut with the word the cut splits dropped, so a URL's user:password is never half-kept (IMG-8)
-        self.task = _clean(keys.cut(" ".join(self.prompt.split()), TASK_CHARS)) + f" (bench/{name}, {self.shape})"
+        # cleaned before the cut, which drops the word it splits: no URL's user:password is ever half-kept (IMG-8)
+        self.task = keys.clean(" ".join(self.prompt.split()), TASK_CHARS) + f" (bench/{name}, {self.shape})"
         self._seats(on_seat)
 
     def skip(self, seat, alias, why):
@@ -417,7 +371,7 @@ class Plan:
         if self.image_count:
             for seat, group in (("member", members), ("with", wanted)):
                 for alias in group:
-                    why = cannot_see(alias, self.known)
+                    why = catalog.cannot_see(alias, self.known)
                     if why:
                         self.skip(seat, alias, why)
             blind = {s["alias"] for s in self.skipped}
@@ -431,7 +385,7 @@ class Plan:
             members = [a for a in members if a not in specialists]
         self.members = members
 
-        sizes = {a: too_small(a, self.needed, self.known) for a in members + wanted}
+        sizes = {a: catalog.too_small(a, self.needed, self.known) for a in members + wanted}
         small = sorted((sizes[a], a) for a in members if sizes[a])
         if small:
             raise TooLarge(self._too_large_message(small))
@@ -481,9 +435,9 @@ class Plan:
     def avoid(self):
         avoid = set(route.cooling())
         for alias in registry.registrations():
-            if too_small(alias, self.needed, self.known):
+            if catalog.too_small(alias, self.needed, self.known):
                 avoid.add(alias)
-            elif self.image_count and cannot_see(alias, self.known):
+            elif self.image_count and catalog.cannot_see(alias, self.known):
                 avoid.add(alias)
         return avoid
 
@@ -501,7 +455,7 @@ class Plan:
         for i, alias in enumerate(self.members, 1):
             sit(f"member{i}", alias)
         if self.explorer_count > 0:
-            self.router = route.panel(shape=self.shape, large=len(self.whole) > LARGE, nominees=self.nominees,
+            self.router = route.pick_seats(shape=self.shape, large=len(self.whole) > LARGE, nominees=self.nominees,
                                       members=self.members, explorers=self.explorer_count, avoid=self.avoid())
             for key in ("explorer", "explorer2"):
                 pick = self.router.get(key)
@@ -542,7 +496,7 @@ def merger_candidates(plan):
     judged.sort(key=lambda a: (-record[a]["useful"], -record[a]["useful"] / record[a]["judged"]))
     candidates = list(judged)
     try:
-        primary = route.panel(shape=plan.shape, large=len(plan.whole) > LARGE).get("primary")
+        primary = route.pick_seats(shape=plan.shape, large=len(plan.whole) > LARGE).get("primary")
         if primary:
             candidates.append(primary["model"])
     except Exception:
@@ -567,7 +521,7 @@ def merge(plan, seats, on_part=None, gone=None):
     text = merge_prompt(plan, answered)
     need = images.estimate(MERGE_SYSTEM + "\n\n" + text)
     known = catalog.table()  # afresh: a seat's failure may have taught a smaller window meanwhile
-    fits = [a for a in merger_candidates(plan) if not too_small(a, need, known)]
+    fits = [a for a in merger_candidates(plan) if not catalog.too_small(a, need, known)]
     if not fits:
         return None, "", f"no merger has the context window for the merge (about {need:,} tokens)"
     alias = fits[0]
@@ -746,10 +700,10 @@ def write_call_log(plan, seats, merger):
     """
     known = keys.secrets()
     order = ("call", "seat", "alias", "status", "answer", "error", "seconds")
-    logged = [{k: _clean(s[k], known) if k in ("answer", "error") else s[k] for k in order}
+    logged = [{k: keys.clean(s[k], known=known) if k in ("answer", "error") else s[k] for k in order}
               for s in seats + ([merger] if merger else [])]
     line = {"panel": plan.panel, "at": local_iso(), "model": f"bench/{plan.name}", "shape": plan.shape,
-            "shape_by": _clean(plan.shape_by, known), "key": plan.caller,
+            "shape_by": keys.clean(plan.shape_by, known=known), "key": plan.caller,
             "system": logged_text(plan.system, plan.settings, known),
             "prompt": logged_text(plan.prompt, plan.settings, known), "seats": logged}
     if plan.skipped:
@@ -765,7 +719,7 @@ def logged_text(text, settings, known):
     """A prompt as the calls log keeps it: cleaned, or only its length when prompts are not kept."""
     if not settings["calls_log_prompts"]:
         return f"[not kept: {len(text):,} characters]" if text else ""
-    return _clean(text, known)
+    return keys.clean(text, known=known)
 
 
 def warm_up():

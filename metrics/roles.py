@@ -93,11 +93,6 @@ def role_of(alias):
     return _loaded()["models"].get(alias) or "general"
 
 
-def admits(shape, role):
-    """True when `shape` seats models of `role` (ROL-2); an unknown shape admits none."""
-    return role in _loaded()["shapes"].get(shape, ())
-
-
 def ad_hoc():
     """Aliases never chosen automatically, only when named (ROL-4)."""
     return _loaded()["_ad_hoc"]

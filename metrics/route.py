@@ -5,11 +5,11 @@ models the bench has not asked for longest, so every model keeps getting fresh
 evidence. The suite's recall picks a primary (the merger's fallback), a second
 opinion from another family, and a reserve on another connection.
 
-The gateway calls `panel()` for its explorer seats (and its primary, for the
+The panel calls `pick_seats()` for its explorer seats (and its primary, for the
 merger) and `cooling()` for the aliases to avoid; `available()`, `records()`,
 `family()` and the CLI show the same facts to people.
 
-`panel()` runs on every gateway request with explorer seats, so nothing on that
+`pick_seats()` runs on every gateway request with explorer seats, so nothing on that
 path touches the network or re-reads a big file that has not changed:
 
 - Served names (RTR-1): each endpoint's listing is cached per data folder and
@@ -17,14 +17,9 @@ path touches the network or re-reads a big file that has not changed:
   Until a listing is cached (first call, or the endpoints changed) nothing is
   filtered. `refresh_served()` refreshes now; `served_lookup` is the seam a
   test replaces (TST-0).
-- Suite recall (RTR-9): the tasks folder is walked (stat only) at most every
-  `SUITE_RECHECK` seconds; only answers whose file or task changed are scored
-  again. Why a time window rather than a walk per call: a walk stats every
-  saved answer (thousands of files), and answers change when a suite run saves
-  them, minutes apart. So a new answer counts within `SUITE_RECHECK` seconds.
-- Perf history (RTR-1, RTR-3) is parsed again only when `perf/history.csv`'s
-  stat changes. IMP-17: the latest row per (alias, prompt) wins; an alias is
-  available when it has no history or one of its latest rows answered.
+- Suite recall (RTR-9) and perf history (RTR-1, RTR-3) come from `metrics.history`,
+  which reads them again only when they may have changed (see there). IMP-17: an alias is available
+  when it has no perf history or one of its latest rows answered.
 - Connections, tags and families are recomputed only when one of the files
   they come from changes (CONN-3: registrations, provider-tags.json,
   decision-models.json, endpoints.json; connections.json for `preferred`).
@@ -46,15 +41,13 @@ Decisions where the spec is silent:
 
 import argparse
 import concurrent.futures
-import csv
 import datetime
 import os
 import sys
 import threading
 import time
 
-from metrics import aliases, connections, endpoints, fileio, learn, offload, paths, registry, roles
-from suite import scoring
+from metrics import aliases, connections, endpoints, fileio, history, learn, offload, paths, registry, roles
 
 NEVER = 9999
 EXPLORER_CLAMP = 2
@@ -62,8 +55,6 @@ SECOND_SHARE = 0.85
 SECOND_TASKS = 2
 SERVED_REFRESH = 600
 SERVED_TIMEOUT = 20
-SUITE_RECHECK = 10.0
-KEPT_OUT = frozenset({"claim", "seeded", "rebench"})  # a guess scores half on these (SU-20)
 
 
 _where = {}  # data folder -> {name: path string}; built once so the hot path makes no Path objects
@@ -74,23 +65,13 @@ def _files(folder):
     if found is None:
         join = os.path.join
         found = _where[folder] = {
-            "perf": join(folder, "perf", "history.csv"),
-            "renames": join(folder, "config", "alias-history.json"),
             "tags": join(folder, "config", "provider-tags.json"),
             "decisions": join(folder, "config", "decision-models.json"),
             "endpoints": join(folder, "config", "endpoints.json"),
             "connections": join(folder, "config", "connections.json"),
-            "tasks": join(folder, "suite", "tasks"),
             "alerts": join(folder, "metrics", "alerts.json"),
         }
     return found
-
-
-def _renamed(current, alias):
-    try:
-        return current(alias)
-    except ValueError:  # a loop in alias-history.json: keep the name as written
-        return alias
 
 
 def family(served):
@@ -189,139 +170,6 @@ def served_names(refresh=True, folder=None):
     return state["union"]
 
 
-# -- perf history (RTR-1, RTR-3, IMP-17) ------------------------------------------------------
-
-_perf = {}  # data folder -> ((history stat, alias-history stat), {alias: {prompt: answered}}, failing, too_big)
-
-
-def _perf_state(folder):
-    """The latest row per (alias, prompt) of perf/history.csv (IMP-17), aliases renamed (ALI-1), and from it
-    the aliases whose latest rows all failed and those whose latest `large` row failed.
-
-    Rows without a model or a whole-number `answered` are skipped.
-    """
-    where = _files(folder)
-    key = (fileio.stamp(where["perf"]), fileio.stamp(where["renames"]))
-    cached = _perf.get(folder)
-    if cached is not None and cached[0] == key:
-        return cached
-    latest = {}
-    if key[0] is not None:
-        current = aliases.resolver()
-        try:
-            with open(where["perf"], encoding="utf-8", newline="") as f:
-                for row in csv.DictReader(f):
-                    model = (row.get("model") or "").strip()
-                    try:
-                        answered = int(str(row.get("answered") or "").strip())
-                    except ValueError:
-                        continue
-                    if model:
-                        latest.setdefault(_renamed(current, model), {})[(row.get("prompt") or "").strip()] = answered
-        except OSError:
-            latest = {}
-    failing = frozenset(a for a, rows in latest.items() if not any(n > 0 for n in rows.values()))
-    too_big = frozenset(a for a, rows in latest.items() if rows.get("large") == 0)
-    cached = _perf[folder] = (key, latest, failing, too_big)
-    return cached
-
-
-# -- suite recall (RTR-9) ---------------------------------------------------------------------
-
-_suite = {}  # data folder -> {"checked", "files": {path: (stamps, (found, of, answered) | None)}, "raw", "totals"}
-_suite_lock = threading.Lock()
-
-
-def _walk(tasks):
-    """`[(task.json path, its stat, output path, alias, its stat)]`; stat calls only."""
-    found = []
-    try:
-        folders = sorted((e for e in os.scandir(tasks) if e.is_dir()), key=lambda e: e.name)
-    except OSError:
-        return found
-    for folder in folders:
-        spec_path = os.path.join(folder.path, "task.json")
-        spec_stat = fileio.stamp(spec_path)
-        if spec_stat is None:
-            continue
-        try:
-            outputs = sorted(os.scandir(os.path.join(folder.path, "output")), key=lambda e: e.name)
-        except OSError:
-            continue
-        for out in outputs:
-            if not out.name.endswith(".md"):
-                continue
-            try:
-                if not out.is_file():
-                    continue
-                st = out.stat()
-            except OSError:  # removed since the folder was listed
-                continue
-            found.append((spec_path, spec_stat, out.path, out.name[:-3], (st.st_mtime_ns, st.st_size, st.st_ino)))
-    return found
-
-
-def _score_file(spec_path, out_path):
-    """(found, of, answered) for one saved answer, or None when its task does not count."""
-    spec = fileio.read_json(spec_path)
-    try:
-        if spec.get("draft") or spec.get("shape") in KEPT_OUT:
-            return None
-        with open(out_path, encoding="utf-8", errors="replace") as f:
-            text = f.read()
-        result = scoring.score(spec, text)
-    except Exception:  # an unreadable answer or a broken task scores nothing, never breaks routing
-        return None
-    return (result["found"], result["of"], result["kind"] == "answered")
-
-
-def _rescan(state, tasks):
-    """Walk the tasks; score only answers whose file or task changed since the last walk."""
-    files = {}
-    raw = {}
-    for spec_path, spec_stat, out_path, alias, out_stat in _walk(tasks):
-        stamps = (spec_stat, out_stat)
-        known = state["files"].get(out_path)
-        scored = known[1] if known and known[0] == stamps else _score_file(spec_path, out_path)
-        files[out_path] = (stamps, scored)
-        if scored and scored[2]:
-            sums = raw.setdefault(alias, [0, 0, 0])
-            sums[0] += scored[0]
-            sums[1] += scored[1]
-            sums[2] += 1
-    state["files"] = files
-    state["raw"] = raw
-
-
-def _suite_recall(folder):
-    """`{alias: (found, of, tasks)}` over answered saved outputs of counted tasks, aliases renamed (RTR-9).
-
-    Drafts and `claim`/`seeded`/`rebench` tasks are left out; every answer is scored by today's scorer.
-    """
-    where = _files(folder)
-    with _suite_lock:  # concurrent panels wait for one walk rather than each scoring the same answers
-        state = _suite.get(folder)
-        if state is None:
-            state = _suite[folder] = {"checked": None, "files": {}, "raw": {}, "renames": None, "totals": {}}
-        now = time.monotonic()
-        if state["checked"] is None or now - state["checked"] >= SUITE_RECHECK:
-            _rescan(state, where["tasks"])
-            state["checked"] = now
-            state["renames"] = None
-        renames = (fileio.stamp(where["renames"]),)
-        if state["renames"] != renames:
-            current = aliases.resolver()
-            totals = {}
-            for alias, (found, of, tasks) in state["raw"].items():
-                sums = totals.setdefault(_renamed(current, alias), [0, 0, 0])
-                sums[0] += found
-                sums[1] += of
-                sums[2] += tasks
-            state["totals"] = {alias: tuple(sums) for alias, sums in totals.items()}
-            state["renames"] = renames
-        return state["totals"]
-
-
 # -- records (RTR-2, RTR-11) ------------------------------------------------------------------
 
 _static = (None, None, {})  # (registrations, other inputs' stats, {alias: (connection, full_tag, family, paid)})
@@ -373,7 +221,7 @@ def _stale_days(date, ages):
 def _records(regs, folder):
     """`{alias: record}` for every registered alias, in registration order, plus `{alias: paid}`."""
     statics = _statics(regs, folder)
-    recall = _suite_recall(folder)
+    recall = history.suite_recall(folder)
     summary = offload.summary()  # renames already folded; last_date counts every offload, judged or not
     records, paid = {}, {}
     nothing = {}
@@ -413,7 +261,7 @@ _pool = (None, [])  # ((registrations, served names, perf state), pool)
 def _available(regs, folder):
     global _pool
     served = served_names(folder=folder)
-    perf = _perf_state(folder)
+    perf = history.perf(folder)
     key = (regs, served, perf)
     cached_key, pool = _pool
     if cached_key is not None and all(a is b for a, b in zip(cached_key, key)):
@@ -426,7 +274,8 @@ def _available(regs, folder):
 
 
 def available():
-    """Registered aliases the endpoints still list and whose latest perf rows are not all failures (RTR-1)."""
+    """Registered aliases the endpoints still list and whose latest perf rows are not all failures (RTR-1).
+    No caller yet but the tests: the dashboard and the `bench` CLI will show it."""
     return list(_available(registry.registrations(), str(paths.data())))
 
 
@@ -448,10 +297,10 @@ def cooling():
     except Exception:
         pass
     current = aliases.resolver()
-    return {_renamed(current, alias) for alias in out}
+    return {aliases.follow(current, alias) for alias in out}
 
 
-# -- the panel (RTR-3..8) ---------------------------------------------------------------------
+# -- the picks (RTR-3..8) ---------------------------------------------------------------------
 
 def check_shape(shape, table=None):
     """The roles `shape` admits; ValueError when the router does not know it (RTR-3, PNL-15).
@@ -464,8 +313,9 @@ def check_shape(shape, table=None):
     return known[shape]
 
 
-def panel(shape="general", large=False, nominees=(), members=None, explorers=2, avoid=()):
-    """Seat a panel for one request (RTR-3..8).
+def pick_seats(shape="general", large=False, nominees=(), members=None, explorers=2, avoid=()):
+    """The router's picks for one request (RTR-3..8): explorer seats, and primary, second and reserve.
+    Not a panel: `metrics.panel` seats the members and asks every seat; this only picks.
 
     `members` is the sitting list (then no primary or second is chosen); `explorers`
     the seats to fill (at most 2); `nominees` the request's `with`; `avoid` aliases
@@ -485,7 +335,7 @@ def panel(shape="general", large=False, nominees=(), members=None, explorers=2, 
     rest = [a for a in pool if a not in ad_hoc]
     too_big = []
     if large:
-        failed_large = _perf_state(folder)[3]
+        failed_large = history.perf(folder)[3]
         too_big = [a for a in rest if a in failed_large]
         rest = [a for a in rest if a not in failed_large]
     wrong_role = [a for a in rest if (table["models"].get(a) or "general") not in admitted]
@@ -514,14 +364,14 @@ def panel(shape="general", large=False, nominees=(), members=None, explorers=2, 
                     second = max(others, key=lambda a: (recs[a]["found"], paid[a]))
         chosen = [a for a in (primary, second) if a]
     else:
-        chosen = list(dict.fromkeys(_renamed(current, a) for a in members))
+        chosen = list(dict.fromkeys(aliases.follow(current, a) for a in members))
     families = {fam(a) for a in chosen}
 
     seats = []
     nominated = set()
     count = max(0, min(EXPLORER_CLAMP, int(explorers or 0)))
     for name in list(dict.fromkeys(nominees or ()))[:count]:
-        alias = _renamed(current, name)
+        alias = aliases.follow(current, name)
         if alias in chosen:
             notes.append(f"{alias} is already on the panel; not seated twice")
             continue
@@ -542,7 +392,7 @@ def panel(shape="general", large=False, nominees=(), members=None, explorers=2, 
         chosen.append(alias)
         families.add(fam(alias))
 
-    skip = {_renamed(current, a) for a in avoid or ()}
+    skip = {aliases.follow(current, a) for a in avoid or ()}
     while len(seats) < count:
         free = [a for a in rest if a not in chosen and fam(a) not in families and a not in skip]
         if not free:
@@ -630,7 +480,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     refresh_served()  # a one-shot process: ask the endpoints now rather than show an unfiltered pool
     try:
-        result = panel(args.shape, large=not args.small, nominees=args.nominees, avoid=cooling())
+        result = pick_seats(args.shape, large=not args.small, nominees=args.nominees, avoid=cooling())
     except ValueError as exc:
         sys.exit(str(exc))
     print(render(result, not args.small))

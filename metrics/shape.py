@@ -61,8 +61,8 @@ def _error_text(exc):
                 message = error
             elif "detail" in body:
                 message = str(body["detail"])
-        return f"{exc.code} {keys.cut(keys.hide(message), 160)}".strip()  # hide, then cut (KEY-7)
-    return keys.hide(f"{type(exc).__name__}: {exc}")
+        return f"{exc.code} {keys.clean(message, 160)}".strip()
+    return keys.clean(f"{type(exc).__name__}: {exc}")
 
 
 def ask(alias, entry, text):

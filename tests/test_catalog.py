@@ -35,7 +35,7 @@ def test_info_never_fetches_unless_asked(up):
     """The gateway's hot path reads only what is in memory."""
     assert catalog.info("seer") == {"context_window": None, "max_output": None, "vision": None, "tools": None,
                                     "sources": {}}
-    assert catalog.can_see("seer") is False and catalog.window("seer") is None
+    assert catalog.cannot_see("seer").startswith("the catalog does not say") and catalog.window("seer") is None
     assert listings(up) == []
     info = catalog.info("seer", fetch=True)
     assert info == {"context_window": 128000, "max_output": 4096, "vision": True, "tools": False,
@@ -72,6 +72,8 @@ def test_learned_window_only_tighter_and_capabilities_seen_working_cat1(up):
     assert seer["context_window"] == 128000 and seer["sources"]["context_window"] == "demo listing"
     assert seer["tools"] is True and seer["sources"]["tools"] == "probe 2026-10-20"
     assert catalog.window("bare") == 4096
+    assert catalog.too_small("bare", 4097) == 4096 and catalog.too_small("bare", 4096) is None
+    assert catalog.too_small("nobody", 10**9) is None  # an unknown window never refuses
 
 
 def test_overrides_always_win_cat1_cat4(up):
@@ -83,7 +85,8 @@ def test_overrides_always_win_cat1_cat4(up):
     seer = catalog.info("seer")
     assert seer["vision"] is False and seer["sources"]["vision"] == "you"  # beats the probe's true
     assert seer["context_window"] == 1000 and seer["tools"] is False and "limits" not in seer
-    assert catalog.can_see("bare") is True and catalog.max_output("bare") == 512
+    assert catalog.cannot_see("seer") == "does not take images (says you)"
+    assert catalog.cannot_see("bare") == "" and catalog.max_output("bare") == 512
     assert catalog.info("bare")["sources"] == {"vision": "you", "max_output": "you", "tools": "demo listing"}
 
 
@@ -104,7 +107,8 @@ def test_responses_api_models_cannot_see_gwc3(up):
     fileio.write_atomic(endpoints.path(), fileio.dumps({
         "demo": {"base": up.base_url}, "chatgpt": {"base": "https://chatgpt.example/v1", "api": "responses"}}))
     registry.add_registration("gpt", "gpt-x", "chatgpt")
-    assert catalog.info("gpt")["vision"] is True and catalog.can_see("gpt") is False
+    assert catalog.info("gpt")["vision"] is True
+    assert catalog.cannot_see("gpt").startswith("is reached through the Responses API")
 
 
 def test_records_are_kept_until_one_of_their_sources_changes(up):

@@ -1,8 +1,9 @@
-"""Collections and the listing (gateway.md §2, §4 COL-1..10, §11 LST-1..3; IMP-8, IMP-9, TST-14)."""
+"""Collections and the listing (gateway.md §2, §4 COL-1..10, §11 LST-1..3; IMP-8, IMP-9, TST-14).
+
+COL-10's self-checks of COL-3..5 and COL-7 are the tests of those ids here, not code in the module.
+"""
 
 import os
-import subprocess
-import sys
 
 import pytest
 
@@ -81,6 +82,7 @@ def test_col4_resolve():
     assert collections.resolve("bench/core") == "core"
     assert collections.resolve("core") == "core"
     assert collections.resolve("  bench/vision ") == "vision"
+    assert collections.resolve(" core ") == "core"
     for model in ("bench/", "", "bench/no-such", "Core", "bench/bench/core", None, 5):
         assert collections.resolve(model) is None
 
@@ -95,10 +97,19 @@ def test_col5_split_reply_at_the_last_colon():
     assert collections.split_reply("bench/core:all") == ("bench/core", "all")
     assert collections.split_reply("core:route") == ("core", "route")
     assert collections.split_reply("a:b:all") == ("a:b", "all")
+    assert collections.split_reply("a:b:route") == ("a:b", "route")
     assert collections.split_reply("bench/core:x") == ("bench/core:x", "")
     assert collections.split_reply("bench/core:both") == ("bench/core:both", "")
     assert collections.split_reply("bench/core") == ("bench/core", "")
     assert collections.split_reply("bench/core:route:x") == ("bench/core:route:x", "")
+
+
+def test_fmt13_pnl6_reply_mode_asked_then_the_collections_then_all():
+    write_collections({"core": {"members": ["a"], "reply": "merged"}, "plain": {"members": ["a"]}})
+    assert collections.reply_mode("core") == "merged" == collections.reply_mode(collections.get("core"))
+    assert collections.reply_mode("core", "all") == "all"  # asked in the body or the suffix wins
+    assert collections.reply_mode("plain") == "all" == collections.reply_mode({})
+    assert collections.reply_mode("no-such", "route") == "route"
 
 
 def test_load_keeps_file_order_and_drops_entries_that_are_not_objects():
@@ -168,6 +179,8 @@ def test_col7_reply_errors():
     assert errors[0] == "reply must be one of all, merged, route"
     assert errors[1].startswith("merger 'ghost' is not a chat model on the bench")
     assert "empty" in errors[1] and "chosen by verdicts" in errors[1]
+    assert "'ghost'" in collections.reply_errors("merged", "ghost", ["real"])[0]
+    assert collections.reply_errors("merged", "real", ["real"]) == []
 
 
 def test_col8_choose_message_exactly():
@@ -204,14 +217,6 @@ def test_col9_unreadable():
         write("collections.json", text)
         assert collections.unreadable(path) is expected, text
     assert collections.unreadable(paths.file("config"))  # a folder is no JSON object
-
-
-def test_col10_the_module_checks_itself():
-    done = subprocess.run([sys.executable, "-m", "metrics.collections"], cwd=paths.CODE,
-                          capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout == "ok\n"
-    assert collections.load() == {}  # its throwaway data folder never touched ours
 
 
 def test_lst1_lst2_tst14_listing_of_a_merged_collection():

@@ -115,18 +115,6 @@ def test_readers_skip_torn_lines_and_warn_once(tmp_path, capsys):
     assert capsys.readouterr().err.count("skipped a torn or corrupt line") == 1
 
 
-def test_incremental_reader_leaves_an_unfinished_line(tmp_path):
-    path = tmp_path / "log.jsonl"
-    path.write_bytes(b'{"a": 1}\n{"a": 2')
-    records, offset = fileio.read_jsonl_from(path, 0)
-    assert records == [{"a": 1}] and offset == 9
-    with open(path, "ab") as f:
-        f.write(b'}\n')
-    records, offset = fileio.read_jsonl_from(path, offset)
-    assert records == [{"a": 2}] and offset == path.stat().st_size
-    assert fileio.read_jsonl_from(tmp_path / "missing.jsonl", 5) == ([], 0)
-
-
 def test_read_json_comments_and_stat_cache(tmp_path):
     path = tmp_path / "c.json"
     path.write_text('{"_why": "x", "a": 1}')
@@ -176,14 +164,6 @@ def test_lock1_threads_of_one_process_exclude_each_other(tmp_path):
     for th in threads:
         th.join()
     assert overlaps == [] and (tmp_path / "shared.json.lock").exists()
-
-
-def test_incremental_reader_starts_over_on_a_replaced_file(tmp_path):
-    path = tmp_path / "log.jsonl"
-    path.write_bytes(b'{"a": 1}\n{"a": 2}\n')
-    _, offset = fileio.read_jsonl_from(path, 0)
-    fileio.write_atomic(path, '{"b": 1}\n')
-    assert fileio.read_jsonl_from(path, offset) == ([{"b": 1}], 9)
 
 
 def test_update_mode_and_dumps(tmp_path):

@@ -589,8 +589,11 @@ LOCKED = "Traceback (most recent call last):\n  ...\nsqlite3.OperationalError: d
         (llm_backend.Finished(1, "part of an ans", "Error: peer closed connection\n"),
          ("", "Error: peer closed connection"), "Error: llm exited 1: Error: peer closed connection"),
         (llm_backend.Finished(2, "", ""), ("", "llm exited 2"), "Error: llm exited 2: "),
-        (llm_backend.Finished(1, "", "Error: " + "x" * 400), ("", "Error: " + "x" * 400),
-         "Error: llm exited 1: Error: " + "x" * 293),
+        (llm_backend.Finished(1, "", "Error: " + "x-" * 200), ("", "Error: " + "x-" * 200),
+         "Error: llm exited 1: Error: " + ("x-" * 200)[:293]),
+        (llm_backend.Finished(1, "", "Error: 401 from https://u:pw@h.example/v1?key=k\n"),  # written down (IMG-8)
+         ("", "Error: 401 from https://h.example/v1?..."),
+         "Error: llm exited 1: Error: 401 from https://h.example/v1?..."),
     ],
 )
 def test_llm1_llm2_llm4_reading_a_run(run, seat, suite):

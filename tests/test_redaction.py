@@ -221,11 +221,12 @@ def test_answer_quoting_credentials_and_a_signed_url_is_logged_redacted(bench, g
 
 
 def test_offload_task_cut_inside_a_credentialed_url_keeps_none_of_it(bench, gateway):
-    """IMG-8: the offload task is the prompt's first 90 characters; a cut inside `user:password@` once kept
-    the user and most of the password (redaction no longer saw a URL with credentials)."""
+    """IMG-8, SEAT-3: the offload task is the prompt's first 90 characters as written down; a cut inside
+    `user:password@` once kept the user and most of the password (redaction no longer saw a URL with
+    credentials). Now the credentials go first, and the cut drops the redacted URL it splits."""
     demo.set_collection("core", ["alpha"])
     lead = "Summarise the quarterly report for the board in five points, from "
-    ask(gateway, "bench/core", lead + "https://alice:hunter2pass@files.example/q3")  # the cut falls in `hunter2pass`
+    ask(gateway, "bench/core", lead + "https://alice:hunter2pass@files.example/q3/report")
     [entry] = fileio.read_jsonl(paths.file("metrics", "offloads.jsonl"))
     assert entry["task"] == lead + "… (bench/core, general)"
     written = [p.read_bytes() for p in paths.data().rglob("*") if p.is_file()]
@@ -240,6 +241,16 @@ def test_keys_cut_gives_up_the_word_a_cut_splits():
     assert keys.cut("start abcdef123456 tail", 10, last=True) == "… tail"
     assert keys.cut("a b", 2) == "a "  # a cut between words drops nothing
     assert keys.cut("x" * 50, 10) == "…"
+
+
+def test_keys_clean_hides_then_redacts_then_cuts():
+    """KEY-7, IMG-7, SEAT-3: one order for everything written down; the cut sees the redacted text."""
+    key = "sk-live-abcdef123456"
+    text = f"sent {key} to https://alice:hunter2@h.example/x?sig=abc then data:image/png;base64,{'A' * 400}"
+    assert keys.clean(text, known=[key]) == "sent *** to https://h.example/x?... then [image: data URL, 1 KB]"
+    assert keys.clean(text, 35, known=[key]) == "sent *** to https://h.example/x?..."
+    assert keys.clean(text, 20, known=[key]) == "sent *** to …"
+    assert keys.clean(f"{'w ' * 5000}{key}", 30, last=True, known=[key]) == " w" * 13 + " ***"
 
 
 # -- the access log and the server's diagnostics --------------------------------------------------------

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from metrics import fileio, learn, offload, paths, registry, route
+from metrics import fileio, history, learn, offload, paths, registry, route
 from metrics.demo import Upstream
 
 TODAY = datetime.date.today()
@@ -87,43 +87,43 @@ def test_rtr6_stalest_first_and_ties_in_registration_order():
     used("b", 30)
     used("d", 30)
     # c never used (9999 days) beats b and d (30 days); b before d by registration order
-    assert seated(route.panel()) == ["c", "b"]
+    assert seated(route.pick_seats()) == ["c", "b"]
 
 
 def test_rtr6_paid_then_lower_recall_break_ties(monkeypatch):
-    monkeypatch.setattr(route, "SUITE_RECHECK", 0)  # tasks are written between two panels
+    monkeypatch.setattr(history, "SUITE_RECHECK", 0)  # tasks are written between two panels
     register(("a", "vendor/a"), ("b", "vendor/b"), ("c", "vendor/c"))
     write_json("config", "provider-tags.json", data={"vendor/a": "free", "vendor/b": "free", "vendor/c": "pro"})
     write_json("config", "connections.json", data={"preferred": ["pro"]})
-    assert seated(route.panel(members=[]))[0] == "c"  # all never used: the paid connection wins the tie
+    assert seated(route.pick_seats(members=[]))[0] == "c"  # all never used: the paid connection wins the tie
     write_json("config", "connections.json", data={})
     task("t1", {"a": 4, "b": 1})
     task("t2", {"a": 4, "b": 1})
     # equal staleness, no paid: unscored c (recall counts as 0) before b (0.25) before a (1.0)
-    assert seated(route.panel(members=[])) == ["c", "b"]
+    assert seated(route.pick_seats(members=[])) == ["c", "b"]
 
 
 def test_rtr6_a_family_is_never_seated_twice():
     register(("ink", "vendor/inkling:free"), ("ink2", "Inkling"), ("glm52", "z-ai/glm-5.2"),
              ("glm53", "z-ai/glm-5.3"))
-    result = route.panel(members=["glm52"])
+    result = route.pick_seats(members=["glm52"])
     assert seated(result) == ["ink", "glm53"]  # not ink2 (ink's family), not glm52 (sitting)
-    only = route.panel(members=["glm52", "glm53"])
+    only = route.pick_seats(members=["glm52", "glm53"])
     assert seated(only) == ["ink", None]
     assert any("no model left" in n for n in only["notes"])
 
 
 def test_rtr6_avoid_is_skipped_but_nominees_ignore_it():
     register("a", "b", "c")
-    assert seated(route.panel(members=[], avoid={"a"})) == ["b", "c"]
-    assert seated(route.panel(members=[], nominees=["a"], avoid={"a"}))[0] == "a"
+    assert seated(route.pick_seats(members=[], avoid={"a"})) == ["b", "c"]
+    assert seated(route.pick_seats(members=[], nominees=["a"], avoid={"a"}))[0] == "a"
 
 
 def test_rtr6_explorers_are_clamped_to_two_and_can_be_zero():
     register("a", "b", "c")
-    assert seated(route.panel(members=[], explorers=5)) == ["a", "b"]
-    assert seated(route.panel(members=[], explorers=1)) == ["a", None]
-    assert seated(route.panel(members=[], explorers=0)) == [None, None]
+    assert seated(route.pick_seats(members=[], explorers=5)) == ["a", "b"]
+    assert seated(route.pick_seats(members=[], explorers=1)) == ["a", None]
+    assert seated(route.pick_seats(members=[], explorers=0)) == [None, None]
 
 
 # -- RTR-3 / ROL: ad hoc, roles, size ------------------------------------------------------------
@@ -133,7 +133,7 @@ def test_rol4_ad_hoc_is_never_chosen_automatically():
     roles(ad_hoc=["pricey"])
     task("t1", {"pricey": 4, "a": 2, "b": 1})
     task("t2", {"pricey": 4, "a": 2, "b": 1})
-    result = route.panel()
+    result = route.pick_seats()
     assert result["held_ad_hoc"] == ["pricey"]
     picked = [result[k]["model"] for k in ("primary", "second", "explorer", "explorer2", "reserve") if result[k]]
     assert "pricey" not in picked
@@ -143,7 +143,7 @@ def test_rol4_ad_hoc_is_never_chosen_automatically():
 def test_rtr5_a_named_ad_hoc_alias_is_seated_with_a_note():
     register("pricey", "a")
     roles(ad_hoc=["pricey"])
-    result = route.panel(members=[], nominees=["pricey"])
+    result = route.pick_seats(members=[], nominees=["pricey"])
     assert result["explorer"]["model"] == "pricey" and result["explorer"]["nominated"] is True
     assert any("pricey" in n and "costly" in n for n in result["notes"])
     assert "nominated" not in result["explorer2"]
@@ -161,7 +161,7 @@ def test_rol2_rtr3_roles_admitted_per_shape(shape, admitted):
     everyone = {"gen", "coder", "small", "eyes", "painter", "decider"}
     register(*sorted(everyone))
     roles({"coder": "code", "small": "light", "eyes": "vision", "painter": "image", "decider": "decision"})
-    result = route.panel(shape, members=[])
+    result = route.pick_seats(shape, members=[])
     assert set(result["considered"]) == admitted
     assert set(result["excluded_for_role"]) == everyone - admitted
 
@@ -169,12 +169,12 @@ def test_rol2_rtr3_roles_admitted_per_shape(shape, admitted):
 def test_rol3_install_defined_shape_is_known():
     register("a", "b")
     write_json("config", "model-roles.json", data={"models": {"b": "code"}, "shapes": {"sql": ["code"]}})
-    assert route.panel("sql", members=[])["considered"] == ["b"]
+    assert route.pick_seats("sql", members=[])["considered"] == ["b"]
 
 
 def test_rtr3_unknown_shape_is_a_value_error_listing_the_known_ones():
     with pytest.raises(ValueError) as err:
-        route.panel("poetry")
+        route.pick_seats("poetry")
     assert str(err.value) == ("unknown shape 'poetry'; known: code, design, enumeration, general, image, prose, "
                               "quick, review, vision")
 
@@ -184,10 +184,10 @@ def test_rtr3_large_prompts_skip_models_whose_latest_large_row_failed():
     perf(("a", "tiny", 5), ("a", "large", 0),
          ("b", "tiny", 5), ("b", "large", 0), ("b", "large", 3),  # IMP-17: the latest row wins
          ("c", "tiny", 5), ("c", "large", 2), ("c", "large", 0))
-    big = route.panel(large=True, members=[])
+    big = route.pick_seats(large=True, members=[])
     assert big["excluded_for_size"] == ["a", "c"]
     assert seated(big) == ["b", None]
-    small = route.panel(large=False, members=[])
+    small = route.pick_seats(large=False, members=[])
     assert small["excluded_for_size"] == [] and seated(small) == ["a", "b"]
 
 
@@ -234,7 +234,7 @@ def test_rtr1_served_names_filter_through_the_seam(monkeypatch):
     assert route.available() == ["a", "gone", "b"]
     asked.clear()
     for _ in range(20):
-        route.panel(members=[])
+        route.pick_seats(members=[])
     assert asked == []  # the listing is cached, never asked on the panel path
 
 
@@ -282,17 +282,17 @@ def test_rtr5_nominees_take_seats_first_within_the_explorer_count():
     roles({"coder": "code"})
     perf(("big", "tiny", 5), ("big", "large", 0))
     used("a", 1)
-    result = route.panel(members=["d"], nominees=["a", "b", "c"])
+    result = route.pick_seats(members=["d"], nominees=["a", "b", "c"])
     assert seated(result) == ["a", "b"]  # c is past the two slots
     assert all(result[k]["nominated"] for k in ("explorer", "explorer2"))
 
-    result = route.panel(large=True, members=["d"], nominees=["d", "big"])
+    result = route.pick_seats(large=True, members=["d"], nominees=["d", "big"])
     assert seated(result) == ["big", "b"]  # d's slot (already sitting) went to the stalest
     assert result["excluded_for_size"] == ["big"]
     assert any("d is already on the panel" in n for n in result["notes"])
     assert any(n.startswith("big failed the large prompt") for n in result["notes"])
 
-    result = route.panel("general", members=[], nominees=["coder"])
+    result = route.pick_seats("general", members=[], nominees=["coder"])
     assert result["explorer"]["model"] == "coder"
     assert any("coder has role code" in n for n in result["notes"])
 
@@ -302,7 +302,7 @@ def test_rtr5_an_unavailable_nominee_still_uses_its_slot_and_the_seat_goes_to_st
     used("a", 5)
     used("b", 9)
     used("c", 1)
-    result = route.panel(members=[], nominees=["nobody", "c", "a"], explorers=2)
+    result = route.pick_seats(members=[], nominees=["nobody", "c", "a"], explorers=2)
     assert seated(result) == ["c", "b"]  # a was third: never considered; nobody's seat went to b (stalest)
     assert any(n.startswith("nobody is not available") for n in result["notes"])
     assert result["explorer2"].get("nominated") is None
@@ -324,13 +324,13 @@ def test_rtr7_primary_is_most_found_and_second_rotates_among_contenders():
     suite_bench()
     used("good", 3)
     used("fair", 10)
-    result = route.panel(explorers=0)
+    result = route.pick_seats(explorers=0)
     assert result["primary"]["model"] == "top"  # 12 found (ties with top-twin: registration order)
     # contenders: another family, >= 2 tasks, recall >= 0.85 x 1.0; top-twin is top's family
     assert result["contenders"] == ["good", "fair"]
     assert result["second"]["model"] == "fair"  # stalest contender
     used("fair", 0)
-    assert route.panel(explorers=0)["second"]["model"] == "good"
+    assert route.pick_seats(explorers=0)["second"]["model"] == "good"
     # the reserve: another family and connection than top and fair (top-twin is top's family)
     assert result["reserve"]["model"] == "weak"
 
@@ -338,7 +338,7 @@ def test_rtr7_primary_is_most_found_and_second_rotates_among_contenders():
 def test_rtr7_second_falls_back_to_most_found_and_reserve_to_any_scored():
     register(("a", "v/a"), ("a2", "w/a"), ("b", "v/b"))
     task("t1", {"a": 4, "a2": 3, "b": 1})
-    result = route.panel(explorers=0)
+    result = route.pick_seats(explorers=0)
     assert result["contenders"] == []  # one task each: nobody has two
     assert (result["primary"]["model"], result["second"]["model"]) == ("a", "a2")
     # every endpoint is the same connection: the reserve falls back to any scored model not chosen
@@ -366,13 +366,13 @@ def test_rtr9_new_answers_count_after_the_recheck_window(monkeypatch):
     assert route.records()[0]["found"] == 1
     task("t2", {"m": 3})
     assert route.records()[0]["found"] == 1  # within SUITE_RECHECK: no walk
-    monkeypatch.setattr(route, "SUITE_RECHECK", 0)
+    monkeypatch.setattr(history, "SUITE_RECHECK", 0)
     assert route.records()[0]["found"] == 4
 
 
 def test_rtr4_members_given_means_no_primary_or_second():
     suite_bench()
-    result = route.panel(members=["top", "fair"])
+    result = route.pick_seats(members=["top", "fair"])
     assert result["primary"] is None and result["second"] is None and result["contenders"] == []
     # all never used: top-twin is top's family; then unscored before lower recall before higher (RTR-6)
     assert seated(result) == ["none", "weak"]
@@ -408,11 +408,11 @@ def test_ali1_renamed_aliases_keep_their_records():
     perf(("old-name", "tiny", 4), ("old-name", "large", 0))
     record = route.records()[0]
     assert (record["model"], record["found"], record["offloads"], record["stale_days"]) == ("new-name", 3, 1, 0)
-    big = route.panel(large=True, members=[])
+    big = route.pick_seats(large=True, members=[])
     assert big["excluded_for_size"] == ["new-name"]
-    result = route.panel(members=[], nominees=["old-name"])
+    result = route.pick_seats(members=[], nominees=["old-name"])
     assert result["explorer"]["model"] == "new-name" and result["explorer"]["nominated"]
-    assert seated(route.panel(members=["old-name"])) == ["c", "b"]
+    assert seated(route.pick_seats(members=["old-name"])) == ["c", "b"]
 
 
 # -- RTR-13: cooling -----------------------------------------------------------------------------
@@ -437,7 +437,7 @@ def test_rtr13_unreadable_files_are_ignored():
 
 def test_rtr8_result_keys():
     register("a")
-    result = route.panel()
+    result = route.pick_seats()
     assert list(result) == ["primary", "second", "explorer", "explorer2", "reserve", "considered", "untried",
                             "contenders", "excluded_for_size", "excluded_for_role", "held_ad_hoc", "shape", "notes"]
     assert result["untried"] == ["a"] and result["shape"] == "general"
@@ -470,12 +470,12 @@ def test_panel_path_reads_nothing_twice(monkeypatch):
     offload.log_path().write_text(lines, encoding="utf-8")
     for i in range(10):
         task(f"t{i}", {f"m{j:02d}": j % 5 for j in range(40)})
-    route.panel(members=[])
+    route.pick_seats(members=[])
     index = offload.index()
     bytes_read = index.bytes_read
     start = time.perf_counter()
     for _ in range(200):
-        route.panel(members=["m00"], nominees=["m01"], avoid={"m02"})
+        route.pick_seats(members=["m00"], nominees=["m01"], avoid={"m02"})
     per_call = (time.perf_counter() - start) / 200
     assert index.bytes_read == bytes_read
     assert per_call < 0.02

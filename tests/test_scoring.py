@@ -1,9 +1,11 @@
-"""suite/scoring.py: outcome(), failure_class(), score() (suite-cli-mcp.md §2.2-2.4, models.md ERR-1..4, PN-1)."""
+"""metrics/scoring.py: outcome(), failure_class(), score() (suite-cli-mcp.md §2.2-2.4, models.md ERR-1..4, PN-1)."""
+
+import ast
 
 import pytest
 
-from suite import scoring
-from suite.scoring import failure_class, outcome, score
+from metrics import paths, scoring
+from metrics.scoring import failure_class, outcome, score
 
 ANSWER = "The function returns early when the list is empty, so the caller never sees the error."
 
@@ -183,3 +185,14 @@ def test_su16_inventions_only_in_table_rows():
 def test_su19_format_check(fmt, text, why):
     result = score({"must_find": [], "format": fmt}, text)
     assert (result["format_ok"], result["format_why"]) == (False, why)
+
+
+def test_metrics_never_imports_the_suite():
+    """Issue 13: the suite is built on top of `metrics`, so the dependency goes one way only."""
+    found = []
+    for path in sorted((paths.CODE / "metrics").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            found += [f"{path.name}: {n}" for n in names if n == "suite" or n.startswith("suite.")]
+    assert found == []

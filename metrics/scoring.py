@@ -2,7 +2,9 @@
 
 Three plain functions, shared by everything that looks at model output (the
 suite runner, the router's recall, perf, auto-retire, the client's parity
-tests), so one reply is classified the same way everywhere:
+tests), so one reply is classified the same way everywhere. They live in
+`metrics` because the router scores saved answers and the suite is built on
+top of `metrics` (`suite/` imports `metrics`, never the other way round):
 
 - `outcome(text, min_length)`: `None` for an answer, else `(kind, detail)`.
 - `failure_class(text, min_length)`: why a non-answer happened (SU-11, SU-12).
@@ -126,7 +128,8 @@ def outcome(text, min_length=DEFAULT_MIN):
 
 
 def failure_class(text, min_length=DEFAULT_MIN):
-    """Why a reply is not an answer, one of FAILURE_CLASSES, or None for an answer (ERR-2, §2.3)."""
+    """Why a reply is not an answer, one of FAILURE_CLASSES, or None for an answer (ERR-2, §2.3).
+    No caller yet but the tests: the suite runner, perf and auto-retire (SU-11, SU-12, AR-1) will call it."""
     _, head, failure_like = _read(text)
     if TIMEOUT_MARK in head:
         return "timeout"
