@@ -50,7 +50,6 @@ Improvements over the reference (models.md, "Improvements worth making"):
   chunks; for the Responses API too, whose reply the reference read only as events (STR-5).
 
     python -m metrics.client ALIAS "PROMPT"    one call (timeout 120 s); prints the answer or the error
-    python -m metrics.client --selftest        the reply parsers' self-checks
 """
 
 import functools
@@ -968,44 +967,12 @@ USAGE = (
     'usage: python metrics/client.py ALIAS "PROMPT"\n\n'
     "Makes one call to ALIAS (a model registered in config/extra-openai-models.yaml) through the "
     "built-in client with a 120 s timeout, and prints the answer, the error, or <<TIMED OUT after 120s>>. "
-    "Exits 1 on an error or a timeout, else 0. `--selftest` checks the reply parsers and prints ok."
+    "Exits 1 on an error or a timeout, else 0."
 )
-
-
-def selftest():
-    split = "é".encode()
-    events = list(sse([b'data: {"a": 1}\r\n\r\n', b'data: {"b": "' + split[:1], split[1:] + b'"}\n\n',
-                       b'event: x\n: comment\ndata: {"c": 3}\ndata: {"d": 4}\n\n', b"data: [DONE]\n\n"]))
-    assert events == [{"a": 1}, {"b": "é"}, {"c": 3}, {"d": 4}, DONE], events
-    garbled = list(sse([b"data: \n\ndata: LOST {\n\n"]))
-    assert len(garbled) == 1 and garbled[0].raw == b"LOST {", garbled
-    call = Call()
-    stream = [{"model": "m", "choices": [{"delta": {"reasoning_content": "hm"}}]},
-              {"choices": [{"delta": {"content": [{"type": "text", "text": "hi"}]}, "finish_reason": "stop"}]},
-              {"choices": [], "usage": {"completion_tokens": 2}}, DONE]
-    got = _chat_stream(call, iter(stream))
-    assert (got["text"], got["reasoning"], got["finish"], got["usage"]) == ("hi", "hm", "stop", {"completion_tokens": 2})
-    assert "broke off before it finished (2 characters in)" in _chat_stream(call, iter(stream[:1] + [
-        {"choices": [{"delta": {"content": "hi"}}]}]))["error"]
-    assert _chat_stream(call, iter([{"choices": []}, DONE]))["error"].endswith("the stream sent none")
-    cut = _chat_stream(call, iter(stream[1:2] + garbled))["error"]
-    assert "a chunk that is not JSON: 'LOST {' (after 2 characters" in cut, cut
-    assert _chat_stream(call, iter([{"error": {"code": 429}}]))["error"].startswith("Error: Error code: 429 - {")
-    assert _chat_json(call, b"{}")["error"] == "Error: client failed: the reply had no choices: {}"
-    assert _chat_json(call, b"<html>")["error"] == "Error: client failed: the reply was not JSON: <html>"
-    assert _chat_json(call, b'{"error": {"message": "x"}}')["error"].startswith("Error: Error code: 200 - {'error'")
-    assert _chat_json(call, b'{"choices": [{"message": {"content": "ok", "tool_calls": [{}, 1]}}]}')["tool_calls"] == 1
-    assert retry_after({"Retry-After": "2"}) == 2 and retry_after({"retry-after-ms": "1500"}) == 1.5
-    assert retry_after({"Retry-After": "120"}) is None and retry_after({}) is None
-    assert 0.375 <= backoff(0) <= 0.5 and backoff(9) <= 8
-    return "ok"
 
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    if argv == ["--selftest"]:
-        print(selftest())
-        return 0
     if len(argv) != 2:
         print(USAGE)
         return 2

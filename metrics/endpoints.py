@@ -16,7 +16,6 @@ Model listings go through the transport's connection pool (metrics/transport.py)
 follows a redirect, so a key never reaches another host (models.md improvement 4).
 
     python -m metrics.endpoints             each endpoint: base, key set or missing, models served
-    python -m metrics.endpoints --selftest  the built-in checks
 """
 
 import json
@@ -273,30 +272,8 @@ def describe(name, found, default_name):
     return f"{name}{mark}  {str(found.get('base') or '').rstrip('/')}  {key_state}  {served}"
 
 
-def selftest():
-    assert _inferred_kind("http://10.0.0.5:3000/api/") == "hub"
-    assert _inferred_kind("http://127.0.0.1:11434/v1") == "local"
-    assert _inferred_kind("https://api.example.com/v1") == "provider"
-    assert auth_headers("anthropic", "s") == {"x-api-key": "s"}
-    assert auth_headers("gemini", "s") == {"x-goog-api-key": "s"}
-    assert auth_headers("chat", "s") == {"Authorization": "Bearer s"}
-    assert valid_name("my-hub") and not valid_name("a") and not valid_name("-x") and not valid_name("A1")
-    assert listing_url({"base": "https://g.example/v1beta/", "api": "gemini"}).endswith("/models?pageSize=1000")
-    assert rows_of({}, {"data": [{"id": "a"}, {"id": "b", "visibility": "hidden"}, {"id": ""}]}) == {"a": {"id": "a"}}
-    gemini = {"models": [{"name": "models/g", "supportedGenerationMethods": ["generateContent"]},
-                         {"name": "models/e", "supportedGenerationMethods": ["embedContent"]}]}
-    assert list(rows_of({"api": "gemini"}, gemini)) == ["g"]
-    assert version_note("litellm", "v1.74.3", ["1.74"]) == ""
-    assert "1.80.0" in version_note("litellm", "1.80.0", ["1.74"])
-    assert "did not report" in version_note("openwebui", "", ["0.6"])
-    return "ok"
-
-
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    if argv == ["--selftest"]:
-        print(selftest())
-        return 0
     try:
         found = load()
         default_name = default()

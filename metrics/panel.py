@@ -180,6 +180,11 @@ def panel_id():
     return "p" + datetime.datetime.now().strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(8)
 
 
+def call_id(panel, key):
+    """A seat's call id: its panel's id, a dot, the seat's key (`member1`, `explorer2`, `merger`; GW-ID-1)."""
+    return f"{panel}.{key}"
+
+
 def local_iso():
     return datetime.datetime.now().astimezone().isoformat(timespec="seconds")
 
@@ -530,7 +535,7 @@ def merge(plan, seats, on_part=None, gone=None):
     if gone is not None and gone.is_set():
         return None, "", "the caller hung up before the merge, so no merger was asked"
     result = ask_seat(alias, MERGE_SYSTEM, text, on_delta=_text_to(on_part) if on_part is not None else None)
-    seat = seat_record(f"{plan.panel}.merger", "merger", alias, result)
+    seat = seat_record(call_id(plan.panel, "merger"), "merger", alias, result)
     log_seat(seat, plan)
     if seat["status"] != "ok":
         note = f"the merger {alias} came back {seat['status']}"
@@ -648,7 +653,7 @@ def _answers(plan, futures):
 
 
 def _logged(plan, key, alias, result):
-    seat = seat_record(f"{plan.panel}.{key}", seat_label(key), alias, result)
+    seat = seat_record(call_id(plan.panel, key), seat_label(key), alias, result)
     log_seat(seat, plan)
     return seat
 

@@ -864,8 +864,6 @@ def test_command_line_cl8(bench):
     assert done.returncode == 1 and done.stdout.startswith("Error: Error code: 404")
     done = run_cli("just-one-argument")
     assert done.returncode == 2 and done.stdout.startswith("usage: python metrics/client.py ALIAS")
-    done = run_cli("--selftest")
-    assert done.returncode == 0 and done.stdout == "ok\n"
     assert ledger_lines()[-1]["caller"] == "metrics/client"
 
 
@@ -879,3 +877,35 @@ def test_bk4_saving_the_backend_choice(home, monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
     assert "not on PATH" in client.choose("llm")
     assert client.choose("builtin") == "" and client.chosen() == ("builtin", "settings")
+
+
+def test_reply_parsers_read_what_providers_send():
+    """STR-6..8, RET-2: SSE split anywhere, comments and multi-line data, a garbled chunk; the chat stream's
+    text, reasoning and usage; a stream or a reply that breaks off, sends no choices or an error; Retry-After."""
+    split = "é".encode()
+    events = list(client.sse([b'data: {"a": 1}\r\n\r\n', b'data: {"b": "' + split[:1], split[1:] + b'"}\n\n',
+                              b'event: x\n: comment\ndata: {"c": 3}\ndata: {"d": 4}\n\n', b"data: [DONE]\n\n"]))
+    assert events == [{"a": 1}, {"b": "é"}, {"c": 3}, {"d": 4}, client.DONE], events
+    garbled = list(client.sse([b"data: \n\ndata: LOST {\n\n"]))
+    assert len(garbled) == 1 and garbled[0].raw == b"LOST {", garbled
+    call = client.Call()
+    stream = [{"model": "m", "choices": [{"delta": {"reasoning_content": "hm"}}]},
+              {"choices": [{"delta": {"content": [{"type": "text", "text": "hi"}]}, "finish_reason": "stop"}]},
+              {"choices": [], "usage": {"completion_tokens": 2}}, client.DONE]
+    got = client._chat_stream(call, iter(stream))
+    assert (got["text"], got["reasoning"], got["finish"], got["usage"]) == ("hi", "hm", "stop", {"completion_tokens": 2})
+    assert "broke off before it finished (2 characters in)" in client._chat_stream(call, iter(stream[:1] + [
+        {"choices": [{"delta": {"content": "hi"}}]}]))["error"]
+    assert client._chat_stream(call, iter([{"choices": []}, client.DONE]))["error"].endswith("the stream sent none")
+    cut = client._chat_stream(call, iter(stream[1:2] + garbled))["error"]
+    assert "a chunk that is not JSON: 'LOST {' (after 2 characters" in cut, cut
+    assert client._chat_stream(call, iter([{"error": {"code": 429}}]))["error"].startswith("Error: Error code: 429 - {")
+    assert client._chat_json(call, b"{}")["error"] == "Error: client failed: the reply had no choices: {}"
+    assert client._chat_json(call, b"<html>")["error"] == "Error: client failed: the reply was not JSON: <html>"
+    assert client._chat_json(call, b'{"error": {"message": "x"}}')["error"].startswith(
+        "Error: Error code: 200 - {'error'")
+    tools = b'{"choices": [{"message": {"content": "ok", "tool_calls": [{}, 1]}}]}'
+    assert client._chat_json(call, tools)["tool_calls"] == 1
+    assert client.retry_after({"Retry-After": "2"}) == 2 and client.retry_after({"retry-after-ms": "1500"}) == 1.5
+    assert client.retry_after({"Retry-After": "120"}) is None and client.retry_after({}) is None
+    assert 0.375 <= client.backoff(0) <= 0.5 and client.backoff(9) <= 8

@@ -381,7 +381,6 @@ def test_listing_command_ep16(up, capsys, monkeypatch):
     assert out[1] == "dead  http://127.0.0.1:9/v1  key MISSING  unreachable (ConnectionRefusedError)"
     assert out[2] == "keyless  http://127.0.0.1:9/v1  no key  unreachable (ConnectionRefusedError)"
     assert SECRET not in "\n".join(out)
-    assert endpoints.main(["--selftest"]) == 0 and capsys.readouterr().out == "ok\n"
 
 
 # ---------------------------------------------------------------- CONN
@@ -441,3 +440,24 @@ def test_reg1_reg8_reg9_what_is_synced_is_what_llm_calls(up, llmdir, monkeypatch
     assert (sent["body"]["temperature"], sent["body"]["max_tokens"], sent["body"]["top_p"]) == (0.25, 64, 0.5)
     write_json("model-options.json", {})
     assert registry.push_options() == 0
+
+
+def test_endpoint_helpers_ep_kinds_headers_names_listings():
+    """EP-3 kinds by address, each API's auth header, EP-2 names, listing URLs and rows, hub version notes."""
+    assert endpoints._inferred_kind("http://10.0.0.5:3000/api/") == "hub"
+    assert endpoints._inferred_kind("http://127.0.0.1:11434/v1") == "local"
+    assert endpoints._inferred_kind("https://api.example.com/v1") == "provider"
+    assert endpoints.auth_headers("anthropic", "s") == {"x-api-key": "s"}
+    assert endpoints.auth_headers("gemini", "s") == {"x-goog-api-key": "s"}
+    assert endpoints.auth_headers("chat", "s") == {"Authorization": "Bearer s"}
+    assert endpoints.valid_name("my-hub") and not any(map(endpoints.valid_name, ("a", "-x", "A1")))
+    gemini_base = {"base": "https://g.example/v1beta/", "api": "gemini"}
+    assert endpoints.listing_url(gemini_base).endswith("/models?pageSize=1000")
+    rows = {"data": [{"id": "a"}, {"id": "b", "visibility": "hidden"}, {"id": ""}]}
+    assert endpoints.rows_of({}, rows) == {"a": {"id": "a"}}
+    gemini = {"models": [{"name": "models/g", "supportedGenerationMethods": ["generateContent"]},
+                         {"name": "models/e", "supportedGenerationMethods": ["embedContent"]}]}
+    assert list(endpoints.rows_of({"api": "gemini"}, gemini)) == ["g"]
+    assert endpoints.version_note("litellm", "v1.74.3", ["1.74"]) == ""
+    assert "1.80.0" in endpoints.version_note("litellm", "1.80.0", ["1.74"])
+    assert "did not report" in endpoints.version_note("openwebui", "", ["0.6"])
