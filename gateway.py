@@ -24,7 +24,19 @@ import threading
 import time
 import urllib.parse
 
-from metrics import __version__, client, collections, formats, gatekeys, guard, httpserver, offload, panel, paths
+from metrics import (
+    __version__,
+    client,
+    collections,
+    errors,
+    formats,
+    gatekeys,
+    guard,
+    httpserver,
+    offload,
+    panel,
+    paths,
+)
 
 STREAM_GRACE = 1.0
 KEEPALIVE = 10.0
@@ -290,7 +302,7 @@ class Handler(httpserver.Handler):
         try:
             content, bench = panel.run(name, messages, ask.nominees, reply, self.who)
         except Exception as exc:  # IMP-1: every failure is answered, never a dropped connection
-            return self.refuse(*panel.refusal(exc))
+            return self.refuse(*errors.refusal(exc))
         payload, headers = api.reply(content, shown, bench, formats.usage(messages, content),
                                      time.monotonic() - started)
         self.send_json(200, payload, headers)
@@ -326,7 +338,7 @@ class Handler(httpserver.Handler):
         except queue.Empty:
             event = None
         if isinstance(event, panel.Failed):
-            return self.refuse(*panel.refusal(event.exc))
+            return self.refuse(*errors.refusal(event.exc))
         writer = make_writer(self.write_now)
         try:
             self.open_stream(writer.content_type)
@@ -349,7 +361,7 @@ class Handler(httpserver.Handler):
                         writer.text(event.content)
                     return writer.end(event.bench)
                 elif isinstance(event, panel.Failed):
-                    return writer.error(*panel.refusal(event.exc))
+                    return writer.error(*errors.refusal(event.exc))
                 # a part is written; `Seated` needs nothing, as the 200 has gone (the heading follows once every
                 # seat's request is out)
                 event = None

@@ -13,8 +13,8 @@ SCANNED = ("metrics", "suite", "scripts", "gateway.py", "serve.py")
 
 # Bottom to top. A module may import from its own layer and the layers listed before it.
 LAYERS = [
-    ("files: the data folder, safe writes, keys",
-     ["metrics", "suite", "metrics.paths", "metrics.fileio", "metrics.keys"]),
+    ("files: the data folder, safe writes, keys, the errors a request is refused with",
+     ["metrics", "suite", "metrics.paths", "metrics.fileio", "metrics.keys", "metrics.errors"]),
     ("formats: what requests and replies look like; they shape and read, they call nothing",
      ["metrics.images", "metrics.notices", "metrics.scoring", "metrics.formats", "metrics.formats.chat",
       "metrics.formats.common", "metrics.formats.anthropic", "metrics.formats.completions", "metrics.formats.gemini",
