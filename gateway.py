@@ -109,7 +109,7 @@ class Handler(httpserver.Handler):
         self.route, self.arguments = routes.find(self.route_table, method, self.path)
 
     def dispatch(self, method, *body):
-        """The route's handler, or the 404 when no handler here answers (GW-1..3, §14).
+        """The route's handler, or the 404 or 405 when no handler here answers (GW-1..3, §14).
 
         A refusal raised on the way (a broken collections.json, a request no format can take) is
         answered with its status; on a route that writes, so is a write the data folder refused.
@@ -127,7 +127,11 @@ class Handler(httpserver.Handler):
                 self.refuse(*paths.unwritable(exc))
 
     def unrouted(self, method):
-        """404 naming the routes to try."""
+        """405 with `Allow` when rows of other methods answer the path, else 404 naming the routes to try."""
+        allow = [] if self.route else routes.allowed(self.route_table, self.path)
+        if allow:
+            return self.refuse(405, f"{self.command} is not allowed on {routes.normalized(self.path)}; use "
+                                    f"{routes.spoken(allow)}", {"Allow": ", ".join(allow)})
         self.refuse(404, f"no such route; try {routes.help_text(self.route_table, method)}")
 
     # -- GET routes ------------------------------------------------------------

@@ -4,8 +4,8 @@ A `Route` names a method and a path, the handler method that answers it, the for
 speak (FMT-3), the credential it takes (`scope`), whether it is a gateway route (ROUTE-1: CORS,
 preflights, the gateway's body cap; the dashboard hands it to the gateway), and whether it writes to
 the data folder (a write the disk refuses is answered 507 or 503, never a dropped connection).
-Everything else that knows a route reads it here: the gateway's dispatch, its 404 help,
-GUARD's `is_gateway_route`, FORMATS' `format_of`, the access log's masking. GATEWAY.md's
+Everything else that knows a route reads it here: the gateway's dispatch, its 404 help and 405
+`Allow`, GUARD's `is_gateway_route`, FORMATS' `format_of`, the access log's masking. GATEWAY.md's
 routes table mirrors this one.
 
 A path is GW-1's: no query, no trailing `/`. A `<name>` in it stands for one or more characters and
@@ -119,6 +119,15 @@ def find(table, method, path):
             if found is not None:
                 return route, found
     return None, {}
+
+
+def allowed(table, path):
+    """The methods whose rows answer `path`, HEAD after GET (it is answered as a GET, improvement 23)."""
+    path = normalized(path)
+    methods = list(dict.fromkeys(route.method for route in table if route.match(path) is not None))
+    if "GET" in methods:
+        methods.insert(methods.index("GET") + 1, "HEAD")
+    return methods
 
 
 def help_text(table, method):
