@@ -3,8 +3,9 @@
     python gateway.py            serve the data folder's collections
     python gateway.py --demo     serve a throwaway demo bench backed by the local upstream
 
-This module holds the routes only: the handler parses, checks, dispatches and
-answers. The panel lives in `metrics.panel`, the checks in `metrics.guard`, keys,
+This module holds the route handlers only: the handler parses, checks, dispatches and
+answers. The table of routes lives in `metrics.routes`, the errors a request is
+refused with in `metrics.errors`, the panel in `metrics.panel`, the checks in `metrics.guard`, keys,
 scopes and rate caps in `metrics.gatekeys`, the server's deadlines and limits in
 `metrics.httpserver`, every client's own API (chat completions among them) in
 `metrics.formats`, the offload log in `metrics.offload`.
@@ -14,7 +15,6 @@ connection and a stream ends at the close.
 """
 
 import argparse
-import functools
 import json
 import os
 import queue
@@ -24,16 +24,26 @@ import threading
 import time
 import urllib.parse
 
-from metrics import __version__, client, collections, formats, gatekeys, guard, httpserver, offload, panel, paths
+from metrics import (
+    __version__,
+    client,
+    collections,
+    errors,
+    formats,
+    gatekeys,
+    guard,
+    httpserver,
+    offload,
+    panel,
+    paths,
+    routes,
+)
 
 STREAM_GRACE = 1.0
 KEEPALIVE = 10.0
 REPLY_WAIT = 2.0  # a stopping gateway's wait for the last replies to be written
 MAX_PENDING = 1000  # ids one `/bench/pending` may ask about (security review 4: no guessing in bulk)
-GET_ROUTES = "GET /v1/models, /bench/record, /api/tags, /api/version or /v1beta/models"
-POST_ROUTES = ("POST /v1/chat/completions, /v1/messages, /v1/responses, /v1/completions, /api/chat, /api/generate, "
-               "/v1beta/models/<collection>:generateContent or /bench/verdict")
-RECORD_USAGE = "GET /bench/record?collection=bench/<name>[&task=<words in the verdicts' notes>]"
+RECORD_QUERY = "?collection=bench/<name>[&task=<words in the verdicts' notes>]"
 CLIENT_GONE = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, TimeoutError)
 
 
@@ -45,7 +55,7 @@ def listing(may_call=None):
     return {"object": "list", "data": rows, **formats.gemini.models(rows)}
 
 
-def health():
+def health_report():
     """`/health`: `{"ok": true}`, and what an operator must know: config files read around (by file
     name), the data folder not taking writes (the system's reason, never a path)."""
     payload = {"ok": True}
@@ -58,93 +68,32 @@ def health():
     return payload
 
 
-def broken_config_refused(method):
-    """A request that meets a broken config/collections.json, or a broken collection in it, gets 503
-    naming the file and the fault: the server's configuration is wrong, not the request."""
-    @functools.wraps(method)
-    def answer(self):
-        try:
-            return method(self)
-        except collections.Broken as exc:
-            return self.refuse(503, str(exc))
-    return answer
-
-
 class Handler(httpserver.Handler):
+    """Parse (the route), check (Host, then who is calling; or the write checks), dispatch (the route's
+    handler) — each step one method below, in the order a request meets them."""
+
     server_version = f"benchwarmers/{__version__}"
+    route_table = routes.ROUTES  # the dashboard's handler extends it (metrics.routes)
 
     @property
     def port(self):
         return self.server.server_address[1]
 
-    # -- GET ---------------------------------------------------------------
-
-    @broken_config_refused
     def do_GET(self):
-        path = formats.route(self.path)
-        if path == "/health":  # open on both ports, before the Host check (OPEN-1, security improvement 21)
-            return self.send_json(200, health())
-        problem = guard.host_problem(self.headers, self.port)
-        if problem:
-            return self.refuse(403, problem)
-        if not self.identify():
-            return
-        if path in ("/v1/models", "/models"):
-            return self.send_json(200, listing(gatekeys.may_call(self.who)))
-        if path.startswith("/v1/models/"):
-            return self.model_row(path[len("/v1/models/"):])
-        if path == "/bench/record":
-            return self.record()
-        if path in ("/mcp", "/v1/mcp"):
-            return self.send_json(405, {"error": {"message": "POST /mcp, one JSON-RPC message per request"}},
-                                  {"Allow": "POST"})
-        if path in ("/api/tags", "/api/version", "/v1beta/models") or path.startswith("/v1beta/models/"):
-            return self.format_listing(path)
-        self.refuse(404, f"no such route; try {GET_ROUTES}")
+        """GW-2: the Host check, then who is calling, then the route; an open route skips both."""
+        self.parse("GET")
+        if not (self.route and self.route.scope == routes.OPEN):
+            problem = guard.host_problem(self.headers, self.port)
+            if problem:
+                return self.refuse(403, problem)
+            if not self.identify():
+                return
+        self.dispatch("GET")
 
-    def format_listing(self, path):
-        """§7.3, §7.4, §8.2: the collections as Ollama and Gemini clients list models."""
-        rows = listing(gatekeys.may_call(self.who))["data"]
-        if path == "/api/tags":
-            return self.send_json(200, formats.ollama.tags(rows))
-        if path == "/api/version":
-            return self.send_json(200, {"version": formats.ollama.VERSION})
-        if path == "/v1beta/models":
-            return self.send_json(200, formats.gemini.models(rows))
-        name = urllib.parse.unquote(path[len("/v1beta/models/"):])
-        entry = formats.gemini.model(rows, name)
-        if entry is None:
-            return self.refuse(404, formats.gemini.not_listed(name))
-        self.send_json(200, entry)
-
-    def model_row(self, wanted):
-        """IMP-21: OpenAI's retrieve-model route answers the listing row."""
-        wanted = urllib.parse.unquote(wanted)
-        may_call = gatekeys.may_call(self.who)
-        for row in listing(may_call)["data"]:
-            if row["id"] == wanted or row["id"] == f"bench/{wanted}":
-                return self.send_json(200, row)
-        self.refuse(404, collections.choose_message(wanted, may_call))
-
-    def record(self):
-        query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
-        collection = (query.get("collection") or [""])[0]
-        task = (query.get("task") or [""])[0]
-        if not collection:
-            return self.refuse(400, f"name the collection: {RECORD_USAGE}")
-        refusal = gatekeys.charge(self.who)
-        if refusal:
-            return self.refuse(*refusal)
-        seen = gatekeys.sees_collection(self.who, collection)  # a scoped key reads only its own
-        self.send_json(200, {"collection": collection, "task": task,
-                             "aliases": offload.record(collection, task) if seen else {}})
-
-    # -- POST --------------------------------------------------------------
-
-    @broken_config_refused
     def do_POST(self):
-        path = formats.route(self.path)
-        problem = guard.write_problem(self.headers, self.port, guard.is_gateway_route(self.path),
+        """GW-3: the write checks (before the body is read), who is calling, the body, then the route."""
+        self.parse("POST")
+        problem = guard.write_problem(self.headers, self.port, routes.is_gateway_route(self.path),
                                       guard.GATEWAY_CAP)
         if problem:
             return self.refuse(*problem)
@@ -153,17 +102,90 @@ class Handler(httpserver.Handler):
         body = self.read_json()
         if body is None:
             return
+        self.dispatch("POST", body)
+
+    def parse(self, method):
+        """GW-1: the row of `method` that answers this path, and what its `<name>`s read."""
+        self.route, self.arguments = routes.find(self.route_table, method, self.path)
+
+    def dispatch(self, method, *body):
+        """The route's handler, or the 404 or 405 when no handler here answers (GW-1..3, §14).
+
+        A refusal raised on the way (a broken collections.json, a request no format can take) is
+        answered with its status; on a route that writes, so is a write the data folder refused.
+        """
+        if not (self.route and self.route.handler):
+            return self.unrouted(method)
         try:
-            if path in ("/bench/verdict", "/bench/pending"):
-                refusal = gatekeys.charge(self.who)
-                if refusal:
-                    return self.refuse(*refusal)
-                return self.verdict(body) if path == "/bench/verdict" else self.pending(body)
-            self.format_post(path, body)
-        except OSError as exc:  # the data folder could not be written: say so, never drop the connection
-            if isinstance(exc, CLIENT_GONE):
-                return
-            self.refuse(*paths.unwritable(exc))
+            getattr(self, self.route.handler)(*body, **self.arguments)
+        except errors.Refusal as exc:
+            self.refuse(*errors.refusal(exc))
+        except OSError as exc:
+            if not self.route.writes:
+                raise
+            if not isinstance(exc, CLIENT_GONE):  # say so, never drop the connection
+                self.refuse(*paths.unwritable(exc))
+
+    def unrouted(self, method):
+        """405 with `Allow` when rows of other methods answer the path, else 404 naming the routes to try."""
+        allow = [] if self.route else routes.allowed(self.route_table, self.path)
+        if allow:
+            return self.refuse(405, f"{self.command} is not allowed on {routes.normalized(self.path)}; use "
+                                    f"{routes.spoken(allow)}", {"Allow": ", ".join(allow)})
+        self.refuse(404, f"no such route; try {routes.help_text(self.route_table, method)}")
+
+    # -- GET routes ------------------------------------------------------------
+
+    def health(self):
+        self.send_json(200, health_report())
+
+    def models(self):
+        self.send_json(200, listing(gatekeys.may_call(self.who)))
+
+    def model_row(self, model):
+        """IMP-21: OpenAI's retrieve-model route answers the listing row."""
+        may_call = gatekeys.may_call(self.who)
+        for row in listing(may_call)["data"]:
+            if row["id"] == model or row["id"] == f"bench/{model}":
+                return self.send_json(200, row)
+        self.refuse(404, collections.choose_message(model, may_call))
+
+    def record(self):
+        query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+        collection = (query.get("collection") or [""])[0]
+        task = (query.get("task") or [""])[0]
+        if not collection:
+            return self.refuse(400, f"name the collection: GET {self.route.path}{RECORD_QUERY}")
+        if not self.charged():
+            return
+        seen = gatekeys.sees_collection(self.who, collection)  # a scoped key reads only its own
+        self.send_json(200, {"collection": collection, "task": task,
+                             "aliases": offload.record(collection, task) if seen else {}})
+
+    def listed_rows(self):
+        """The listing's rows the caller may see, which Ollama's and Gemini's listings and cards are built from."""
+        return listing(gatekeys.may_call(self.who))["data"]
+
+    def ollama_tags(self):
+        self.send_json(200, formats.ollama.tags(self.listed_rows()))
+
+    def ollama_version(self):
+        self.send_json(200, {"version": formats.ollama.VERSION})
+
+    def gemini_models(self):
+        self.send_json(200, formats.gemini.models(self.listed_rows()))
+
+    def gemini_model(self, name):
+        entry = formats.gemini.model(self.listed_rows(), name)
+        if entry is None:
+            return self.refuse(404, formats.gemini.not_listed(name))
+        self.send_json(200, entry)
+
+    def mcp_get(self):
+        self.send_json(405, {"error": {"message": f"POST {self.route.path}, one JSON-RPC message per request"}},
+                       {"Allow": "POST"})
+
+    # -- POST routes -----------------------------------------------------------
 
     def read_json(self):
         """GW-3 (4): exactly Content-Length bytes; `{}` when empty; 400 when not a JSON object."""
@@ -187,6 +209,8 @@ class Handler(httpserver.Handler):
 
     def verdict(self, body):
         """VRD-1: judge one seat's answer."""
+        if not self.charged():
+            return
         useful = body.get("useful")
         if not isinstance(useful, bool):
             return self.refuse(400, '"useful" must be true or false')
@@ -208,6 +232,8 @@ class Handler(httpserver.Handler):
         self.send_json(200, {"ok": True, "recorded": {k: v for k, v in entry.items() if k != "task"}})
 
     def pending(self, body):
+        if not self.charged():
+            return
         calls = body.get("calls")
         if not isinstance(calls, list) or not all(isinstance(c, str) for c in calls):
             return self.refuse(400, '"calls" must be a list of call ids')
@@ -215,27 +241,35 @@ class Handler(httpserver.Handler):
             return self.refuse(400, f'"calls" holds {len(calls):,} ids; ask about at most {MAX_PENDING:,} at a time')
         self.send_json(200, {"pending": offload.pending([c for c in calls if gatekeys.sees_call(self.who, c)])})
 
-    def format_post(self, path, body):
-        """FMT-8 steps 6-11: token counts, the model card, and every format's panel route."""
-        api = formats.get(formats.format_of(path))
-        gemini_path = formats.gemini.model_path(path)
-        try:
-            if gemini_path:
-                model, method = gemini_path
-                if method == "countTokens":
-                    return self.count(model, {"totalTokens": formats.gemini.count(body)})
-                if method not in formats.gemini.METHODS:
-                    return self.refuse(404, formats.gemini.not_allowed(method))
-                return self.ask_panel(api, api.read(body, model, method))
-            if path == "/v1/messages/count_tokens":
-                return self.count(body.get("model"), {"input_tokens": formats.anthropic.count(body)})
-            if path == "/api/show":
-                return self.show(body)
-            if path in formats.PANEL_ROUTES:
-                return self.ask_panel(api, api.read(body))
-        except formats.Unsupported as exc:  # GW-4, FMT-8 step 11
-            return self.refuse(400, str(exc))
-        self.refuse(404, f"no such route; try {POST_ROUTES}")
+    def charged(self):
+        """DSP-3 on the verdict routes: the call counts against the key's rate cap, or is refused (429)."""
+        refusal = gatekeys.charge(self.who)
+        if refusal:
+            self.refuse(*refusal)
+        return not refusal
+
+    def panel(self, body):
+        """FMT-8 steps 6-11: the route's format reads the Ask, then the panel answers in that format."""
+        api = formats.get(self.route.fmt)
+        self.ask_panel(api, api.read(body))
+
+    def anthropic_count(self, body):
+        self.count(body.get("model"), {"input_tokens": formats.anthropic.count(body)})
+
+    def gemini_count(self, body, collection):
+        self.count(collection, {"totalTokens": formats.gemini.count(body)})
+
+    def gemini_generate(self, body, collection):
+        api = formats.get(self.route.fmt)
+        self.ask_panel(api, api.read(body, collection, "generateContent"))
+
+    def gemini_stream(self, body, collection):
+        api = formats.get(self.route.fmt)
+        self.ask_panel(api, api.read(body, collection, "streamGenerateContent"))
+
+    def gemini_method(self, body, collection, method):
+        """FMT-4: a Gemini model path with a method a panel does not answer."""
+        self.refuse(404, formats.gemini.not_allowed(method))
 
     def count(self, model, payload):
         """A token count (FMT-9): no model is called and the rate cap is not charged.
@@ -253,7 +287,7 @@ class Handler(httpserver.Handler):
     def show(self, body):
         """FMT-31: Ollama's model card for a collection the key may call."""
         name = formats.ollama.shown_name(body)
-        card = formats.ollama.show(name, listing(gatekeys.may_call(self.who))["data"])
+        card = formats.ollama.show(name, self.listed_rows())
         if card is None:
             return self.refuse(404, formats.ollama.not_found(name))
         self.send_json(200, card)
@@ -290,7 +324,7 @@ class Handler(httpserver.Handler):
         try:
             content, bench = panel.run(name, messages, ask.nominees, reply, self.who)
         except Exception as exc:  # IMP-1: every failure is answered, never a dropped connection
-            return self.refuse(*panel.refusal(exc))
+            return self.refuse(*errors.refusal(exc))
         payload, headers = api.reply(content, shown, bench, formats.usage(messages, content),
                                      time.monotonic() - started)
         self.send_json(200, payload, headers)
@@ -326,7 +360,7 @@ class Handler(httpserver.Handler):
         except queue.Empty:
             event = None
         if isinstance(event, panel.Failed):
-            return self.refuse(*panel.refusal(event.exc))
+            return self.refuse(*errors.refusal(event.exc))
         writer = make_writer(self.write_now)
         try:
             self.open_stream(writer.content_type)
@@ -349,7 +383,7 @@ class Handler(httpserver.Handler):
                         writer.text(event.content)
                     return writer.end(event.bench)
                 elif isinstance(event, panel.Failed):
-                    return writer.error(*panel.refusal(event.exc))
+                    return writer.error(*errors.refusal(event.exc))
                 # a part is written; `Seated` needs nothing, as the 200 has gone (the heading follows once every
                 # seat's request is out)
                 event = None
@@ -359,7 +393,7 @@ class Handler(httpserver.Handler):
     # -- OPTIONS and the rest ----------------------------------------------
 
     def do_OPTIONS(self):
-        if not guard.is_gateway_route(self.path):
+        if not routes.is_gateway_route(self.path):
             return self.send_error(501, "Unsupported method ('OPTIONS')")
         problem = guard.host_problem(self.headers, self.port)
         if problem:
@@ -412,7 +446,7 @@ class Handler(httpserver.Handler):
 
         OPTIONS refusals always use the chat shape.
         """
-        fmt = "chat" if self.command == "OPTIONS" else formats.format_of(self.path or "")
+        fmt = "chat" if self.command == "OPTIONS" else routes.format_of(self.path or "")
         self.send_json(status, formats.error_body(fmt, status, message), headers)
 
 

@@ -19,6 +19,7 @@ import sys
 import threading
 
 from metrics import connections, fileio, paths, registry
+from metrics.errors import Broken
 
 PREFIX = "bench/"
 REPLIES = ("all", "merged", "route")
@@ -35,12 +36,6 @@ LIMITS = ("rpm", "rpd", "tpm", "tpd")
 TEXT_FIELDS = {"merger": "a model alias (a string)", "shape": "a shape name (a string)",
                "description": "text (a string)", "note": "text (a string)"}
 FIX = "fix it in that file or in the dashboard's Collections dialog"
-
-
-class Broken(LookupError):
-    """The configuration a request needs is broken (503): collections.json cannot be read, or the
-    collection named is no object or has a field of the wrong type. Its message names the file and
-    the fault; a 404 "none yet" would send the caller after the wrong mistake."""
 
 
 def collections_path():

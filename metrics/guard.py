@@ -1,12 +1,13 @@
 """Who may talk to the servers, and what they may send (security.md).
 
 Shared by the gateway (8123) and the dashboard (8122) so both ports apply the
-same checks: route classification (ROUTE-1), the startup check (START-*), the
-Host allow-list against DNS rebinding (HOST-*), the write checks on every POST
-(WRITE-*), who is calling (§7: gateway keys through `metrics.gatekeys`, the
-admin token and its login cookie), CORS for allowed origins on gateway routes
-(CORS-*), the access log (LOG-*). Settings are read from the environment on
-every request, so a test or an operator can change them between requests.
+same checks: the startup check (START-*), the Host allow-list against DNS
+rebinding (HOST-*), the write checks on every POST (WRITE-*), who is calling
+(§7: gateway keys through `metrics.gatekeys`, the admin token and its login
+cookie), CORS for allowed origins on gateway routes (CORS-*; `metrics.routes`
+says which routes those are), the access log (LOG-*). Settings are read from
+the environment on every request, so a test or an operator can change them
+between requests.
 
 Decisions where the spec leaves room, or where an improvement changes it:
 - The admin token is stripped (improvement 17): a trailing newline from a `.env`
@@ -43,13 +44,12 @@ import time
 import urllib.parse
 from http.cookies import CookieError, SimpleCookie
 
-from metrics import formats, gatekeys
+from metrics import gatekeys, routes
 
 GATEWAY_CAP = 20_000_000
 DASHBOARD_CAP = 1_000_000
 MIN_TOKEN = 16
 TOKEN_VARIETY = 8
-OLLAMA_ROUTES = {"/api/chat", "/api/generate", "/api/tags", "/api/version", "/api/show"}
 IMAGE_HINT = (" Send images as http(s) URLs, or smaller ones: models scale a photo down to about 1,500–2,000 px "
               "on its long side anyway.")
 EXPOSED = "X-Bench-Panel, X-Bench-Seats, X-Bench-Conversation, X-Bench-Model"
@@ -198,20 +198,9 @@ def startup_warnings():
 
 # -- every request ------------------------------------------------------------
 
-def is_gateway_route(path):
-    """ROUTE-1: which paths get the gateway's behaviour on either port."""
-    path = path.split("?", 1)[0]
-    if path.startswith(("/v1/", "/v1beta/", "/bench/")):
-        return True
-    if path.rstrip("/") in OLLAMA_ROUTES:
-        return True
-    collapsed = re.sub("/+", "/", path).rstrip("/")
-    return collapsed in ("/mcp", "/v1/mcp")
-
-
 def is_gemini_route(path):
     """CRED-2 (3): the routes where `?key=` is a credential: those that speak Gemini's format."""
-    return formats.format_of(path) == "gemini"
+    return routes.format_of(path) == "gemini"
 
 
 def allowed_hosts(port):
@@ -500,10 +489,8 @@ def client_address(headers, peer):
 
 def access_line(method, path, status, who, address=""):
     """LOG-1..3, plus the client address: never a query string, never a control character."""
-    route = path.split("?", 1)[0]
-    if route.startswith("/connect/callback/"):
-        route = "/connect/callback/..."
-    route = ascii(GATEWAY_KEY.sub("bwk_...", route)[:200])[1:-1]  # masked before the cut, which could split a key
+    # masked before the cut, which could split a key
+    route = ascii(GATEWAY_KEY.sub("bwk_...", routes.logged(path))[:200])[1:-1]
     stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M:%S")
     line = f"{stamp} {method or '-'} {route or '-'} {status} {who or '-'}"
     if address:

@@ -17,8 +17,9 @@ writes them (beyond the reference, which sent the merged answer in one piece);
 if the merger breaks off part way, the every-answer fallback follows its partial
 text in the stream, while the non-streamed reply carries the fallback alone.
 
-Refusals raise before any seat is called: `ValueError` (400), `TooLarge` (413),
-`UnknownCollection` (404), `LookupError` (503; `collections.Broken` among them).
+Refusals raise before any seat is called: `ValueError` (400), `PromptTooLarge` (413),
+`UnknownCollection` (404), `LookupError` (503; `collections.Broken` among them), `Busy` (503);
+`metrics.errors` says how each is answered.
 
 Decisions where the spec is silent or improved (gateway.md §20):
 - IMP-3: members past `max_calls` are named in `skipped` (why says the cap).
@@ -62,6 +63,7 @@ from metrics import (
     route,
     shape as shapes,
 )
+from metrics.errors import Busy, PromptTooLarge, UnknownCollection
 
 SEAT_TIMEOUT = 420
 LARGE = 8000
@@ -82,19 +84,7 @@ MERGE_SYSTEM = (
 _pool = concurrent.futures.ThreadPoolExecutor(max_workers=512, thread_name_prefix="seat")
 
 
-class TooLarge(ValueError):
-    """The prompt does not fit a member's context window (413)."""
-
-
-class UnknownCollection(LookupError):
-    """The collection is not (or no longer) in collections.json (404)."""
-
-
-class Busy(Exception):
-    """Too many panels in flight in this process, or for this key (503 with Retry-After)."""
-
-
-BUSY_RETRY = 2
+BUSY_RETRY = Busy.retry_after
 STOPPED = concurrent.futures.Future()  # done once the server stops waiting for panels: seats left are ended
 STOP_SETTLE = 1.0  # after a stop, how long seats get to come back ended before they are logged as stopped
 GATEWAY_STOPPED = "gateway stopped"
@@ -393,7 +383,7 @@ class Plan:
         sizes = {a: catalog.too_small(a, self.needed, self.known) for a in members + wanted}
         small = sorted((sizes[a], a) for a in members if sizes[a])
         if small:
-            raise TooLarge(self._too_large_message(small))
+            raise PromptTooLarge(self._too_large_message(small))
         for alias in wanted:
             if sizes[alias]:
                 self.skip("with", alias, f"its context window ({sizes[alias]:,} tokens) is below this prompt's "
@@ -782,20 +772,3 @@ def start(name, messages, nominees=(), reply="", caller="local", gone=None):
 
     threading.Thread(target=work, name=f"panel-{name}", daemon=True).start()
     return events
-
-
-def refusal(exc):
-    """The status, message (and headers) a panel exception is answered with (gateway.md §14)."""
-    if isinstance(exc, Busy):
-        return 503, str(exc), {"Retry-After": str(BUSY_RETRY)}
-    if isinstance(exc, OSError) and exc.errno:
-        return paths.unwritable(exc)
-    if isinstance(exc, TooLarge):
-        return 413, str(exc)
-    if isinstance(exc, ValueError):
-        return 400, str(exc)
-    if isinstance(exc, UnknownCollection):
-        return 404, exc.args[0] if exc.args else str(exc)
-    if isinstance(exc, LookupError):
-        return 503, exc.args[0] if exc.args else str(exc)
-    return 500, f"the panel failed ({type(exc).__name__}: {exc})"

@@ -13,12 +13,12 @@ SCANNED = ("metrics", "suite", "scripts", "gateway.py", "serve.py")
 
 # Bottom to top. A module may import from its own layer and the layers listed before it.
 LAYERS = [
-    ("files: the data folder, safe writes, keys, and text made fit to write down (images' redaction)",
-     ["metrics", "suite", "metrics.paths", "metrics.fileio", "metrics.images", "metrics.keys"]),
-    ("formats: what requests and replies look like; they shape and read, they call nothing",
-     ["metrics.notices", "metrics.scoring", "metrics.formats", "metrics.formats.chat",
-      "metrics.formats.common", "metrics.formats.anthropic", "metrics.formats.completions", "metrics.formats.gemini",
-      "metrics.formats.ollama", "metrics.formats.responses"]),
+    ("files: the data folder, safe writes, keys, text made fit to write down, the errors a request is refused with",
+     ["metrics", "suite", "metrics.paths", "metrics.fileio", "metrics.images", "metrics.keys", "metrics.errors"]),
+    ("formats: what requests and replies look like, the routes they come by; they shape and read, they call nothing",
+     ["metrics.routes", "metrics.notices", "metrics.scoring", "metrics.formats",
+      "metrics.formats.chat", "metrics.formats.common", "metrics.formats.anthropic", "metrics.formats.completions",
+      "metrics.formats.gemini", "metrics.formats.ollama", "metrics.formats.responses"]),
     ("transport: HTTP to an upstream (pool, body readers, deadlines), knowing no model",
      ["metrics.transport", "metrics.gather"]),
     ("registry: what models there are, where they are served, what is known of them",

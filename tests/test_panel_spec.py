@@ -23,7 +23,7 @@ import openai
 import pytest
 
 from metrics import collections, demo, endpoints, fileio, images, learn, offload, panel, paths, registry, route
-from metrics import catalog, shape
+from metrics import catalog, errors, shape
 
 PROMPT = "Is this loop off by one? for i in range(1, len(xs)): total += xs[i]"
 PNG = "data:image/png;base64," + base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 60).decode()
@@ -523,7 +523,7 @@ def test_pnl15_pnl21_members_start_before_the_router_and_refusals_start_nothing(
     with pytest.raises(ValueError, match="unknown shape 'nope'"):
         panel.Plan("core", user(PROMPT), on_seat=on_seat)
     collection(["alpha", "tiny"], name="small")
-    with pytest.raises(panel.TooLarge):
+    with pytest.raises(errors.PromptTooLarge):
         panel.Plan("small", user("x " * 6000), on_seat=on_seat)
     assert heard == [] and not seat_requests(bench)
 
@@ -888,7 +888,7 @@ def test_imp14_a_collection_gone_before_the_panel_is_404(home):
     """IMP-14: deleted between the route's resolve and the panel's load: 404 with COL-8's message."""
     with pytest.raises(panel.UnknownCollection) as caught:
         panel.run("ghost", user(PROMPT))
-    assert panel.refusal(caught.value) == (404, collections.choose_message("ghost"))
+    assert errors.refusal(caught.value) == (404, collections.choose_message("ghost"))
 
 
 def test_imp9_bad_gateway_settings_do_not_crash_the_panel(gw, bench):

@@ -23,7 +23,7 @@ import time
 import pytest
 
 import gateway as gateway_module
-from metrics import demo, fileio, gatekeys, guard, httpserver, paths
+from metrics import demo, fileio, gatekeys, guard, httpserver, paths, routes
 
 PROMPT = "Is this loop off by one? for i in range(1, len(xs)): total += xs[i]"
 TOKEN = "correct-horse-battery-staple-42"
@@ -143,7 +143,7 @@ def free_port():
 ])
 def test_test5_route1_classification(path, gateway):
     """ROUTE-1, TEST-5."""
-    assert guard.is_gateway_route(path) is gateway
+    assert routes.is_gateway_route(path) is gateway
 
 
 def test_test2_startup_checks_and_warnings(monkeypatch):

@@ -4,7 +4,7 @@ The panel is format-blind; the gateway asks this package, whatever the client sp
 
 - `format_of(path)`: the fmt id, from the path alone and before the body is read,
   so every refusal on a route (Host, key, size, 404) comes back in that route's
-  shape (FMT-3, ERR-1);
+  shape (FMT-3, ERR-1); read off the route table (`metrics.routes`);
 - `get(fmt)`: that API's `Format` (`common.Format`), one object per API:
   `read(body)` → the Ask (§3.2), or `Unsupported` with why (a 400);
   `shown(name, ask)` → the model a reply names (FMT-14);
@@ -22,6 +22,7 @@ and `Reader` the built-in client uses) and its `Format` subclass, which binds th
 inbound ones. Route mode (§11) slots in as more methods on each API's `Format`.
 """
 
+from metrics import routes
 from metrics.formats import anthropic, chat, common, completions, gemini, ollama, responses
 
 Unsupported = common.Unsupported
@@ -29,34 +30,10 @@ body_problem = common.body_problem
 UpstreamError = common.UpstreamError
 prompt_tokens = common.prompt_tokens
 usage = common.usage
-
-# FMT-3: the five Ollama names first, then the POST table; Gemini paths after.
-OLLAMA_ROUTES = {"/api/chat": "ollama_chat", "/api/generate": "ollama_generate", "/api/show": "ollama_chat",
-                 "/api/tags": "ollama_chat", "/api/version": "ollama_chat"}
-PANEL_ROUTES = {"/v1/chat/completions": "chat", "/chat/completions": "chat", "/v1/completions": "completion",
-                "/completions": "completion", "/v1/messages": "anthropic", "/v1/responses": "responses",
-                "/responses": "responses", "/api/chat": "ollama_chat", "/api/generate": "ollama_generate"}
-POST_ROUTES = {**PANEL_ROUTES, "/v1/messages/count_tokens": "anthropic"}
+format_of = routes.format_of
 
 FORMATS = {api.name: api for api in (chat.ChatCompletions(), completions.Completions(), anthropic.Messages(),
                                      responses.Responses(), ollama.Chat(), ollama.Generate(), gemini.GenerateContent())}
-
-
-def route(path):
-    """GW-1: the path without its query string or trailing `/`."""
-    return path.split("?", 1)[0].rstrip("/") or "/"
-
-
-def format_of(path):
-    """The fmt id a path speaks (FMT-3): `chat` unless it is a known other-format route."""
-    path = route(path)
-    if path in OLLAMA_ROUTES:
-        return OLLAMA_ROUTES[path]
-    if path in POST_ROUTES:
-        return POST_ROUTES[path]
-    if path.startswith("/v1beta/") or gemini.model_path(path):
-        return "gemini"
-    return "chat"
 
 
 def get(fmt):

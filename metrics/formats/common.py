@@ -22,6 +22,7 @@ import secrets
 import urllib.parse
 
 from metrics import images
+from metrics.errors import Unsupported
 
 REPLY_MODES = ("all", "merged", "route")
 MAX_WITH = 8
@@ -33,10 +34,6 @@ NOT_UNICODE = ("the request holds text that is not valid Unicode (a lone surroga
                "pair); send UTF-8 text")
 MAGIC = ((b"\x89PNG", "image/png"), (b"\xff\xd8\xff", "image/jpeg"), (b"GIF8", "image/gif"),
          (b"RIFF", "image/webp"), (b"BM", "image/bmp"))
-
-
-class Unsupported(ValueError):
-    """A request this format cannot put to a panel (400, GW-4)."""
 
 
 class UpstreamError(Exception):
