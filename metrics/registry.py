@@ -140,7 +140,7 @@ def registration(alias):
 
 
 def registered_models():
-    """Aliases in file order (REG-5)."""
+    """Aliases in file order (REG-5). No caller yet: the dashboard's models page and the CLI will call it."""
     return list(registrations())
 
 
@@ -290,7 +290,8 @@ def _cut(alias, blocks, i, lines):
 
 
 def remove_registration(alias):
-    """Take every block registered as `alias` out of the file; whether there was one.
+    """Take every block registered as `alias` out of the file; whether there was one (the dashboard's
+    model popup and auto-retire will call it; tests do today).
     Blocks are found as YAML reads them; every other line is kept as written."""
     where = path()
     with fileio.lock(where):
