@@ -354,7 +354,10 @@ class Handler(httpserver.Handler):
         `make_writer(write)` gives the format's stream writer (STR-1), so one loop serves every format.
         """
         gone = threading.Event()
-        events = panel.start(name, ask.messages, ask.nominees, reply, self.who, gone)
+        try:
+            events = panel.start(name, ask.messages, ask.nominees, reply, self.who, gone)
+        except errors.Refusal as exc:  # Busy: the caps, or a stopping gateway
+            return self.refuse(*errors.refusal(exc))
         try:
             event = events.get(timeout=STREAM_GRACE)
         except queue.Empty:
@@ -383,7 +386,8 @@ class Handler(httpserver.Handler):
                         writer.text(event.content)
                     return writer.end(event.bench)
                 elif isinstance(event, panel.Failed):
-                    return writer.error(*errors.refusal(event.exc))
+                    status, message = errors.refusal(event.exc)[:2]  # headers cannot follow a 200
+                    return writer.error(status, message)
                 # a part is written; `Seated` needs nothing, as the 200 has gone (the heading follows once every
                 # seat's request is out)
                 event = None
@@ -474,7 +478,8 @@ def stop_on_signals(server):
 
     def handle(signum, frame):
         if stopping.is_set():
-            panel.stop_seats()
+            # on its own thread: the main thread may be inside the very locks stop_seats takes (drain)
+            threading.Thread(target=panel.stop_seats, name="stop-now", daemon=True).start()
             return
         stopping.set()
         threading.Thread(target=server.shutdown, name="stop", daemon=True).start()  # not from serve_forever's thread
@@ -488,9 +493,8 @@ def drain(server, grace):
     reply (a stream's error sections and its end in its own format) time to reach its client."""
     if not panel.flight.wait_idle(grace):
         print(f"stopping: panels still in flight after {grace:g}s; ending their seats", file=sys.stderr, flush=True)
-        panel.stop_seats()
-        panel.flight.wait_idle(panel.STOP_SETTLE + REPLY_WAIT)
-    client.STOP.set()
+    panel.stop_seats()  # also refuses a panel whose request was taken before the stop but not yet begun
+    panel.flight.wait_idle(panel.STOP_SETTLE + REPLY_WAIT)
     server.wait_closed(REPLY_WAIT)
 
 

@@ -22,7 +22,7 @@ path through `paths`), and its answer is every OSError's. What a seat meets upst
 `Stop` and `HTTPError`, the transport's timeouts) is never a refusal: it ends that seat as `error`.
 """
 
-from metrics import paths
+from metrics import fileio, paths
 
 
 class Refusal(Exception):
@@ -72,12 +72,8 @@ class Busy(Refusal):
     retry_after = 2
 
 
-def _unwritable(exc):
-    return paths.unwritable(exc) if exc.errno else None  # no errno: no write failed, so not the data folder
-
-
 BUILT_IN = {
-    OSError: _unwritable,
+    fileio.WriteFailed: paths.unwritable,  # only a write the data folder refused; any other OSError is a 500
     ValueError: lambda exc: (400, str(exc)),
     LookupError: lambda exc: (503, exc.args[0] if exc.args else str(exc)),  # a KeyError's str() adds quotes
 }

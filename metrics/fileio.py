@@ -317,19 +317,18 @@ def append_locked(fd, path, data):
 
 def rotate(path, max_bytes, keep):
     """Move `path` aside as `path.1`, older ones to `.2` … `.keep` (the oldest dropped), under its lock,
-    if it has grown to `max_bytes`. A writer that had the old file open finishes its line there."""
+    if it has grown to `max_bytes`. At least one is kept: a writer that opened the file before it was
+    moved finishes its line there, where with none kept it would write to a file no longer linked."""
     path = Path(path)
+    keep = max(keep, 1)
     with lock(path):
-        if stamp(path) is None or os.stat(path).st_size < max_bytes:
+        if not path.exists() or path.stat().st_size < max_bytes:
             return  # another process rotated it first
         for n in range(keep - 1, 0, -1):
             older = path.with_name(f"{path.name}.{n}")
             if older.exists():
                 os.replace(older, path.with_name(f"{path.name}.{n + 1}"))
-        if keep:
-            os.replace(path, path.with_name(f"{path.name}.1"))
-        else:
-            os.unlink(path)
+        os.replace(path, path.with_name(f"{path.name}.1"))
 
 
 def _byte_at(fd, offset):

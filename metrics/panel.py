@@ -34,6 +34,7 @@ Decisions where the spec is silent or improved (gateway.md §20):
 """
 
 import concurrent.futures
+import contextlib
 import ctypes
 import dataclasses
 import datetime
@@ -106,6 +107,8 @@ class Flight:
 
     def enter(self, caller, cap, key_cap):
         with self.idle:
+            if STOPPED.done():  # a stopping gateway asks no new seat, even of a request it took before
+                raise Busy(f"the gateway is stopping; try again in {BUSY_RETRY}s")
             if self.count >= cap:
                 raise Busy(f"the gateway has {cap} panels in flight (max_panels in config/gateway.json); "
                            f"try again in {BUSY_RETRY}s")
@@ -160,7 +163,7 @@ def stop_seats():
     """End every seat still asked (the server is stopping): calls in flight end at once and are
     logged `error` "gateway stopped" with their real seconds; no new seat or merger is asked."""
     client.STOP.set()
-    if not STOPPED.done():
+    with contextlib.suppress(concurrent.futures.InvalidStateError):  # a second signal may race the drain here
         STOPPED.set_result(None)
 
 
@@ -542,12 +545,17 @@ def run(name, messages, nominees=(), reply="", caller="local", on_part=None, on_
     `gone` (an Event) is set once the caller has hung up: the seats asked are still waited for and
     logged, but no merger is asked. Raises `Busy` (503) when the process or the key already has
     its cap of panels in flight."""
-    settings = collections.settings()
-    flight.enter(caller, settings["max_panels"], settings["max_panels_per_key"])
+    admit(caller)
     try:
         return _run(name, messages, nominees, reply, caller, on_part, on_seated, gone)
     finally:
         flight.leave(caller)
+
+
+def admit(caller):
+    """Count a panel in flight for `caller`, or raise `Busy` (the caps, or a stopping gateway)."""
+    settings = collections.settings()
+    flight.enter(caller, settings["max_panels"], settings["max_panels_per_key"])
 
 
 def _run(name, messages, nominees, reply, caller, on_part, on_seated, gone):
@@ -707,7 +715,10 @@ def write_call_log(plan, seats, merger):
     size = fileio.append_jsonl(path, line)
     limit = plan.settings["calls_log_max_mb"] * 1_000_000
     if limit and size >= limit:
-        fileio.rotate(path, limit, plan.settings["calls_log_keep"])
+        try:
+            fileio.rotate(path, limit, plan.settings["calls_log_keep"])
+        except OSError as exc:  # the line is written; the log only grows past its size until a rotation works
+            print(f"warning: {path} was not rotated: {exc}", file=sys.stderr)
 
 
 def logged_text(text, settings, known):
@@ -760,15 +771,17 @@ def start(name, messages, nominees=(), reply="", caller="local", gone=None):
     Events: `Seated()` once no refusal can follow, `Part(text)`s, then `Done(content, bench)` or
     `Failed(exc)`; a refusal is a `Failed` before any `Seated`.
     """
+    admit(caller)  # here, not on the panel's thread: a Busy refusal is a plain 503 before any 200
     events = queue.Queue()
 
     def work():
         try:
-            events.put(Done(*run(name, messages, nominees, reply, caller,
-                                 on_part=lambda text: events.put(Part(text)),
-                                 on_seated=lambda: events.put(Seated()), gone=gone)))
+            events.put(Done(*_run(name, messages, nominees, reply, caller, lambda text: events.put(Part(text)),
+                                  lambda: events.put(Seated()), gone)))
         except Exception as exc:
             events.put(Failed(exc))
+        finally:
+            flight.leave(caller)
 
     threading.Thread(target=work, name=f"panel-{name}", daemon=True).start()
     return events
