@@ -253,8 +253,8 @@ def test_item3_a_read_only_log_folder_is_answered_503(folder, tmp_path):
 class Stream:
     """One streamed panel read on its own thread; `seated` is set once a fast seat's section arrived."""
 
-    def __init__(self, port):
-        self.port = port
+    def __init__(self, port, path="/v1/chat/completions", extra=None):
+        self.port, self.path, self.extra = port, path, extra or {}
         self.text = ""
         self.seated = threading.Event()
         self.thread = threading.Thread(target=self.read, daemon=True)
@@ -262,8 +262,9 @@ class Stream:
 
     def read(self):
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
-        body = {"model": "bench/core", "stream": True, "messages": [{"role": "user", "content": PROMPT}]}
-        conn.request("POST", "/v1/chat/completions", json.dumps(body), {"Content-Type": "application/json"})
+        body = {"model": "bench/core", "stream": True, "messages": [{"role": "user", "content": PROMPT}],
+                **self.extra}
+        conn.request("POST", self.path, json.dumps(body), {"Content-Type": "application/json"})
         resp = conn.getresponse()
         while True:
             line = resp.fp.readline()
@@ -305,6 +306,24 @@ def test_item7_a_signal_lets_panels_end_and_loses_no_seat(folder, signum, worker
     assert all(s["status"] == "error" and s["note"].endswith("gateway stopped") for s in stopped)
     assert all(s["seconds"] < 30 for s in stopped)  # the real time it was asked, not the 420 s limit
     assert len(fileio.read_jsonl(paths.file("runs", "gateway", "calls.jsonl"))) == 8
+
+
+def test_item7_streams_of_other_formats_end_in_their_own_shape(folder):
+    """Item 7: a stream in Anthropic's and in Ollama's format, stopped mid-panel, gets its stopped seat's
+    section and its own proper end (`message_stop`; a `done` line), and the process exits 0."""
+    demo.set_collection("core", ["quick", "snail"])
+    settings(stop_grace=1)
+    with running() as gateway:
+        anthropic = Stream(gateway.port, "/v1/messages", {"max_tokens": 64})
+        ollama = Stream(gateway.port, "/api/chat")
+        assert anthropic.seated.wait(60) and ollama.seated.wait(60)
+        assert gateway.stop() == 0
+        for stream in (anthropic, ollama):
+            stream.thread.join(30)
+            assert "gateway stopped" in stream.text
+    assert anthropic.text.rstrip().splitlines()[-2:] == ["event: message_stop", 'data: {"type": "message_stop"}']
+    last = json.loads(ollama.text.strip().splitlines()[-1])
+    assert last["done"] is True and [s["status"] for s in last["bench"]["seats"]] == ["ok", "error"]
 
 
 def test_item7_the_demo_folder_is_thrown_away_on_sigterm(tmp_path):
