@@ -26,7 +26,6 @@ import urllib.parse
 
 from metrics import (
     __version__,
-    client,
     collections,
     errors,
     formats,

@@ -20,24 +20,12 @@ import os
 import threading
 import time
 
-from metrics import aliases, fileio, scoring
+from metrics import aliases, fileio, paths, scoring
 
 SUITE_RECHECK = 10.0
 KEPT_OUT = frozenset({"claim", "seeded", "rebench"})  # a guess scores half on these (SU-20)
 
-_where = {}  # data folder -> {name: path string}; built once so the hot path makes no Path objects
-
-
-def _files(folder):
-    found = _where.get(folder)
-    if found is None:
-        join = os.path.join
-        found = _where[folder] = {
-            "perf": join(folder, "perf", "history.csv"),
-            "renames": join(folder, "config", "alias-history.json"),
-            "tasks": join(folder, "suite", "tasks"),
-        }
-    return found
+FILES = {"perf": ("perf", "history.csv"), "renames": ("config", "alias-history.json"), "tasks": ("suite", "tasks")}
 
 
 # -- perf history (RTR-1, RTR-3, IMP-17) ------------------------------------------------------
@@ -53,7 +41,7 @@ def perf(folder):
 
     Rows without a model or a whole-number `answered` are skipped.
     """
-    where = _files(folder)
+    where = paths.named_files(folder, FILES)
     key = (fileio.stamp(where["perf"]), fileio.stamp(where["renames"]))
     cached = _perf.get(folder)
     if cached is not None and cached[0] == key:
@@ -151,7 +139,7 @@ def suite_recall(folder):
 
     Drafts and `claim`/`seeded`/`rebench` tasks are left out; every answer is scored by today's scorer.
     """
-    where = _files(folder)
+    where = paths.named_files(folder, FILES)
     with _suite_lock:  # concurrent panels wait for one walk rather than each scoring the same answers
         state = _suite.get(folder)
         if state is None:

@@ -101,6 +101,19 @@ def file(*parts):
     return found
 
 
+_named = {}  # (folder, id of a layout) -> {name: path string}
+
+
+def named_files(folder, layout):
+    """`{name: path string}` for `layout` (`{name: parts inside the data folder}`, a module's constant) in
+    `folder`, made once per folder and layout, so a hot path finds its files by name without making Paths."""
+    key = (folder, id(layout))
+    found = _named.get(key)
+    if found is None:
+        found = _named[key] = {name: os.path.join(folder, *parts) for name, parts in layout.items()}
+    return found
+
+
 def make(folder):
     """Create the layout (DATA-2) and copy shipped defaults that are missing (never overwrite).
 

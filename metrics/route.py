@@ -42,7 +42,6 @@ Decisions where the spec is silent:
 import argparse
 import concurrent.futures
 import datetime
-import os
 import sys
 import threading
 import time
@@ -57,21 +56,9 @@ SERVED_REFRESH = 600
 SERVED_TIMEOUT = 20
 
 
-_where = {}  # data folder -> {name: path string}; built once so the hot path makes no Path objects
-
-
-def _files(folder):
-    found = _where.get(folder)
-    if found is None:
-        join = os.path.join
-        found = _where[folder] = {
-            "tags": join(folder, "config", "provider-tags.json"),
-            "decisions": join(folder, "config", "decision-models.json"),
-            "endpoints": join(folder, "config", "endpoints.json"),
-            "connections": join(folder, "config", "connections.json"),
-            "alerts": join(folder, "metrics", "alerts.json"),
-        }
-    return found
+FILES = {"tags": ("config", "provider-tags.json"), "decisions": ("config", "decision-models.json"),
+         "endpoints": ("config", "endpoints.json"), "connections": ("config", "connections.json"),
+         "alerts": ("metrics", "alerts.json")}
 
 
 def family(served):
@@ -181,7 +168,7 @@ def _statics(regs, folder):
     `registry.registrations()` hands back the same object until its file changes, so identity tells.
     """
     global _static
-    where = _files(folder)
+    where = paths.named_files(folder, FILES)
     key = (folder,) + tuple(fileio.stamp(where[name]) for name in ("tags", "decisions", "endpoints", "connections"))
     if _static[0] is regs and _static[1] == key:
         return _static[2]
@@ -286,7 +273,7 @@ def cooling():
     """
     out = set()
     try:
-        for alert in fileio.read_json(_files(str(paths.data()))["alerts"]).values():
+        for alert in fileio.read_json(paths.named_files(str(paths.data()), FILES)["alerts"]).values():
             if isinstance(alert, dict) and alert.get("kind") == "retiring":
                 named = [alert.get("alias")] + list(alert.get("aliases") or [])
                 out.update(a for a in named if isinstance(a, str) and a)

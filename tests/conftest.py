@@ -68,11 +68,22 @@ def bench(home, upstream, monkeypatch):
 
 
 @pytest.fixture
-def gateway(bench):
-    """The real gateway on a free port; yields its base URL (`http://127.0.0.1:<port>`)."""
+def server(bench):
+    """The real gateway on a free port, as its server object, so a test can shorten its limits while it runs."""
     import gateway as gateway_module
 
-    server = gateway_module.serve("127.0.0.1", 0)
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    srv = gateway_module.serve("127.0.0.1", 0)
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+
+
+@pytest.fixture
+def port(server):
+    return server.server_address[1]
+
+
+@pytest.fixture
+def gateway(port):
+    """The real gateway's base URL (`http://127.0.0.1:<port>`)."""
+    return f"http://127.0.0.1:{port}"

@@ -25,20 +25,6 @@ PROMPT = "Is this loop off by one? for i in range(1, len(xs)): total += xs[i]"
 PNG = "data:image/png;base64," + base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 60).decode()
 
 
-@pytest.fixture
-def server(bench):
-    """The real gateway, as its server object, so a test can shorten its limits while it runs."""
-    srv = gateway_module.serve("127.0.0.1", 0)
-    yield srv
-    srv.shutdown()
-    srv.server_close()
-
-
-@pytest.fixture
-def port(server):
-    return server.server_address[1]
-
-
 # -- raw exchanges -------------------------------------------------------------------------------
 
 def exchange(port, data, timeout=10.0, source="127.0.0.1"):

@@ -22,7 +22,6 @@ import time
 
 import pytest
 
-import gateway as gateway_module
 from metrics import demo, fileio, gatekeys, guard, httpserver, paths, routes
 
 PROMPT = "Is this loop off by one? for i in range(1, len(xs)): total += xs[i]"
@@ -64,19 +63,6 @@ def watch(capfd, home):
         assert secret not in err, f"{secret[:6]}… reached stderr"
         for path in files:
             assert secret.encode() not in path.read_bytes(), f"{secret[:6]}… reached {path}"
-
-
-@pytest.fixture
-def server(bench):
-    srv = gateway_module.serve("127.0.0.1", 0)
-    yield srv
-    srv.shutdown()
-    srv.server_close()
-
-
-@pytest.fixture
-def port(server):
-    return server.server_address[1]
 
 
 @pytest.fixture
