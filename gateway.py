@@ -35,6 +35,7 @@ from metrics import (
     offload,
     panel,
     paths,
+    route_mode,
     routes,
 )
 
@@ -307,8 +308,7 @@ class Handler(httpserver.Handler):
         if ask.load:
             return self.loaded(api, ask, shown)
         if mode == "route":
-            return self.refuse(400, f"route mode (bench/{name}:route) is not available in this gateway yet; "
-                                    "ask the panel with :all or :merged")
+            return self.route_turn(api, ask, name, shown)
         if ask.agentic:
             return self.refuse(400, "the request carries tools, tool calls or tool results, but a panel answers "
                                     f"with several models' prose, not a tool call; use route mode instead: "
@@ -328,6 +328,81 @@ class Handler(httpserver.Handler):
                                      time.monotonic() - started)
         self.send_json(200, payload, headers)
 
+    def route_turn(self, api, ask, name, shown):
+        """§11: one member answers the turn, tools and all; `X-Bench-Conversation` on every reply (errors too,
+        improvement 13) and `X-Bench-Model` once the member is known."""
+        asked = time.monotonic()
+        try:
+            turn = route_mode.start(name, ask, self.who)
+        except Exception as exc:
+            conversation = route_mode.known(name, ask, self.who)
+            return self.refuse_route(exc, {"X-Bench-Conversation": conversation} if conversation else {})
+        headers = {"X-Bench-Conversation": turn.conversation}
+        tokens_in = formats.prompt_tokens(ask.messages)
+        if not ask.stream:
+            while True:
+                event = turn.events.get()
+                if isinstance(event, route_mode.Live):
+                    headers["X-Bench-Model"] = event.alias
+                elif isinstance(event, route_mode.Done):
+                    payload, extra = api.route_reply(event.turn, shown, event.bench, tokens_in,
+                                                     time.monotonic() - asked, ask.custom)
+                    headers["X-Bench-Model"] = event.bench["alias"]
+                    return self.send_json(200, payload, {**headers, **extra})
+                elif isinstance(event, route_mode.Failed):
+                    return self.refuse_route(event.exc, headers)
+        self.stream_route(api, ask, shown, turn, headers, asked + route_mode.ROUTE_GRACE, tokens_in)
+
+    def stream_route(self, api, ask, shown, turn, headers, grace_ends, tokens_in):
+        """RT-20: the 200 waits for the member's first piece (at most ROUTE_GRACE), then each chunk as it comes
+        in the API's shape, a keep-alive whenever nothing was written for KEEPALIVE."""
+        event = None
+        try:
+            event = turn.events.get(timeout=max(0.0, grace_ends - time.monotonic()))
+        except queue.Empty:
+            pass
+        if isinstance(event, route_mode.Failed):
+            return self.refuse_route(event.exc, headers)
+        if isinstance(event, route_mode.Live):
+            headers["X-Bench-Model"] = event.alias
+            event = None
+        sse = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query).get("alt") == ["sse"]
+        written = [time.monotonic()]
+
+        def write(data):
+            self.write_now(data)
+            written[0] = time.monotonic()
+
+        writer = api.route_writer(shown, tokens_in, sse, ask.custom)(write)
+        try:
+            self.open_stream(writer.content_type, headers)
+            writer.start()
+            while True:
+                if event is None:
+                    try:
+                        event = turn.events.get(timeout=max(0.0, written[0] + KEEPALIVE - time.monotonic()))
+                    except queue.Empty:
+                        writer.keepalive()
+                        continue
+                if isinstance(event, route_mode.Chunk):
+                    writer.chunk(event.chunk, event.text)
+                elif isinstance(event, route_mode.Done):
+                    return writer.end(event.turn, event.bench)
+                elif isinstance(event, route_mode.Failed):
+                    return writer.error(*errors.refusal(event.exc)[:2])
+                event = None
+                if time.monotonic() - written[0] >= KEEPALIVE:
+                    writer.keepalive()  # a run of chunks that rendered to nothing (reasoning, for most APIs)
+        except CLIENT_GONE:
+            pass  # RT-18: the member call goes on to its end and the turn is recorded
+
+    def refuse_route(self, exc, headers):
+        """A route refusal: its status and message, its own headers (Retry-After) and the conversation's."""
+        status, message, *extra = errors.refusal(exc)
+        alias = getattr(exc, "alias", "")
+        own = {**headers, **({"X-Bench-Model": alias} if alias else {}), **(extra[0] if extra else {})}
+        self.refuse(status, message, own)
+
     def loaded(self, api, ask, shown):
         """Improvement 9: Ollama's "load the model" call (no prompt) gets an empty `done` reply, no panel."""
         payload = api.loaded(shown)
@@ -339,11 +414,13 @@ class Handler(httpserver.Handler):
         except CLIENT_GONE:
             pass
 
-    def open_stream(self, content_type):
+    def open_stream(self, content_type, headers=None):
         """The head of a streamed reply (FMT-1): no Content-Length, the close ends it."""
         self.send_response(200)
         self.send_header("Content-Type", content_type)
         self.send_header("Cache-Control", "no-cache")
+        for header, value in (headers or {}).items():
+            self.send_header(header, value)
         self.send_cors()
         self.end_headers()
 

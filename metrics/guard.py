@@ -52,7 +52,7 @@ MIN_TOKEN = 16
 TOKEN_VARIETY = 8
 IMAGE_HINT = (" Send images as http(s) URLs, or smaller ones: models scale a photo down to about 1,500–2,000 px "
               "on its long side anyway.")
-EXPOSED = "X-Bench-Panel, X-Bench-Seats, X-Bench-Conversation, X-Bench-Model"
+EXPOSED = "X-Bench-Panel, X-Bench-Seats, X-Bench-Conversation, X-Bench-Model, X-Bench-Call"
 # Only space and tab may surround the commas: a folded header would otherwise carry CR LF into the reply.
 HEADER_LIST = re.compile(r"[A-Za-z0-9-]{1,64}([ \t]*,[ \t]*[A-Za-z0-9-]{1,64}){0,31}")
 ORIGIN_ITEM = re.compile(r"[a-z][a-z0-9+.-]*://[^/?#@\s]+")

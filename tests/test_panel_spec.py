@@ -1022,7 +1022,7 @@ def test_gw7_gw8_options_and_cors(gw, bench, monkeypatch):
                               {"Origin": "https://app.example"})
     assert status == 200 and head["access-control-allow-origin"] == "https://app.example"
     assert head["access-control-expose-headers"] == ("X-Bench-Panel, X-Bench-Seats, X-Bench-Conversation, "
-                                                     "X-Bench-Model")
+                                                     "X-Bench-Model, X-Bench-Call")  # improvement 7
     assert "access-control-allow-credentials" not in head
     status, head, _ = sse(gw, headers={"Origin": "https://app.example"})
     assert status == 200 and head["access-control-allow-origin"] == "https://app.example"

@@ -13,6 +13,9 @@ Decisions where the spec is silent or improved:
   like any other block.
 """
 
+import functools
+import json
+
 from metrics import images
 from metrics.formats import common
 
@@ -25,6 +28,7 @@ STATUS_OF = {"invalid_request_error": 400, "authentication_error": 401, "permiss
 FINISH = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "tool_use": "tool_calls"}
 DEFAULT_MAX_TOKENS = 8192
 TOOL_CHOICE = {"auto": "auto", "any": "required", "none": "none"}
+STOP_REASON = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use"}
 
 
 def error_body(status, message):
@@ -211,11 +215,14 @@ class Stream:
         self.write(common.sse(payload, payload["type"]))
 
     def start(self):
+        self._message_start()
+        self._event({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})
+
+    def _message_start(self):
         self._event({"type": "message_start", "message": {
             "id": "msg_" + common.hex24(), "type": "message", "role": "assistant", "model": self.shown, "content": [],
             "stop_reason": None, "stop_sequence": None,
             "usage": {"input_tokens": self.prompt_tokens, "output_tokens": 0}}})
-        self._event({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})
 
     def text(self, piece):
         self.said.append(piece)
@@ -235,6 +242,67 @@ class Stream:
 
     def keepalive(self):
         self._event({"type": "ping"})
+
+
+def stop_reason(finish):
+    """RT-21a: a member's finish reason in Anthropic's words."""
+    return STOP_REASON.get(finish, "end_turn")
+
+
+def tool_use(call):
+    return {"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments_object}
+
+
+def route_reply(turn, shown, bench, tokens_in):
+    """A non-streamed route turn (RT-21): a text block (when there is text, or no calls), then `tool_use` blocks."""
+    tokens = turn.tokens(tokens_in)
+    answer = reply(turn.text, shown, bench, tokens)
+    if turn.calls:
+        answer["content"] = answer["content"] if turn.text else []
+        answer["content"] += [tool_use(call) for call in turn.calls]
+    answer["stop_reason"] = stop_reason(turn.stop)
+    return answer
+
+
+class RouteStream(Stream):
+    """A route turn (RT-21): the text block opens with the first text; at the end each call is one `tool_use`
+    block whose input arrives whole in one `input_json_delta`, then `message_delta` with the stop reason,
+    the member's tokens and `bench`. Reasoning is not shown (RT-21d)."""
+
+    def __init__(self, write, shown, prompt_tokens=0):
+        super().__init__(write, shown, prompt_tokens)
+        self.opened = False
+
+    def start(self):
+        self._message_start()
+
+    def _open_text(self):
+        if not self.opened:
+            self.opened = True
+            self._event({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})
+
+    def chunk(self, chunk, text):
+        if text:
+            self._open_text()
+            self.text(text)
+
+    def end(self, turn, bench):
+        index = 0
+        if self.opened or not turn.calls:  # an empty turn still has its (empty) text block
+            self._open_text()
+            self._event({"type": "content_block_stop", "index": 0})
+            index = 1
+        for call in turn.calls:
+            self._event({"type": "content_block_start", "index": index,
+                         "content_block": {"type": "tool_use", "id": call.id, "name": call.name, "input": {}}})
+            self._event({"type": "content_block_delta", "index": index, "delta": {
+                "type": "input_json_delta", "partial_json": json.dumps(call.arguments_object, ensure_ascii=False)}})
+            self._event({"type": "content_block_stop", "index": index})
+            index += 1
+        tokens_in, tokens_out = turn.tokens(self.prompt_tokens)
+        self._event({"type": "message_delta", "delta": {"stop_reason": stop_reason(turn.stop), "stop_sequence": None},
+                     "usage": {"input_tokens": tokens_in, "output_tokens": tokens_out}, "bench": bench})
+        self._event({"type": "message_stop"})
 
 
 # ---------------------------------------------------------------- outbound
@@ -350,3 +418,9 @@ class Messages(common.Format):
     read = staticmethod(ask)
     answer = staticmethod(reply)
     error_body = staticmethod(error_body)
+
+    def route_writer(self, shown, tokens_in=0, sse=False, custom=()):
+        return functools.partial(RouteStream, shown=shown, prompt_tokens=tokens_in)
+
+    def route_reply(self, turn, shown, bench, tokens_in, seconds, custom=()):
+        return route_reply(turn, shown, bench, tokens_in), {}

@@ -84,6 +84,57 @@ class Stream:
         self.write(b": keep-alive\n\n")
 
 
+class RouteStream:
+    """A route turn (RT-21): every member chunk relayed as it was sent (reasoning, tool-call deltas and
+    usage-only chunks included), named as the collection; the last chunk carries `bench`, then `[DONE]`."""
+
+    content_type = "text/event-stream"
+
+    def __init__(self, write, shown):
+        self.write = write
+        self.shown = shown
+        self.id = completion_id()
+        self.created = int(time.time())
+
+    def start(self):
+        """A relayed turn has no opening chunk: the member's first one opens it."""
+
+    def chunk(self, chunk, text):
+        if isinstance(chunk.get("id"), str) and chunk["id"]:
+            self.id = chunk["id"]  # the stream's id follows the member's
+        relayed = {**chunk, "id": self.id, "object": "chat.completion.chunk", "model": self.shown,
+                   "created": chunk.get("created") or self.created}
+        self.write(b"data: " + common.json_bytes(relayed) + b"\n\n")
+
+    def end(self, turn, bench):
+        last = {"id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.shown,
+                "choices": [], "bench": bench}
+        self.write(b"data: " + common.json_bytes(last) + b"\n\ndata: [DONE]\n\n")
+
+    def error(self, status, message):
+        self.write(b"data: " + common.json_bytes(error_body(status, message)) + b"\n\ndata: [DONE]\n\n")
+
+    def keepalive(self):
+        self.write(common.KEEPALIVE_COMMENT)
+
+
+def route_reply(turn, shown, bench, tokens_in):
+    """A non-streamed route turn (RT-21): the assembled calls, the reasoning, the member's own usage."""
+    message = {"role": "assistant", "content": turn.text or (None if turn.calls else "")}
+    if turn.calls:
+        message["tool_calls"] = [call.chat() for call in turn.calls]
+    if turn.reasoning:
+        message["reasoning_content"] = turn.reasoning
+    if turn.usage:
+        usage = turn.usage
+    else:
+        tokens = turn.tokens(tokens_in)
+        usage = {"prompt_tokens": tokens[0], "completion_tokens": tokens[1], "total_tokens": sum(tokens)}
+    return {"id": completion_id(), "object": "chat.completion", "created": int(time.time()), "model": shown,
+            "choices": [{"index": 0, "finish_reason": turn.stop, "message": message}], "usage": usage,
+            "bench": bench}
+
+
 class ChatCompletions(common.Format):
     """OpenAI chat completions on `POST /v1/chat/completions` (§5.1): the gateway's own shape."""
 
@@ -103,3 +154,9 @@ class ChatCompletions(common.Format):
     def writer(self, shown, tokens_in=0, sse=False):
         """STR-10: the stream carries no usage either."""
         return functools.partial(Stream, shown=shown)
+
+    def route_writer(self, shown, tokens_in=0, sse=False, custom=()):
+        return functools.partial(RouteStream, shown=shown)
+
+    def route_reply(self, turn, shown, bench, tokens_in, seconds, custom=()):
+        return route_reply(turn, shown, bench, tokens_in), {}

@@ -418,6 +418,47 @@ class Format:
         """A factory `make(write)` for this API's panel stream writer (STR-1); `sse` is Gemini's `?alt=sse`."""
         return functools.partial(self.Stream, shown=shown, prompt_tokens=tokens_in)
 
+    # -- route mode (§11.7): one member's turn relayed in this API's shape
+
+    def route_writer(self, shown, tokens_in=0, sse=False, custom=()):
+        """A factory `make(write)` for this API's route stream writer (RT-20, RT-21): `start()`, `chunk(chunk,
+        text)` per relayed member chunk and the answer text it added, `end(turn, bench)`, `error(status,
+        message)`, `keepalive()`. By default the panel's writer carries the text alone (no tool calls)."""
+        make = self.writer(shown, tokens_in, sse)
+        return lambda write: TextRoute(make(write))
+
+    def route_reply(self, turn, shown, bench, tokens_in, seconds, custom=()):
+        """`(body, headers)` of a non-streamed route reply (RT-21): the panel reply's shape with the member's
+        text and tokens; the formats that carry tool calls replace it."""
+        return self.answer(turn.text, shown, bench, turn.tokens(tokens_in), seconds), {}
+
+
+class TextRoute:
+    """A route turn on a panel stream writer, for the APIs that carry text only (legacy completions, Ollama's
+    generate): each piece of answer text as it comes, the end with the member's finish (`length` when it ran
+    out of output, improvement 4; the reference always said `stop`)."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.content_type = stream.content_type
+
+    def start(self):
+        self.stream.start()
+
+    def chunk(self, chunk, text):
+        if text:
+            self.stream.text(text)
+
+    def end(self, turn, bench):
+        self.stream.reason = "length" if turn.stop == "length" else "stop"
+        self.stream.end(bench)
+
+    def error(self, status, message):
+        self.stream.error(status, message)
+
+    def keepalive(self):
+        self.stream.keepalive()
+
 
 # ---------------------------------------------------------------- outbound
 

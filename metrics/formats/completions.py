@@ -32,10 +32,10 @@ def completion_id():
     return "cmpl-" + common.hex24()
 
 
-def reply(content, shown, bench, usage, seconds=0):
+def reply(content, shown, bench, usage, seconds=0, reason="stop"):
     tokens_in, tokens_out = usage
     answer = {"id": completion_id(), "object": "text_completion", "created": int(time.time()), "model": shown,
-              "choices": [{"text": content, "index": 0, "logprobs": None, "finish_reason": "stop"}],
+              "choices": [{"text": content, "index": 0, "logprobs": None, "finish_reason": reason}],
               "usage": {"prompt_tokens": tokens_in, "completion_tokens": tokens_out,
                         "total_tokens": tokens_in + tokens_out}}
     if bench is not None:
@@ -48,11 +48,12 @@ class Stream:
 
     content_type = "text/event-stream"
 
-    def __init__(self, write, shown, prompt_tokens=0):
+    def __init__(self, write, shown, prompt_tokens=0, reason="stop"):
         self.write = write
         self.shown = shown
         self.id = completion_id()
         self.created = int(time.time())
+        self.reason = reason  # a route turn that ran out of output ends `length`
 
     def _chunk(self, text, finish=None, **extra):
         chunk = {"id": self.id, "object": "text_completion", "created": self.created, "model": self.shown,
@@ -66,7 +67,7 @@ class Stream:
         self._chunk(piece)
 
     def end(self, bench):
-        self._chunk("", "stop", **({"bench": bench} if bench is not None else {}))
+        self._chunk("", self.reason, **({"bench": bench} if bench is not None else {}))
         self.write(b"data: [DONE]\n\n")
 
     def error(self, status, message):
@@ -85,3 +86,8 @@ class Completions(common.Format):
     read = staticmethod(ask)
     answer = staticmethod(reply)
     error_body = staticmethod(error_body)
+
+    def route_reply(self, turn, shown, bench, tokens_in, seconds, custom=()):
+        """RT-21: the text, the member's tokens, `length` when it ran out of output (improvement 4)."""
+        reason = "length" if turn.stop == "length" else "stop"
+        return reply(turn.text, shown, bench, turn.tokens(tokens_in), seconds, reason), {}

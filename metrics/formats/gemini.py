@@ -292,6 +292,45 @@ class Stream:
         self._emit(_chunk("", self.shown, self.id))
 
 
+FINISH_REASON = {"length": "MAX_TOKENS"}
+
+
+def _call_parts(turn):
+    return [{"functionCall": {"id": call.id, "name": call.name, "args": call.arguments_object}} for call in turn.calls]
+
+
+def _route_last(turn, shown, response_id, text, tokens):
+    """The last chunk of a route turn: the finish, the member's tokens and, when it called tools, the calls as
+    its parts (RT-21); no `bench`, which Google's readers refuse."""
+    last = _chunk(text, shown, response_id, FINISH_REASON.get(turn.stop, "STOP"), usage_of(*tokens))
+    if turn.calls:
+        last["candidates"][0]["content"]["parts"] = _call_parts(turn)
+    return last
+
+
+def route_reply(turn, shown, tokens_in):
+    answer = _route_last(turn, shown, common.hex24(), turn.text, turn.tokens(tokens_in))
+    if turn.calls and turn.text:
+        answer["candidates"][0]["content"]["parts"].insert(0, {"text": turn.text})
+    return answer
+
+
+def route_headers(bench):
+    """Gemini carries no `bench` in a body: the call id goes in a header of its own (improvement 7)."""
+    return {"X-Bench-Call": bench["call"]} if bench and bench.get("call") else {}
+
+
+class RouteStream(Stream):
+    """A route turn (RT-21): text chunks as they come; the last chunk says how it ended and carries the calls."""
+
+    def chunk(self, chunk, text):
+        if text:
+            self.text(text)
+
+    def end(self, turn, bench):
+        self._emit(_route_last(turn, self.shown, self.id, "", turn.tokens(self.prompt_tokens)), last=True)
+
+
 # ---------------------------------------------------------------- listing
 
 
@@ -420,3 +459,9 @@ class GenerateContent(common.Format):
     def writer(self, shown, tokens_in=0, sse=False):
         """§8.1: SSE events with `?alt=sse`, else one JSON array written as it grows."""
         return functools.partial(Stream, shown=shown, prompt_tokens=tokens_in, sse=sse)
+
+    def route_writer(self, shown, tokens_in=0, sse=False, custom=()):
+        return functools.partial(RouteStream, shown=shown, prompt_tokens=tokens_in, sse=sse)
+
+    def route_reply(self, turn, shown, bench, tokens_in, seconds, custom=()):
+        return route_reply(turn, shown, tokens_in), route_headers(bench)

@@ -17,6 +17,7 @@ Decisions where the spec is silent or improved:
 """
 
 import datetime
+import functools
 import hashlib
 import time
 
@@ -230,6 +231,38 @@ class GenerateStream(ChatStream):
     key = "response"
 
 
+def tool_calls(turn):
+    """A member's calls as Ollama carries them (11.8a): name and arguments as an object, no ids."""
+    return [{"function": {"name": call.name, "arguments": call.arguments_object}} for call in turn.calls]
+
+
+def route_reply(turn, shown, bench, tokens_in, seconds):
+    reason = "length" if turn.stop == "length" else "stop"
+    answer = chat_reply(turn.text, shown, bench, turn.tokens(tokens_in), seconds, reason)
+    if turn.calls:
+        answer["message"]["tool_calls"] = tool_calls(turn)
+    return answer
+
+
+class RouteStream(ChatStream):
+    """A route turn (RT-21): text lines as they come; the calls in one line of their own at the end; then the
+    done line with the member's tokens and `bench`."""
+
+    def chunk(self, chunk, text):
+        if text:
+            self.text(text)
+
+    def end(self, turn, bench):
+        if turn.calls:
+            line = self._piece("")
+            line["message"]["tool_calls"] = tool_calls(turn)
+            self._line(line)
+        reason = "length" if turn.stop == "length" else "stop"
+        last = {**self._piece(""), **_done(time.monotonic() - self.started, *turn.tokens(self.prompt_tokens), reason)}
+        last["bench"] = bench
+        self._line(last)
+
+
 # ---------------------------------------------------------------- listing and the model card
 
 
@@ -345,6 +378,12 @@ class Chat(common.Format):
     answer = staticmethod(chat_reply)
     error_body = staticmethod(error_body)
 
+    def route_writer(self, shown, tokens_in=0, sse=False, custom=()):
+        return functools.partial(RouteStream, shown=shown, prompt_tokens=tokens_in)
+
+    def route_reply(self, turn, shown, bench, tokens_in, seconds, custom=()):
+        return route_reply(turn, shown, bench, tokens_in, seconds), {}
+
     def loaded(self, shown):
         """Improvement 9: the empty `done` reply to Ollama's "load the model" call (no prompt, no messages)."""
         said = _said(self.Stream.key, "")
@@ -352,9 +391,14 @@ class Chat(common.Format):
 
 
 class Generate(Chat):
-    """Ollama's `POST /api/generate` (§7.2)."""
+    """Ollama's `POST /api/generate` (§7.2): route turns carry text only (RT-21), with the panel's writer."""
 
     name = "ollama_generate"
     Stream = GenerateStream
     read = staticmethod(generate_ask)
     answer = staticmethod(generate_reply)
+    route_writer = common.Format.route_writer
+
+    def route_reply(self, turn, shown, bench, tokens_in, seconds, custom=()):
+        reason = "length" if turn.stop == "length" else "stop"
+        return generate_reply(turn.text, shown, bench, turn.tokens(tokens_in), seconds, reason), {}

@@ -16,6 +16,7 @@ Decisions where the spec is silent or improved:
 - a custom tool without a description gets the grammar sentence alone.
 """
 
+import functools
 import json
 import time
 
@@ -270,6 +271,84 @@ class Stream:
         self.write(common.KEEPALIVE_COMMENT)
 
 
+def call_item(call, custom, status="completed"):
+    """RT-21b: a member's call as a Responses output item; a call to one of the request's custom tools
+    carries its raw input, as the custom tool takes it."""
+    if call.name in custom:
+        given = call.arguments_object.get("input")
+        text = given if isinstance(given, str) else "".join(call.pieces)
+        return {"type": "custom_tool_call", "id": "ctc_" + common.hex24(), "call_id": call.id, "name": call.name,
+                "input": "" if status == "in_progress" else text, "status": status}
+    return {"type": "function_call", "id": "fc_" + common.hex24(), "call_id": call.id, "name": call.name,
+            "arguments": "" if status == "in_progress" else call.arguments, "status": status}
+
+
+def route_output(turn, custom):
+    """The output items of a route turn: the message (when there is text, or no calls), then each call."""
+    items = [message_item("msg_" + common.hex24(), turn.text)] if turn.text or not turn.calls else []
+    return items + [call_item(call, custom) for call in turn.calls]
+
+
+def route_reply(turn, shown, bench, tokens_in, custom):
+    return response("resp_" + common.hex24(), int(time.time()), shown, "completed", route_output(turn, custom),
+                    usage_of(*turn.tokens(tokens_in)), bench)
+
+
+class RouteStream(Stream):
+    """A route turn (RT-21): the message item opens with the first text; at the end each call is an item of
+    its own with its argument events (a custom tool's `custom_tool_call_input` events, improvement 5), then
+    `response.completed` with every item, the member's tokens and `bench`. An empty turn streams the same
+    empty message item as the non-streamed reply (improvement 5)."""
+
+    def __init__(self, write, shown, prompt_tokens=0, custom=()):
+        super().__init__(write, shown, prompt_tokens)
+        self.custom = tuple(custom)
+        self.opened = False
+
+    def start(self):
+        opening = self._response("in_progress", [], usage_of(0, 0))
+        self._event("response.created", response=opening)
+        self._event("response.in_progress", response=opening)
+
+    def _open_text(self):
+        if not self.opened:
+            self.opened = True
+            self._event("response.output_item.added", output_index=0,
+                        item=message_item(self.item, "", "in_progress"))
+            self._event("response.content_part.added", **self._where(), part=output_text(""))
+
+    def chunk(self, chunk, text):
+        if text:
+            self._open_text()
+            self.text(text)
+
+    def end(self, turn, bench):
+        output = []
+        if self.opened or not turn.calls:
+            self._open_text()
+            text = "".join(self.said)
+            item = message_item(self.item, text)
+            self._event("response.output_text.done", **self._where(), text=text, logprobs=[])
+            self._event("response.content_part.done", **self._where(), part=output_text(text))
+            self._event("response.output_item.done", output_index=0, item=item)
+            output.append(item)
+        for call in turn.calls:
+            item = call_item(call, self.custom)
+            index, where = len(output), {"item_id": item["id"], "output_index": len(output)}
+            self._event("response.output_item.added", output_index=index, item={**call_item(
+                call, self.custom, "in_progress"), "id": item["id"]})
+            if item["type"] == "custom_tool_call":
+                self._event("response.custom_tool_call_input.delta", **where, delta=item["input"])
+                self._event("response.custom_tool_call_input.done", **where, input=item["input"])
+            else:
+                self._event("response.function_call_arguments.delta", **where, delta=item["arguments"])
+                self._event("response.function_call_arguments.done", **where, arguments=item["arguments"])
+            self._event("response.output_item.done", output_index=index, item=item)
+            output.append(item)
+        usage = usage_of(*turn.tokens(self.prompt_tokens))
+        self._event("response.completed", response=self._response("completed", output, usage, bench=bench))
+
+
 # ---------------------------------------------------------------- outbound
 
 
@@ -380,3 +459,9 @@ class Responses(common.Format):
     read = staticmethod(ask)
     answer = staticmethod(reply)
     error_body = staticmethod(error_body)
+
+    def route_writer(self, shown, tokens_in=0, sse=False, custom=()):
+        return functools.partial(RouteStream, shown=shown, prompt_tokens=tokens_in, custom=custom)
+
+    def route_reply(self, turn, shown, bench, tokens_in, seconds, custom=()):
+        return route_reply(turn, shown, bench, tokens_in, custom), {}
