@@ -25,6 +25,21 @@ Model spec keys (all optional):
   echo_auth int: a careless provider that repeats the prompt, then the Authorization header it was
         sent: as its answer when 200, else as the message of an error with that status (KEY-7's tests:
         a key must be hidden before any cut)
+  tool_calls [[{"name": str, "arguments": object, "id": str (optional)}, ...], ...]: a scripted agent model
+        (chat completions only). A request with a non-empty `tools` list takes step N, N = the assistant
+        messages in `messages` that carry a non-empty `tool_calls` (the calls this conversation already
+        made); while step N exists the model answers its calls instead of text (finish_reason
+        `tool_calls`). Ids: the call's `id`, else `call_<model>_<step>_<i>`. A string argument value equal
+        to "{result}" (at any depth) becomes the last `tool` message's content, parsed as JSON when it
+        parses, so steps chain. Past the last step, or without tools, it answers text: "Tool results: "
+        + "; ".join(the `tool` messages' contents since the last user message) when there are any, else
+        the usual answer
+  say str (with tool_calls): text said before a step's calls (streamed as content pieces first)
+  parallel bool (with tool_calls): a stream interleaves a step's calls: every call's head, then their
+        arguments pieces in turn, each delta with its own index
+  late_id bool (with tool_calls): a streamed call's id comes on its second delta (the first arguments
+        piece), not on its head
+  whole bool: a chat request asking to stream gets a plain JSON chat.completion (tool calls included)
 
 Decisions the brief left open (written down for the next engineer):
 - `fail: "drop"` on a stream sends a close-delimited body (Connection: close, no chunking) and closes
@@ -41,7 +56,9 @@ Decisions the brief left open (written down for the next engineer):
 - Listing rows carry each catalog fact under the names both CAT-7 (OpenRouter shape) and CAT-10
   (an endpoint's own listing) read; context and output sizes only when the spec gives them.
 - Usage adds `completion_tokens_details.reasoning_tokens` when there is reasoning, as providers do.
-- Precedence of the answer: echo, then answer, then the notice text, then words, then the persona.
+- Precedence of the answer: a `tool_calls` model's tool results, then echo, then answer, then the notice
+  text, then words, then the persona. Only a `tool_calls` model echoes tool results: the others answer
+  as they always have.
 - Nothing is logged: request bodies (and image data) live only in `Upstream.requests`, in memory.
 - Waits use an Event rather than time.sleep so `stop()` returns at once even with a "slow" reply in flight.
 - `fail: "garbled"` (issue 12, words lost from an answer marked ok): a stream sends the second piece of the
@@ -51,6 +68,23 @@ Decisions the brief left open (written down for the next engineer):
   `stall_after_first` a stream's first chunk (a plain reply: half its body), then nothing until the upstream
   stops; `stall_mid` pauses `pause` seconds half way and then finishes. Chat completions streams and every
   plain reply stall; a native stream answers whole.
+- Tool calls (for route mode's tests): a streamed call is a head delta `{index, id, type: "function",
+  function: {name, arguments: ""}}` then its arguments JSON text cut in thirds (2 pieces for a text of
+  2 characters: `{}`), each delta its own chunk, paced by `latency` like text tokens. Without `say`,
+  the opening delta is `{"role": "assistant", "content": null}` and a plain reply's content is null,
+  as OpenAI sends them; with `say` both carry the said text. Reasoning, when given, comes first.
+- Usage of a tool-call reply counts `say` and every call's arguments JSON text as output tokens.
+- `fail: "empty"` and `"length_empty"` win over `tool_calls` (the reply is empty or out of budget, no
+  calls); every other fail mode applies to a tool-call reply as to text: `drop` breaks a stream off
+  after DROP_AFTER answer deltas (say pieces and call deltas alike), `garbled` garbles the second delta,
+  the stalls hold where they hold a text reply. `fail: "empty"` keeps the model's reasoning: a stream
+  sends its reasoning pieces, then an empty finish.
+- "{result}" with no `tool` message in the conversation stays "{result}".
+- `parallel`, `late_id` and `say` without `tool_calls` are refused (they would change nothing, silently).
+- A `tool_calls` model is listed as tools-capable (CAT-4: route mode routes tool requests only to
+  those) unless its spec says `tools` itself.
+- `whole` is checked after `streams: false` (that model still refuses to stream), and only on chat
+  completions: native streams stream.
 - A chat stream's tokens are written by one pacer thread for every stream (`Pacer`), each at its due
   time: a thread per stream waking per token cost more CPU than the gateway it stands in front of.
 
@@ -73,6 +107,7 @@ gateway's own format readers; replies carry reasoning as each API does (a thinki
 import argparse
 import hashlib
 import heapq
+import itertools
 import json
 import os
 import re
@@ -100,9 +135,13 @@ ERROR_REPLIES = {
     "error200": (200, {"error": {"message": "upstream provider error", "code": 502}}),
 }
 BASE_PARAMETERS = ["max_tokens", "temperature", "top_p", "stop", "stream", "stream_options"]
-DROP_AFTER = 3  # content chunks a dropped stream sends before the connection closes
+DROP_AFTER = 3  # answer chunks (content or tool-call deltas) a dropped stream sends before it closes
 LOST = b"LOST-WORDS {"  # what a garbled reply sends in place of part of its answer: not JSON
 GARBLED = b"data: " + LOST + b"\n\n"
+CALL_KEYS = {"name", "arguments", "id"}  # what one scripted tool call may say
+SWITCHES = ("parallel", "late_id", "whole")  # the tool-call spec keys that are true or false
+SCRIPTED = ("say", "parallel", "late_id")  # spec keys that only mean something with tool_calls
+RESULT = "{result}"  # an argument value replaced by the last tool result
 STALLS = {"stall_headers": 0, "stall_after_first": 1}  # writes a stalled stream sends, then nothing more
 KEEPALIVE = b": keep-alive\n\ndata:\n\n"  # what providers send while they think: no event at all
 ROOTS = {"chat": "/v1", "anthropic": "/anthropic/v1", "responses": "/responses/v1", "gemini": "/gemini/v1beta"}
@@ -216,12 +255,41 @@ DEMO_MODELS = {
 
 
 def check_spec(name, spec):
-    """Refuse a spec with an unknown fail mode or persona, so a typo fails loudly instead of answering."""
+    """Refuse a spec with an unknown fail mode or persona, or a tool script that is not one, so a typo fails
+    loudly instead of answering."""
     if spec.get("fail") is not None and spec["fail"] not in FAILS:
         raise ValueError(f"model {name!r}: unknown fail mode {spec['fail']!r} (one of {sorted(FAILS)})")
     if spec.get("persona", "plain") not in PERSONAS:
         raise ValueError(f"model {name!r}: unknown persona {spec['persona']!r} (one of {sorted(PERSONAS)})")
+    if "tool_calls" in spec:
+        check_script(name, spec["tool_calls"])
+    for key in SWITCHES:
+        if key in spec and not isinstance(spec[key], bool):
+            raise ValueError(f"model {name!r}: {key} is true or false, not {spec[key]!r}")
+    if "say" in spec and not isinstance(spec["say"], str):
+        raise ValueError(f"model {name!r}: say is a text, not {spec['say']!r}")
+    for key in SCRIPTED:
+        if key in spec and "tool_calls" not in spec:
+            raise ValueError(f"model {name!r}: {key} needs tool_calls")
     return dict(spec)
+
+
+def check_script(name, steps):
+    """Refuse a `tool_calls` script that is not a list of steps, each a non-empty list of
+    `{"name": str, "arguments": object, "id": str (optional)}` calls whose arguments are JSON."""
+    if not isinstance(steps, list) or not all(isinstance(step, list) and step for step in steps):
+        raise ValueError(f"model {name!r}: tool_calls is a list of steps, each a non-empty list of calls, "
+                         f"not {steps!r}")
+    for call in (call for step in steps for call in step):
+        if not (isinstance(call, dict) and not set(call) - CALL_KEYS and isinstance(call.get("name"), str)
+                and call["name"] and isinstance(call.get("arguments"), dict)
+                and (isinstance(call.get("id"), str) and call["id"] or "id" not in call)):
+            raise ValueError(f"model {name!r}: a tool call is {{name: str, arguments: object, id: str (optional)}}, "
+                             f"not {call!r}")
+        try:
+            json.dumps(call["arguments"])
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"model {name!r}: tool call {call['name']!r} has arguments that are not JSON: {exc}")
 
 
 def part_text(content):
@@ -282,7 +350,11 @@ def fill(templates, name, messages):
 
 
 def answer_text(name, spec, messages):
-    """What the model answers on success: echo, a fixed answer, a notice, N words, or its persona's text."""
+    """What the model answers on success: a tool_calls model's tool results, echo, a fixed answer, a notice,
+    N words, or its persona's text."""
+    results = tool_results(messages) if "tool_calls" in spec else []
+    if results:
+        return "Tool results: " + "; ".join(results)
     if spec.get("echo"):
         return json.dumps(messages)
     if "answer" in spec:
@@ -296,6 +368,72 @@ def answer_text(name, spec, messages):
     if persona == "seer" and not image_urls(last_user(messages)):
         return fill(NO_IMAGE, name, messages)
     return fill(PERSONAS[persona], name, messages)
+
+
+def tool_messages(messages):
+    """The `tool` role messages (tool results) of `messages`, in order."""
+    return [m for m in messages if isinstance(m, dict) and m.get("role") == "tool"]
+
+
+def tool_results(messages):
+    """The contents of the `tool` messages since the last user message, in order."""
+    users = [i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "user"]
+    return [part_text(m.get("content")) for m in tool_messages(messages[users[-1] + 1 if users else 0:])]
+
+
+def calls_made(messages):
+    """How many times this conversation already called tools: assistant messages with a non-empty `tool_calls`."""
+    return sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "assistant"
+               and isinstance(m.get("tool_calls"), list) and m["tool_calls"])
+
+
+def with_result(value, result):
+    """`value` with every string equal to RESULT, at any depth, replaced by `result`."""
+    if isinstance(value, dict):
+        return {key: with_result(item, result) for key, item in value.items()}
+    if isinstance(value, list):
+        return [with_result(item, result) for item in value]
+    return result if value == RESULT else value
+
+
+def script_calls(name, spec, messages, tools):
+    """The calls this request gets from the model's `tool_calls` script: `[{id, name, arguments (JSON text)}]`,
+    or [] when the request offers no tools or every step is used."""
+    steps, step = spec.get("tool_calls") or [], calls_made(messages)
+    if not (isinstance(tools, list) and tools) or step >= len(steps):
+        return []
+    done = tool_messages(messages)
+    result = RESULT
+    if done:
+        result = part_text(done[-1].get("content"))
+        try:
+            result = json.loads(result)
+        except ValueError:
+            pass
+    return [{"id": call.get("id") or f"call_{name}_{step}_{i}", "name": call["name"],
+             "arguments": json.dumps(with_result(call["arguments"], result))} for i, call in enumerate(steps[step])]
+
+
+def call_deltas(reply):
+    """A stream's tool-call deltas, in order: per call a head (index, id, name, "" arguments), then its arguments
+    text in 2-3 pieces. `parallel` interleaves the calls (every head, then the pieces in turn); `late_id` moves
+    each id from its head to its first piece."""
+    per_call = []
+    for i, call in enumerate(reply["calls"]):
+        text = call["arguments"]
+        cuts = [0, len(text) // 3, 2 * len(text) // 3, len(text)]
+        head = {"index": i, "id": call["id"], "type": "function", "function": {"name": call["name"], "arguments": ""}}
+        pieces = [{"index": i, "function": {"arguments": text[a:b]}} for a, b in zip(cuts, cuts[1:]) if a < b]
+        if reply["late_id"]:
+            del head["id"]
+            pieces[0] = {"index": i, "id": call["id"], "function": pieces[0]["function"]}
+        per_call.append([head] + pieces)
+    if reply["parallel"]:
+        order = [calls[0] for calls in per_call]
+        order += [d for row in itertools.zip_longest(*(calls[1:] for calls in per_call)) for d in row if d]
+    else:
+        order = [d for calls in per_call for d in calls]
+    return [{"tool_calls": [d]} for d in order]
 
 
 def reasoning_text(name, spec, messages):
@@ -324,10 +462,11 @@ def usage(messages, content, reasoning):
 def listing_row(name, spec):
     """One GET /models row, with each fact under the names OpenRouter and endpoint listings use."""
     inputs = ["text", "image"] if spec.get("vision") else ["text"]
+    tools = spec.get("tools", "tool_calls" in spec)
     row = {"id": name, "object": "model", "created": CREATED, "owned_by": OWNER,
            "architecture": {"input_modalities": inputs, "output_modalities": ["text"]},
            "input_modalities": inputs, "output_modalities": ["text"],
-           "supported_parameters": BASE_PARAMETERS + (["tools", "tool_choice"] if spec.get("tools") else [])}
+           "supported_parameters": BASE_PARAMETERS + (["tools", "tool_choice"] if tools else [])}
     top = {}
     if "context_window" in spec:
         row["context_length"] = row["context_window"] = top["context_length"] = spec["context_window"]
@@ -335,8 +474,8 @@ def listing_row(name, spec):
         row["max_output_tokens"] = row["max_output_length"] = top["max_completion_tokens"] = spec["max_output"]
     if top:
         row["top_provider"] = top
-    if "tools" in spec:
-        row["supported_features"] = ["tools"] if spec["tools"] else []
+    if "tools" in spec or "tool_calls" in spec:
+        row["supported_features"] = ["tools"] if tools else []
     return row
 
 
@@ -482,20 +621,21 @@ class Handler(BaseHTTPRequestHandler):
         if not isinstance(body, dict):
             return self.send_json(400, error_body("The request body must be a JSON object", 400))
         messages = body.get("messages") if isinstance(body.get("messages"), list) else []
-        reply, refusal = self.answer(body.get("model"), messages, requested_max_tokens(body))
+        reply, refusal = self.answer(body.get("model"), messages, requested_max_tokens(body), body.get("tools"))
         if refusal:
             return self.refuse(*refusal)
         if body.get("stream") and not reply["streams"]:
             return self.refuse(400, error_body("Streaming is not supported for this model", 400))
-        if body.get("stream"):
+        if body.get("stream") and not reply["whole"]:
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
             self.stream(reply, include_usage)
         else:
             self.plain(reply)
 
-    def answer(self, name, messages, max_tokens):
+    def answer(self, name, messages, max_tokens, tools=None):
         """What model `name` says to `messages`, in no API's shape: `(reply, None)`, or
-        `(None, (status, OpenAI-shaped error body or None for the HTML 502, headers))`."""
+        `(None, (status, OpenAI-shaped error body or None for the HTML 502, headers))`.
+        `tools` (a chat request's) lets a `tool_calls` model answer its script's calls."""
         up = self.server.upstream
         spec, count, seq = up.take(name)
         if spec is None:
@@ -516,22 +656,28 @@ class Handler(BaseHTTPRequestHandler):
             return None, (status, payload, retry)
         if fail == "502html":
             return None, (502, None, [])
+        calls = [] if fail in ("empty", "length_empty") else script_calls(name, spec, messages, tools)
         if fail == "empty":
             content = ""
         elif fail == "length_empty":
             content = None  # out of budget: no content at all (null), as reasoning models send it
+        elif calls:
+            content = spec.get("say") or None  # null beside tool calls, as OpenAI sends it
         else:
             content = answer_text(name, spec, messages)
         reasoning = reasoning_text(name, spec, messages)
         if fail == "length_empty" and not reasoning:
             reasoning = fill((DEFAULT_THOUGHT,), name, messages)
+        said = " ".join([content or ""] + [call["arguments"] for call in calls]) if calls else content
         reply = {"id": f"chatcmpl-demo{seq:08d}", "created": int(time.time()), "model": name,
-                 "content": content, "reasoning": reasoning,
-                 "finish": "length" if fail == "length_empty" else "stop",
-                 "usage": usage(messages, content, reasoning),
+                 "content": content, "reasoning": reasoning, "calls": calls,
+                 "finish": "length" if fail == "length_empty" else "tool_calls" if calls else "stop",
+                 "usage": usage(messages, said, reasoning),
                  "latency": spec.get("latency", 0), "drop": fail == "drop", "fail": fail,
                  "pause": spec.get("pause", 1.0) if fail == "stall_mid" else 0,
-                 "keepalive": bool(spec.get("keepalive")), "streams": spec.get("streams", True)}
+                 "keepalive": bool(spec.get("keepalive")), "streams": spec.get("streams", True),
+                 "parallel": bool(spec.get("parallel")), "late_id": bool(spec.get("late_id")),
+                 "whole": bool(spec.get("whole"))}
         return reply, None
 
     def decide(self, body):
@@ -554,6 +700,10 @@ class Handler(BaseHTTPRequestHandler):
         message = {"role": "assistant", "content": reply["content"]}
         if reply["reasoning"]:
             message["reasoning_content"] = reply["reasoning"]
+        if reply["calls"]:
+            message["tool_calls"] = [{"id": call["id"], "type": "function",
+                                      "function": {"name": call["name"], "arguments": call["arguments"]}}
+                                     for call in reply["calls"]]
         data = json.dumps({"id": reply["id"], "object": "chat.completion", "created": reply["created"],
                            "model": reply["model"], "usage": reply["usage"],
                            "choices": [{"index": 0, "message": message, "finish_reason": reply["finish"]}]}).encode()
@@ -604,15 +754,16 @@ class Handler(BaseHTTPRequestHandler):
         def event(delta, finish=None):
             return chunk([{"index": 0, "delta": delta, "finish_reason": finish}])
 
-        pieces = [("reasoning_content", t) for t in tokens(reply["reasoning"])]
-        pieces += [("content", t) for t in tokens(reply["content"])][: DROP_AFTER if reply["drop"] else None]
-        sent = [frame(KEEPALIVE) + event({kind: piece}) if reply["keepalive"] else event({kind: piece})
-                for kind, piece in pieces]
+        said = [{"content": t} for t in tokens(reply["content"])] + call_deltas(reply)
+        deltas = [{"reasoning_content": t} for t in tokens(reply["reasoning"])]
+        deltas += said[: DROP_AFTER if reply["drop"] else None]
+        sent = [frame(KEEPALIVE) + event(delta) if reply["keepalive"] else event(delta) for delta in deltas]
         if reply["fail"] == "garbled":
             sent[1:2] = [frame(GARBLED)]  # the second piece's words go out in an event that is not JSON
         step, pause, half = reply["latency"] / (len(sent) + 1), reply["pause"], len(sent) // 2
         start = time.monotonic()
-        timed = [(start, event({"role": "assistant", "content": ""}))]
+        opening = None if reply["calls"] and not reply["content"] else ""
+        timed = [(start, event({"role": "assistant", "content": opening}))]
         timed += [(start + i * step + (pause if i > half else 0), data) for i, data in enumerate(sent, 1)]
         if not reply["drop"]:
             end = event({}, reply["finish"]) + (chunk([], usage=reply["usage"]) if include_usage else b"")

@@ -461,3 +461,315 @@ def test_llm_cli_against_the_upstream(tmp_path, flags):
         assert call["headers"]["authorization"] == "Bearer secret" and call["model"] == "terse"
         assert call["body"]["stream"] is (not flags)
 
+
+
+# --- scripted tool calls: route mode's agent models (chat completions) -------------------------------
+
+ADD = {"name": "add", "arguments": {"a": 2, "b": 3}}
+MULTIPLY = {"name": "multiply", "arguments": {"a": "{result}", "b": 4}}
+README = {"name": "read_file", "arguments": {"path": "README.md"}, "id": "call_readme"}
+LISTING = {"name": "list_dir", "arguments": {"path": "docs", "depth": 2}}
+CITIES = [{"name": "weather", "arguments": {"city": "Paris"}}, {"name": "weather", "arguments": {"city": "Oslo"}}]
+AGENTS = {
+    "agent": {"tool_calls": [[ADD], [MULTIPLY]], "answer": "No tools needed."},
+    "reader": {"tool_calls": [[README, LISTING]], "say": "Let me check.", "latency": 0.1},
+    "fanout": {"tool_calls": [CITIES], "parallel": True},
+    "late": {"tool_calls": [[README, LISTING]], "late_id": True},
+    "fanout-late": {"tool_calls": [CITIES], "parallel": True, "late_id": True},
+    "whole": {"tool_calls": [[README]], "whole": True, "answer": "Read it."},
+    "agent-429": {"tool_calls": [[ADD]], "fail": "429", "clears_after": 1, "retry_after": 2},
+    "agent-drop": {"tool_calls": [[README, LISTING]], "fail": "drop"},
+    "agent-stall": {"tool_calls": [[ADD]], "fail": "stall_headers"},
+    "ponders": {"reasoning": "Nothing to add here.", "fail": "empty"},
+}
+MADE = {"id": "c1", "type": "function", "function": {"name": "add", "arguments": "{}"}}  # a call already made
+TOOLS = [{"type": "function", "function": {"name": name, "description": f"{name} tool",
+                                            "parameters": {"type": "object", "properties": {}}}}
+         for name in ("add", "multiply", "read_file", "list_dir", "weather")]
+
+
+@pytest.fixture
+def agents():
+    with Upstream(AGENTS) as server:
+        yield server
+
+
+def call_deltas(chunks):
+    """Every tool-call delta of a stream, in order."""
+    return [d for c in chunks if isinstance(c, dict) and c["choices"]
+            for d in c["choices"][0]["delta"].get("tool_calls") or []]
+
+
+def assemble(chunks):
+    """The tool calls a stream's deltas build, as a client does: {index: {"id", "name", "arguments"}}."""
+    calls = {}
+    for delta in call_deltas(chunks):
+        call = calls.setdefault(delta["index"], {"id": None, "name": "", "arguments": ""})
+        call["id"] = delta.get("id") or call["id"]
+        call["name"] += (delta.get("function") or {}).get("name") or ""
+        call["arguments"] += (delta.get("function") or {}).get("arguments") or ""
+    return calls
+
+
+def test_tool_calls_plain_reply(agents):
+    status, headers, raw = post(agents, ask("reader", "What is in the README?", tools=TOOLS))
+    reply = json.loads(raw)
+    (choice,) = reply["choices"]
+    assert status == 200 and headers["content-type"] == "application/json"
+    assert choice["finish_reason"] == "tool_calls"
+    message = choice["message"]
+    assert message["role"] == "assistant" and message["content"] == "Let me check."
+    first, second = message["tool_calls"]
+    assert (first["id"], first["type"], first["function"]["name"]) == ("call_readme", "function", "read_file")
+    assert (second["id"], second["type"], second["function"]["name"]) == ("call_reader_0_1", "function", "list_dir")
+    assert json.loads(first["function"]["arguments"]) == {"path": "README.md"}
+    assert json.loads(second["function"]["arguments"]) == {"path": "docs", "depth": 2}
+    # completion tokens: "Let me check." (3) + '{"path": "README.md"}' (2) + '{"path": "docs", "depth": 2}' (4)
+    assert reply["usage"]["completion_tokens"] == 9
+    assert reply["usage"]["total_tokens"] == reply["usage"]["prompt_tokens"] + 9
+
+
+def test_tool_calls_plain_reply_without_say_has_null_content(agents):
+    reply = json.loads(post(agents, ask("agent", "Add 2 and 3.", tools=TOOLS))[2])
+    message = reply["choices"][0]["message"]
+    assert message["content"] is None and reply["choices"][0]["finish_reason"] == "tool_calls"
+    (call,) = message["tool_calls"]
+    assert call == {"id": "call_agent_0_0", "type": "function",
+                    "function": {"name": "add", "arguments": json.dumps({"a": 2, "b": 3})}}
+    assert reply["usage"]["completion_tokens"] == 4  # '{"a": 2, "b": 3}' is four words
+
+
+def test_tool_calls_stream(agents):
+    started = time.monotonic()
+    status, headers, raw = post(agents, ask("reader", "What is in the README?", tools=TOOLS, stream=True,
+                                            stream_options={"include_usage": True}))
+    took = time.monotonic() - started
+    chunks = events(raw)
+    assert status == 200 and headers["content-type"] == "text/event-stream" and took >= 0.09  # latency 0.1
+    assert chunks[0]["choices"][0]["delta"] == {"role": "assistant", "content": ""}
+    # The said text first, then the calls: no content after the first tool-call delta.
+    kinds = ["calls" if d.get("tool_calls") else "text" for c in chunks[1:-3] for d in [c["choices"][0]["delta"]]]
+    assert kinds == ["text"] * 3 + ["calls"] * 8  # "Let ", "me ", "check."; per call a head and 3 pieces
+    assert joined(chunks, "content") == "Let me check."
+    assert assemble(chunks) == {
+        0: {"id": "call_readme", "name": "read_file", "arguments": json.dumps({"path": "README.md"})},
+        1: {"id": "call_reader_0_1", "name": "list_dir", "arguments": json.dumps({"path": "docs", "depth": 2})}}
+    head, *pieces = call_deltas(chunks)[:4]
+    assert head == {"index": 0, "id": "call_readme", "type": "function",
+                    "function": {"name": "read_file", "arguments": ""}}
+    assert [set(p) for p in pieces] == [{"index", "function"}] * 3 and all(p["function"]["arguments"] for p in pieces)
+    assert [d["index"] for d in call_deltas(chunks)] == [0] * 4 + [1] * 4  # one call after the other
+    finish, used, done = chunks[-3:]
+    assert finish["choices"] == [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]
+    assert used["choices"] == [] and used["usage"]["completion_tokens"] == 9
+    assert done == "[DONE]"
+
+
+def test_tool_calls_stream_without_say_opens_with_null_content(agents):
+    chunks = events(post(agents, ask("agent", "Add 2 and 3.", tools=TOOLS, stream=True))[2])
+    assert chunks[0]["choices"][0]["delta"] == {"role": "assistant", "content": None}
+    assert joined(chunks, "content") == ""
+    assert assemble(chunks) == {0: {"id": "call_agent_0_0", "name": "add", "arguments": json.dumps(ADD["arguments"])}}
+    assert len(call_deltas(chunks)) == 4 and chunks[-2]["choices"][0]["finish_reason"] == "tool_calls"
+
+
+def test_tool_steps_chain_results_then_echo_them(agents):
+    """The agent loop: step 0 adds, step 1 multiplies the result ("{result}"), then the results are echoed."""
+    messages = [{"role": "user", "content": "What is (2 + 3) * 4?"}]
+    ran = {"add": lambda a, b: a + b, "multiply": lambda a, b: a * b}
+    made = []
+    for step in range(3):
+        reply = json.loads(post(agents, {"model": "agent", "messages": messages, "tools": TOOLS})[2])
+        message = reply["choices"][0]["message"]
+        if reply["choices"][0]["finish_reason"] != "tool_calls":
+            break
+        messages.append(message)
+        for call in message["tool_calls"]:
+            arguments = json.loads(call["function"]["arguments"])
+            made.append((call["id"], call["function"]["name"], arguments))
+            messages.append({"role": "tool", "tool_call_id": call["id"],
+                             "content": json.dumps(ran[call["function"]["name"]](**arguments))})
+    assert step == 2 and made == [("call_agent_0_0", "add", {"a": 2, "b": 3}),
+                                  ("call_agent_1_0", "multiply", {"a": 5, "b": 4})]
+    assert reply["choices"][0]["finish_reason"] == "stop" and "tool_calls" not in message
+    assert message["content"] == "Tool results: 5; 20" == agents.answer_for("agent", messages)
+
+
+def test_result_that_is_not_json_is_passed_as_text(agents):
+    agents.set_model("agent", tool_calls=[[ADD], [{"name": "shout", "arguments": {"say": ["{result}", "!"],
+                                                                                   "keep": "{result} "}}]])
+    messages = [{"role": "user", "content": "Shout the sum."},
+                {"role": "assistant", "content": None, "tool_calls": [MADE]},
+                {"role": "tool", "tool_call_id": "c1", "content": "five"}]
+    call = json.loads(post(agents, {"model": "agent", "messages": messages, "tools": TOOLS})[2])[
+        "choices"][0]["message"]["tool_calls"][0]
+    assert call["id"] == "call_agent_1_0" and call["function"]["name"] == "shout"
+    assert json.loads(call["function"]["arguments"]) == {"say": ["five", "!"], "keep": "{result} "}
+
+
+def test_without_tools_a_tool_model_answers_text(agents):
+    for tools in ({}, {"tools": []}):
+        for stream in (False, True):
+            status, _, raw = post(agents, ask("agent", "Hello?", stream=stream, **tools))
+            if stream:
+                chunks = events(raw)
+                assert call_deltas(chunks) == [] and chunks[-2]["choices"][0]["finish_reason"] == "stop"
+                assert joined(chunks, "content") == "No tools needed."
+            else:
+                choice = json.loads(raw)["choices"][0]
+                assert choice["finish_reason"] == "stop" and "tool_calls" not in choice["message"]
+                assert choice["message"]["content"] == "No tools needed."
+
+
+def test_only_tool_results_since_the_last_user_message_are_echoed(agents):
+    messages = [{"role": "user", "content": "Add."},
+                {"role": "assistant", "content": None, "tool_calls": [MADE]},
+                {"role": "tool", "tool_call_id": "c1", "content": "5"},
+                {"role": "assistant", "content": "It is 5."},
+                {"role": "user", "content": "Thanks, anything else?"}]
+    reply = json.loads(post(agents, {"model": "agent", "messages": messages})[2])
+    assert reply["choices"][0]["message"]["content"] == "No tools needed."
+    # With tools, the same conversation is at step 1 (one call made): the multiply, fed the last result.
+    reply = json.loads(post(agents, {"model": "agent", "messages": messages, "tools": TOOLS})[2])
+    (call,) = reply["choices"][0]["message"]["tool_calls"]
+    assert call["function"]["name"] == "multiply" and json.loads(call["function"]["arguments"]) == {"a": 5, "b": 4}
+
+
+def test_parallel_calls_interleave(agents):
+    chunks = events(post(agents, ask("fanout", "Weather in Paris and Oslo?", tools=TOOLS, stream=True))[2])
+    deltas = call_deltas(chunks)
+    assert [d["index"] for d in deltas] == [0, 1] * 4  # both heads, then the pieces in turn
+    assert [d["function"].get("name") for d in deltas[:2]] == ["weather", "weather"]
+    assert all("name" not in d["function"] and d["function"]["arguments"] for d in deltas[2:])
+    assert all(len(c["choices"][0]["delta"]["tool_calls"]) == 1 for c in chunks if call_deltas([c]))
+    assert assemble(chunks) == {
+        0: {"id": "call_fanout_0_0", "name": "weather", "arguments": json.dumps({"city": "Paris"})},
+        1: {"id": "call_fanout_0_1", "name": "weather", "arguments": json.dumps({"city": "Oslo"})}}
+    # Plain, the same calls in order.
+    message = json.loads(post(agents, ask("fanout", "Weather?", tools=TOOLS))[2])["choices"][0]["message"]
+    assert [json.loads(c["function"]["arguments"])["city"] for c in message["tool_calls"]] == ["Paris", "Oslo"]
+
+
+@pytest.mark.parametrize("model, indices", [("late", [0] * 4 + [1] * 4), ("fanout-late", [0, 1] * 4)])
+def test_late_id_comes_with_the_first_arguments_piece(agents, model, indices):
+    chunks = events(post(agents, ask(model, "Go.", tools=TOOLS, stream=True))[2])
+    deltas = call_deltas(chunks)
+    assert [d["index"] for d in deltas] == indices
+    calls = assemble(chunks)
+    for index, call in calls.items():
+        own = [d for d in deltas if d["index"] == index]
+        assert "id" not in own[0] and own[0]["function"] == {"name": call["name"], "arguments": ""}
+        assert own[1]["id"] == call["id"] and own[1]["function"]["arguments"]
+        assert all("id" not in d for d in own[2:])
+    assert [c["id"] for c in calls.values()] == (["call_readme", "call_late_0_1"] if model == "late" else
+                                                  ["call_fanout-late_0_0", "call_fanout-late_0_1"])
+    assert json.loads(calls[1]["arguments"]) == ({"path": "docs", "depth": 2} if model == "late" else {"city": "Oslo"})
+
+
+def test_whole_answers_json_to_a_stream_request(agents):
+    status, headers, raw = post(agents, ask("whole", "Read it.", tools=TOOLS, stream=True))
+    reply = json.loads(raw)
+    assert status == 200 and headers["content-type"] == "application/json"
+    assert reply["object"] == "chat.completion" and reply["choices"][0]["finish_reason"] == "tool_calls"
+    (call,) = reply["choices"][0]["message"]["tool_calls"]
+    assert (call["id"], call["function"]["name"]) == ("call_readme", "read_file")
+    status, headers, raw = post(agents, ask("whole", "Hi.", stream=True))  # no tools: whole text
+    assert headers["content-type"] == "application/json"
+    assert json.loads(raw)["choices"][0]["message"]["content"] == "Read it."
+
+
+def test_openai_sdk_reads_tool_calls(agents):
+    client = openai.OpenAI(base_url=agents.base_url, api_key="x", max_retries=0)
+    reply = client.chat.completions.create(**ask("reader", "README?"), tools=TOOLS)
+    assert reply.choices[0].finish_reason == "tool_calls" and reply.choices[0].message.content == "Let me check."
+    calls = reply.choices[0].message.tool_calls
+    assert [(c.id, c.type, c.function.name) for c in calls] == [("call_readme", "function", "read_file"),
+                                                                ("call_reader_0_1", "function", "list_dir")]
+    assert [json.loads(c.function.arguments) for c in calls] == [README["arguments"], LISTING["arguments"]]
+    assert reply.usage.completion_tokens == 9
+
+
+@pytest.mark.parametrize("model", ["reader", "fanout", "late", "fanout-late"])
+def test_openai_sdk_streams_tool_calls(agents, model):
+    """The SDK's own stream accumulator builds the same calls as a plain reply carries."""
+    client = openai.OpenAI(base_url=agents.base_url, api_key="x", max_retries=0)
+    plain = client.chat.completions.create(**ask(model, "Go."), tools=TOOLS).choices[0].message
+    with client.chat.completions.stream(**ask(model, "Go."), tools=TOOLS,
+                                        stream_options={"include_usage": True}) as stream:
+        final = stream.get_final_completion()
+    message = final.choices[0].message
+    assert final.choices[0].finish_reason == "tool_calls" and final.usage.completion_tokens > 0
+    assert message.content == plain.content
+    assert [(c.id, c.function.name, json.loads(c.function.arguments)) for c in message.tool_calls] == \
+        [(c.id, c.function.name, json.loads(c.function.arguments)) for c in plain.tool_calls]
+    assert len(message.tool_calls) == 2
+
+
+def test_reasoning_then_an_empty_finish(agents):
+    chunks = events(post(agents, ask("ponders", stream=True, stream_options={"include_usage": True}))[2])
+    assert joined(chunks, "reasoning_content") == "Nothing to add here." and joined(chunks, "content") == ""
+    assert [c["choices"][0]["delta"] for c in chunks[1:5]] == [{"reasoning_content": t}
+                                                                for t in ("Nothing ", "to ", "add ", "here.")]
+    assert chunks[5]["choices"] == [{"index": 0, "delta": {}, "finish_reason": "stop"}]
+    assert chunks[6]["usage"]["completion_tokens"] == 4 and chunks[7:] == ["[DONE]"]
+    message = json.loads(post(agents, ask("ponders"))[2])["choices"][0]["message"]
+    assert message == {"role": "assistant", "content": "", "reasoning_content": "Nothing to add here."}
+
+
+def test_tool_model_429_clears_after_one(agents):
+    status, headers, raw = post(agents, ask("agent-429", tools=TOOLS))
+    assert status == 429 and headers["retry-after"] == "2" and json.loads(raw)["error"]["code"] == 429
+    chunks = events(post(agents, ask("agent-429", tools=TOOLS, stream=True))[2])
+    assert assemble(chunks) == {0: {"id": "call_agent-429_0_0", "name": "add", "arguments": '{"a": 2, "b": 3}'}}
+
+
+def test_tool_call_stream_drop_breaks_off_mid_call(agents):
+    status, headers, raw = post(agents, ask("agent-drop", tools=TOOLS, stream=True))
+    chunks = events(raw)
+    assert status == 200 and headers["connection"] == "close" and "[DONE]" not in chunks
+    assert all(c["choices"][0]["finish_reason"] is None for c in chunks)
+    assert len(call_deltas(chunks)) == 3  # DROP_AFTER deltas: the first call's head and two of its pieces
+    (call,) = assemble(chunks).values()
+    with pytest.raises(ValueError):
+        json.loads(call["arguments"])
+
+
+def test_tool_model_stall_headers(agents):
+    conn = http.client.HTTPConnection("127.0.0.1", agents.port, timeout=0.3)
+    conn.request("POST", "/v1/chat/completions", json.dumps(ask("agent-stall", tools=TOOLS, stream=True)))
+    resp = conn.getresponse()
+    assert resp.status == 200 and resp.getheader("Content-Type") == "text/event-stream"
+    with pytest.raises(TimeoutError):
+        resp.read()
+    conn.close()
+
+
+def test_tool_models_are_listed_as_tools_capable(agents):
+    rows = {row["id"]: row for row in get(agents)[1]["data"]}
+    assert "tools" in rows["agent"]["supported_parameters"] and rows["agent"]["supported_features"] == ["tools"]
+    assert "tools" not in rows["ponders"]["supported_parameters"]
+    agents.set_model("agent", tool_calls=[[ADD]], tools=False)  # the spec's own word wins
+    rows = {row["id"]: row for row in get(agents)[1]["data"]}
+    assert "tools" not in rows["agent"]["supported_parameters"] and rows["agent"]["supported_features"] == []
+
+
+@pytest.mark.parametrize("spec, refusal", [
+    ({"tool_calls": [ADD]}, "list of steps"),
+    ({"tool_calls": [[]]}, "non-empty list"),
+    ({"tool_calls": [[{"name": "add"}]]}, "a tool call is"),
+    ({"tool_calls": [[{"name": "add", "arguments": "{}"}]]}, "a tool call is"),
+    ({"tool_calls": [[{"name": "", "arguments": {}}]]}, "a tool call is"),
+    ({"tool_calls": [[{"name": "add", "arguments": {}, "id": 7}]]}, "a tool call is"),
+    ({"tool_calls": [[{"name": "add", "arguments": {}, "kind": "x"}]]}, "a tool call is"),
+    ({"tool_calls": [[{"name": "add", "arguments": {"at": object()}}]]}, "not JSON"),
+    ({"tool_calls": [[ADD]], "parallel": "yes"}, "parallel is true or false"),
+    ({"whole": 1}, "whole is true or false"),
+    ({"tool_calls": [[ADD]], "say": 3}, "say is a text"),
+    ({"late_id": True}, "late_id needs tool_calls"),
+    ({"say": "Let me check."}, "say needs tool_calls"),
+])
+def test_set_model_refuses_a_bad_tool_script(up, spec, refusal):
+    with pytest.raises(ValueError, match=refusal):
+        up.set_model("typo", **spec)
+    with pytest.raises(ValueError, match=refusal):
+        Upstream({"typo": spec})
