@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from metrics import catalog, conversations, demo, fileio, ledger, offload, paths, route_mode
+from metrics import catalog, conversations, demo, fileio, ledger, offload, paths, registry, route_mode
 from metrics.formats.turn import Turn
 
 ROUTE_MODELS = {
@@ -30,7 +30,6 @@ ROUTE_MODELS = {
                 "context_window": 32000, "tools": True},
     "ponder": {"reasoning": "Thinking it over at length.", "fail": "empty", "context_window": 32000, "tools": True},
     "plain": {"answer": "Plain: no tools here.", "context_window": 32000, "tools": False},
-    "vague": {"answer": "Vague: who knows.", "context_window": 32000},
     "small": {"answer": "Small window.", "context_window": 100, "tools": True},
     "eye": {"answer": "Eye: a red square.", "vision": True, "context_window": 32000, "tools": True},
 }
@@ -162,6 +161,7 @@ def test_rt4_eligibility_reasons_named_in_skipped(gw, routed):
     fileio.write_atomic(paths.file("config", "retired.json"), json.dumps({"backup": {"at": "2026-11-30"}}))
     fileio.write_atomic(paths.file("config", "model-roles.json"),
                         json.dumps({"ad_hoc": ["broken"], "models": {"eye": "vision"}}))
+    registry.add_registration("vague", "unlisted-model", "demo")  # the listing says nothing of it
     catalog.warm(refresh=True)
     collection("backup", "broken", "eye", "plain", "vague", "steady", "ghost")
     status, _, data = chat(gw, tools=TOOLS)
