@@ -109,7 +109,11 @@ TARGETS = {
     "llm subprocess overhead p50": ("<=", 150.0, "ms"),
     f"panels/s at 32 clients, {WORKERS} workers": (">=", 48.0, "/s"),
     f"errors + dropped at 64 clients, {WORKERS} workers": ("<=", 0, ""),
+    "route turn overhead p50": ("<=", 2.0, "ms"),
+    "route first token after the upstream's (p50)": ("<=", 1.0, "ms"),
+    "route errors + dropped at 32 clients": ("<=", 0, ""),
 }
+ROUTE_CLIENTS = 32
 
 
 # -------------------------------------------------------------------------------- measuring processes
@@ -430,10 +434,103 @@ class Direct:
                 if attempt == 2:
                     raise
 
+    def stream(self, alias):
+        """The member's own stream, as route mode asks it: `(seconds to the first content token, to [DONE])`."""
+        body = json.dumps({"model": alias, "messages": [{"role": "user", "content": PROMPT}], "stream": True,
+                           "stream_options": {"include_usage": True}}).encode()
+        _, _, first, done = timed_stream(self.host, self.port, "/v1/chat/completions", body)
+        return first, done
+
     def floors(self, aliases):
         """`{alias: seconds}` with every alias asked at once, as a panel asks its seats."""
         futures = {alias: self.pool.submit(self.one, alias) for alias in dict.fromkeys(aliases)}
         return {alias: future.result() for alias, future in futures.items()}
+
+
+def timed_stream(host, port, path, body):
+    """One streamed request on a new connection: `(status, headers, seconds to the first content token, seconds
+    to the end)`; the end is `[DONE]`, or the close."""
+    conn = http.client.HTTPConnection(host, int(port), timeout=REQUEST_TIMEOUT)
+    started = time.perf_counter()
+    first = done = None
+    try:
+        conn.request("POST", path, body, JSON_HEADERS)
+        resp = conn.getresponse()
+        while True:
+            line = resp.readline()
+            if not line:
+                break
+            if first is None and line.startswith(b"data: {") and b'"content": "' in line:
+                delta = (json.loads(line[6:]).get("choices") or [{}])[0].get("delta") or {}
+                if delta.get("content"):
+                    first = time.perf_counter() - started
+            if line.startswith(b"data: [DONE]"):
+                done = time.perf_counter() - started
+                break
+    finally:
+        conn.close()
+    return resp.status, dict(resp.getheaders()), first, done or time.perf_counter() - started
+
+
+def route_body(first_message):
+    return json.dumps({"model": f"bench/{COLLECTION}:route", "stream": True,
+                       "messages": [{"role": "user", "content": first_message}]}).encode()
+
+
+def route_turns(port, direct, turns):
+    """Sequential streamed route turns of one conversation, each paired with its member's own stream."""
+    body = route_body(PROMPT)
+    done_over, first_over, noise, failed = [], [], [], 0
+    for _ in range(turns):
+        status, headers, first, done = timed_stream("127.0.0.1", port, "/v1/chat/completions", body)
+        alias = headers.get("X-Bench-Model")
+        if status != 200 or not alias or first is None:
+            failed += 1
+            continue
+        floor = direct.stream(alias)
+        again = direct.stream(alias)
+        done_over.append(done - floor[1])
+        first_over.append(first - floor[0])
+        noise.append(again[1] - floor[1])
+    return {"turn_overhead_ms": spread(done_over), "first_token_after_upstream_ms": spread(first_over),
+            "rig_noise_ms": spread(noise), "failed_turns": failed}
+
+
+def route_load(port, clients, seconds):
+    """`clients` threads, a conversation each, asking streamed turns back to back for `seconds`."""
+    latencies, errors, lock = [], Counter(), threading.Lock()
+    start = threading.Barrier(clients + 1)
+
+    def client(n):
+        body = route_body(f"{PROMPT}\n(conversation {n})")
+        start.wait()
+        while time.perf_counter() < end:
+            try:
+                status, headers, first, done = timed_stream("127.0.0.1", port, "/v1/chat/completions", body)
+                kind = None if status == 200 and first is not None else f"http {status}"
+            except DROPPED as exc:
+                kind, done = f"dropped ({type(exc).__name__})", None
+            except Exception as exc:
+                kind, done = type(exc).__name__, None
+            with lock:
+                if kind:
+                    errors[kind] += 1
+                else:
+                    latencies.append(done)
+
+    threads = [threading.Thread(target=client, args=(n,), daemon=True) for n in range(clients)]
+    for thread in threads:
+        thread.start()
+    began = time.perf_counter()
+    end = began + seconds
+    start.wait()
+    for thread in threads:
+        thread.join()
+    elapsed = time.perf_counter() - began
+    dropped = sum(n for kind, n in errors.items() if kind.startswith("dropped"))
+    return {"clients": clients, "panels": len(latencies), "panels_per_s": round(len(latencies) / elapsed, 2),
+            "latency_ms": spread(latencies), "errors": dict(errors), "error_count": sum(errors.values()) - dropped,
+            "dropped": dropped}
 
 
 def sequential(port, direct, panels):
@@ -627,6 +724,14 @@ class Bench:
         return self.measured(lambda: load(self.port, clients, self.seconds),
                              lambda r: r["panels"] + r["error_count"] + r["dropped"])
 
+    def route(self):
+        return self.measured(lambda: route_turns(self.port, self.direct, self.panels),
+                             lambda r: r["turn_overhead_ms"]["n"] + r["failed_turns"])
+
+    def route_throughput(self, clients):
+        return self.measured(lambda: route_load(self.port, clients, self.seconds),
+                             lambda r: r["panels"] + r["error_count"] + r["dropped"])
+
 
 def run_phases(bench, phases, results, say):
     out = results["phases"]
@@ -664,6 +769,12 @@ def run_phases(bench, phases, results, say):
             entry = bench.fresh_gateway(f"backend-{name}", warm=1 if "subprocess" in name else 3, **env)
             entry.update(bench.overhead(panels))
             out["backends"][name] = entry
+    if "route" in phases:
+        say("route: sequential streamed turns against the member's own stream")
+        out["route"] = bench.fresh_gateway("route")
+        out["route"]["turns"] = bench.route()
+        say(f"route: {ROUTE_CLIENTS} concurrent clients for {bench.seconds:g} s")
+        out["route"][str(ROUTE_CLIENTS)] = bench.route_throughput(ROUTE_CLIENTS)
     if "workers" in phases:
         command = [sys.executable, str(CODE / "gateway.py"), "--port", "0", "--workers", str(WORKERS)]
         out["workers"] = bench.fresh_gateway(f"workers{WORKERS}", command=command)
@@ -695,6 +806,12 @@ def verdicts(results):
         found[f"panels/s at 32 clients, {WORKERS} workers"] = p["workers"]["32"]["panels_per_s"]
         w64 = p["workers"]["64"]
         found[f"errors + dropped at 64 clients, {WORKERS} workers"] = w64["error_count"] + w64["dropped"]
+    if "route" in p:
+        found["route turn overhead p50"] = p["route"]["turns"]["turn_overhead_ms"]["p50"]
+        found["route first token after the upstream's (p50)"] = p["route"]["turns"]["first_token_after_upstream_ms"][
+            "p50"]
+        r32 = p["route"][str(ROUTE_CLIENTS)]
+        found[f"route errors + dropped at {ROUTE_CLIENTS} clients"] = r32["error_count"] + r32["dropped"]
     if "log_size" in p:
         empty = p["log_size"]["0"]["overhead"]["overhead_ms"]["p50"]
         big = p["log_size"]["100000"]
@@ -771,6 +888,16 @@ def render(results):
             lines.append(f"  {clients:>2} clients  {t['panels_per_s']:6.1f}/s  latency {ms(t['latency_ms'])}  "
                          f"errors {t['error_count']} dropped {t['dropped']} {t['errors'] or ''}")
             lines.append(f"              {cpu(t)}  machine {t['machine_busy_cores']:.2f} cores busy")
+    if "route" in p:
+        r, t = p["route"]["turns"], p["route"][str(ROUTE_CLIENTS)]
+        lines += ["", "Route mode (streamed turns; ms)",
+                  f"  turn over upstream  {ms(r['turn_overhead_ms'])}   failed {r['failed_turns']}",
+                  f"  first token over up {ms(r['first_token_after_upstream_ms'])}",
+                  f"  rig noise           {ms(r['rig_noise_ms'])}   (the member's stream again: no gateway)",
+                  f"  {cpu(r)}",
+                  f"  {ROUTE_CLIENTS} clients  {t['panels_per_s']:6.1f} turns/s  latency {ms(t['latency_ms'])}  "
+                  f"errors {t['error_count']} dropped {t['dropped']} {t['errors'] or ''}",
+                  f"              {cpu(t)}"]
     if "backends" in p:
         lines += ["", "Backends (sequential overhead; ms)"]
         for name, b in p["backends"].items():
@@ -970,8 +1097,8 @@ def render_profile(found):
 def main(argv=None):
     parser = argparse.ArgumentParser(description="Benchmark the panel gateway against its floor (issue 7).")
     parser.add_argument("--quick", action="store_true", help="3 s phases and fewer panels (development)")
-    parser.add_argument("--phases", default="overhead,streaming,throughput,logsize,backends,workers",
-                        help="comma-separated subset of overhead,streaming,throughput,logsize,backends,workers")
+    parser.add_argument("--phases", default="overhead,streaming,throughput,logsize,backends,workers,route",
+                        help="comma-separated subset of overhead,streaming,throughput,logsize,backends,workers,route")
     parser.add_argument("--profile", action="store_true", help="profile the gateway instead of benchmarking it")
     parser.add_argument("--tokens", type=int, default=TOKENS,
                         help=f"chunks each ~1,000-character answer streams in (default {TOKENS}; 1 isolates the "

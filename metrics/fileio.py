@@ -90,7 +90,7 @@ def write_atomic(path, text, mode=None):
             os.chmod(temp, mode)
         _replace(temp, path)
     except OSError as exc:  # the old file is untouched; the error names the file and the system's reason
-        raise _failed(path, exc) from exc
+        raise refused(path, exc) from exc
     finally:
         with contextlib.suppress(OSError):
             os.unlink(temp)
@@ -281,7 +281,7 @@ def append_bytes(path, data):
             path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(path, APPEND_FLAGS, 0o644)
     except OSError as exc:
-        raise _failed(path, exc) from exc
+        raise refused(path, exc) from exc
     try:
         if fcntl:
             fcntl.flock(fd, fcntl.LOCK_EX)
@@ -309,7 +309,7 @@ def append_locked(fd, path, data):
         _write_all(fd, data)
     except OSError as exc:
         _undo(fd, start)
-        raise _failed(path, exc) from exc
+        raise refused(path, exc) from exc
     _ends[key] = (st.st_ino, start + len(data))
     _failures.pop(key, None)
     return start + len(data)
@@ -351,7 +351,8 @@ def _undo(fd, size):
         os.ftruncate(fd, size)
 
 
-def _failed(path, exc):
+def refused(path, exc):
+    """The `WriteFailed` of a write to `path` the system refused; `/health` says so until one succeeds."""
     _failures[os.fspath(path)] = f"[Errno {exc.errno}] {exc.strerror or exc}"
     return WriteFailed(exc.errno, exc.strerror or str(exc), os.fspath(path))
 

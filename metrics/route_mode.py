@@ -335,7 +335,11 @@ def start(name, ask, caller):
     id and a queue of `Live`, `Chunk`, then `Done` or `Failed` events). Refusals raise before anything runs;
     the member call runs to its end even if the client hangs up (RT-18)."""
     planned = plan(name, ask, caller)
-    record = conversations.claim(planned.key, planned.eligible, lambda: rank(planned.eligible), ask.messages)
+    try:
+        record = conversations.claim(planned.key, planned.eligible, lambda: rank(planned.eligible), ask.messages)
+    except OSError as exc:  # the turn is still answered; only its stickiness is not kept
+        print(f"route mode: {exc}", file=sys.stderr, flush=True)
+        record = conversations.unstored(ask.messages, rank(planned.eligible))
     panel.admit(caller)
     events = queue.Queue()
 
@@ -371,14 +375,19 @@ def run(planned, record, ask, events):
 def finish(planned, record, member, error, tried):
     """RT-16: record the turn of the member that answered (or failed part way), then its event."""
     status = "error" if error else ("ok" if member.turn.answered else "empty")
-    call, turn, new = conversations.finish(planned.key, record, member.alias)
+    problems = []
+    try:
+        call, turn, new = conversations.finish(planned.key, record, member.alias)
+    except OSError as exc:
+        print(f"route mode: {exc}", file=sys.stderr, flush=True)
+        problems.append(str(exc))
+        call, turn, new = conversations.unstored_finish(record, member.alias)
     bench = {"collection": f"bench/{planned.name}", "reply": "route", "conversation": record["conv"], "call": call,
              "alias": member.alias, "turn": turn}
     if tried:
         bench["failed_over"] = tried
     if planned.skipped:
         bench["skipped"] = planned.skipped
-    problems = []
     if new:
         bench["verdict"] = VERDICT_HINT
         note = f"route conversation; first turn {status} in {member.seconds}s"

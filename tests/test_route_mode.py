@@ -32,6 +32,8 @@ ROUTE_MODELS = {
     "plain": {"answer": "Plain: no tools here.", "context_window": 32000, "tools": False},
     "small": {"answer": "Small window.", "context_window": 100, "tools": True},
     "eye": {"answer": "Eye: a red square.", "vision": True, "context_window": 32000, "tools": True},
+    "lagging": {"answer": "Lagging: here at last.", "fail": "slow", "delay": 0.6, "context_window": 32000,
+                "tools": True},
 }
 PROMPT = "Fix the failing test in parser.py"
 TOOLS = [{"type": "function", "function": {"name": "read_file", "description": "Read a file",
@@ -291,6 +293,23 @@ def test_rt16_failure_after_going_live_is_final(gw, routed):
     assert route_lines()[-1]["status"] == "error" and [r["model"] for r in routed.requests].count("steady") == 0
 
 
+def test_rt20_the_200_waits_for_the_grace_then_keep_alives_until_the_member_speaks(gw, routed, monkeypatch):
+    """RT-20: past ROUTE_GRACE the 200 goes without X-Bench-Model; keep-alives hold the line until the answer."""
+    import gateway
+
+    monkeypatch.setattr(route_mode, "ROUTE_GRACE", 0.1)
+    monkeypatch.setattr(gateway, "KEEPALIVE", 0.15)
+    collection("lagging")
+    status, head, data = chat(gw, stream=True)
+    text = data.decode()
+    assert status == 200 and "x-bench-model" not in head and head["x-bench-conversation"]
+    assert text.startswith(": keep-alive\n\n") and text.count(": keep-alive") >= 2
+    assert "Lagging: " in text and events(data)[-1]["bench"]["alias"] == "lagging"
+    status, head, data = exchange(gw, "/v1/messages", {"model": "bench/core:route", "max_tokens": 50, "stream": True,
+                                                       "messages": [{"role": "user", "content": "again"}]})
+    assert status == 200 and "event: ping" in data.decode() and data.decode().startswith("event: message_start")
+
+
 # ---------------------------------------------------------------- stickiness (RT-7..10)
 
 
@@ -393,6 +412,17 @@ def test_route_write_failure_loses_no_answer(gw, routed):
     reply = json.loads(data)
     assert status == 200 and reply["choices"][0]["message"]["content"] == "Steady: the test passes now."
     assert reply["bench"]["logged"] is False and "routes.jsonl" in reply["bench"]["log_error"]
+
+
+def test_route_conversation_store_refused_loses_no_answer(gw, routed):
+    """Nothing lost: the conversations folder cannot be written: the turn is still answered, and says why."""
+    collection("steady")
+    conversations.folder().parent.mkdir(parents=True, exist_ok=True)
+    conversations.folder().write_text("a file where the folder should be")
+    status, _, data = chat(gw)
+    reply = json.loads(data)
+    assert status == 200 and reply["choices"][0]["message"]["content"] == "Steady: the test passes now."
+    assert reply["bench"]["logged"] is False and reply["bench"]["call"].endswith(".1")
 
 
 # ---------------------------------------------------------------- across processes (improvement 18)
