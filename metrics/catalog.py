@@ -279,10 +279,16 @@ def cannot_see(alias, known=None):
     return f"does not take images (says {source})"
 
 
-def can_call_tools(alias):
-    """Whether tool requests may be routed to `alias`: tools known true (CAT-4).
-    No caller yet: route mode (RT-4, a request with tools) will call it."""
-    return table()[alias]["tools"] is True
+def cannot_call_tools(alias, known=None):
+    """`""` when a request with tools may go to `alias` (CAT-4, RT-4): tools must be known true; else why not.
+    `known` as for `window()`."""
+    info = (table() if known is None else known)[alias]
+    if info.get("tools") is True:
+        return ""
+    if info.get("tools") is None:
+        return "the catalog has no tool-calling information; tick Tool calling in its model popup if it calls tools"
+    source = (info.get("sources") or {}).get("tools") or "the catalog"
+    return f"does not call tools (says {source})"
 
 
 REGION_PREFIX = re.compile(r"^(?:llm7|us|eu|apac|global)\.")

@@ -122,13 +122,9 @@ def _why_not(alias, ask, image_count, needed, gone, ad_hoc, known, unknown):
     if api != "chat":
         return f"reached through the {api} API; route mode passes requests to chat completions only"
     if ask.tools:
-        tools = known[alias].get("tools")
-        if tools is None:
-            return ("the catalog has no tool-calling information; tick Tool calling in its model popup if it "
-                    "calls tools")
-        if tools is not True:
-            source = (known[alias].get("sources") or {}).get("tools") or "the catalog"
-            return f"does not call tools (says {source})"
+        why = catalog.cannot_call_tools(alias, known)
+        if why:
+            return why
     if image_count:
         why = catalog.cannot_see(alias, known)
         if why:

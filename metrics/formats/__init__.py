@@ -19,7 +19,9 @@ One small module per API: `chat` (chat completions), `anthropic`, `responses`,
 `completions`, `ollama`, `gemini`. Each holds pure functions (its reader, reply,
 stream writer, error body and, for the outbound half, the native request builder
 and `Reader` the built-in client uses) and its `Format` subclass, which binds the
-inbound ones. Route mode (§11) slots in as more methods on each API's `Format`.
+inbound ones. Route mode (§11) adds two methods to each: `route_writer(...)` and
+`route_reply(turn, ...)`, which relay one member's turn (`turn.Turn`, assembled from its chunks)
+with tool calls in the client's own shape; legacy completions and Ollama's generate carry its text.
 """
 
 from metrics import routes

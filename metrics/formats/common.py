@@ -296,8 +296,8 @@ class Ask:
     - `custom`: Responses only, the names of its custom tools (§6.2);
     - `load`: Ollama's "load the model" call, with no prompt and no messages (improvement 9).
 
-    A panel reads the model, messages, stream, nominees and reply mode. Route mode (§11) will send the
-    messages, tools, tool choice and pass-through fields on to one member (RT-11) and answer a call to a
+    A panel reads the model, messages, stream, nominees and reply mode. Route mode (§11) sends the
+    messages, tools, tool choice and pass-through fields on to one member (RT-11) and answers a call to a
     custom tool in the Responses shape (RT-21b). §3.2's `options` are among the pass-through fields, as
     nothing else reads them (each seat asks with its own), and its `upstream` is the three together.
     """
@@ -344,7 +344,7 @@ def bench_fields(body):
 
 def options(max_tokens=None, temperature=None, top_p=None, stop=None):
     """Sampling options under chat completions' names (§3.2 `options`): `None` dropped, `stop` always a list.
-    A panel never forwards them (FMT-15a); route mode will, in `Ask.passthrough` (RT-11)."""
+    A panel never forwards them (FMT-15a); route mode does, in `Ask.passthrough` (RT-11)."""
     if isinstance(stop, str):
         stop = [stop]
     found = {"max_tokens": max_tokens, "temperature": temperature, "top_p": top_p, "stop": stop}
@@ -383,8 +383,8 @@ class Format:
     """One client's API on a panel route (formats.md §5-§8, §10): one subclass per API, in its own module.
 
     A subclass names its fmt id (`name`, FMT-3) and its panel stream writer (`Stream`, STR-1), and gives
-    `read`, `answer` and `error_body`; the rest has a default a subclass may replace. Route mode's pieces
-    (its replies and streams, tool calls in the client's own shape, RT-21) join these, API by API.
+    `read`, `answer` and `error_body`; the rest has a default a subclass may replace, route mode's
+    `route_writer` and `route_reply` (RT-21) among them.
     """
 
     name = ""
