@@ -22,7 +22,7 @@ import secrets
 import threading
 import time
 
-from metrics import fileio, paths
+from metrics import fileio, keys, paths
 from metrics.formats import common
 
 STICKY_TTL = 3600
@@ -123,7 +123,8 @@ def claim(conv_key, eligible, rank, messages):
 
 
 def _record(messages):
-    task = " ".join(first_user_text(messages).split())[:TASK_CHARS]
+    # cleaned before the cut, as the panel's task is: no key or user:password URL is ever half-kept
+    task = keys.clean(" ".join(first_user_text(messages).split()), TASK_CHARS)
     return {"conv": new_id(), "turns": 0, "models": [], "task": task}
 
 

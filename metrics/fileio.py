@@ -331,6 +331,18 @@ def rotate(path, max_bytes, keep):
         os.replace(path, path.with_name(f"{path.name}.1"))
 
 
+def append_log(path, record, max_bytes, keep):
+    """`append_jsonl`, then `rotate` once the file has grown to `max_bytes` (0: never). A rotation that fails is
+    only said: the line is written, and the log grows past its size until a rotation works."""
+    size = append_jsonl(path, record)
+    if max_bytes and size >= max_bytes:
+        try:
+            rotate(path, max_bytes, keep)
+        except OSError as exc:
+            print(f"warning: {path} was not rotated: {exc}", file=sys.stderr)
+    return size
+
+
 def _byte_at(fd, offset):
     if hasattr(os, "pread"):
         return os.pread(fd, 1, offset)

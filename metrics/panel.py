@@ -711,14 +711,8 @@ def write_call_log(plan, seats, merger):
             "prompt": logged_text(plan.prompt, plan.settings, known), "seats": logged}
     if plan.skipped:
         line["skipped"] = plan.skipped
-    path = paths.file("runs", "gateway", "calls.jsonl")
-    size = fileio.append_jsonl(path, line)
-    limit = plan.settings["calls_log_max_mb"] * 1_000_000
-    if limit and size >= limit:
-        try:
-            fileio.rotate(path, limit, plan.settings["calls_log_keep"])
-        except OSError as exc:  # the line is written; the log only grows past its size until a rotation works
-            print(f"warning: {path} was not rotated: {exc}", file=sys.stderr)
+    fileio.append_log(paths.file("runs", "gateway", "calls.jsonl"), line,
+                      plan.settings["calls_log_max_mb"] * 1_000_000, plan.settings["calls_log_keep"])
 
 
 def logged_text(text, settings, known):

@@ -356,6 +356,8 @@ def run(planned, record, ask, events):
     order = try_order(record, planned.eligible)
     tried = []
     for i, alias in enumerate(order):
+        if client.STOP.is_set():
+            break  # a stopping gateway asks no one else
         last = i == len(order) - 1
         member = Member(alias, events)
         error = member.ask(ask, last)
@@ -440,7 +442,8 @@ def routes_path():
 
 
 def write_line(planned, record, call, member, turn, status, tried, error):
-    """RT-22: one line per turn; never the prompt or the messages."""
+    """RT-22: one line per turn; never the prompt or the messages (the task is the first message's first words,
+    cleaned as the offload's is)."""
     line = {"conversation": record["conv"], "call": call, "at": panel.local_iso(), "model": f"bench/{planned.name}",
             "key": planned.caller, "alias": member.alias if member else "", "turn": turn, "task": record["task"],
             "status": status}
@@ -460,4 +463,5 @@ def write_line(planned, record, call, member, turn, status, tried, error):
         line["tried"] = tried
     if error:
         line["error"] = keys.cut(error, ERROR_KEPT, last=True)
-    fileio.append_jsonl(routes_path(), line)
+    settings = collections.settings()  # rotated as the calls log is (security review 9)
+    fileio.append_log(routes_path(), line, settings["calls_log_max_mb"] * 1_000_000, settings["calls_log_keep"])

@@ -395,6 +395,15 @@ def test_rt22_rt24_routes_jsonl_one_offload_per_model_and_ledger_purpose(gw, rou
     assert status == 200 and offload.record("bench/core")["steady"]["useful"] == 1
 
 
+def test_rt22_the_task_is_cleaned_before_it_is_written(gw, routed):
+    """RT-22, IMG-8: a user:password URL in the first message is in no record route mode writes."""
+    collection("steady")
+    status, _, _ = chat(gw, messages=[{"role": "user", "content": "clone https://ann:hunter2@git.example/x and fix"}])
+    written = [route_mode.routes_path(), offload.log_path(), *conversations.folder().glob("*.json")]
+    assert status == 200 and all("hunter2" not in path.read_text() for path in written)
+    assert "git.example" in route_lines()[-1]["task"]
+
+
 def test_route_refusal_carries_the_known_conversation(gw, routed):
     """Improvement 13: a refusal of a turn in a known conversation says which conversation it was."""
     collection("steady")
