@@ -95,11 +95,12 @@ class TurnFailed(Refusal):
 
 @dataclasses.dataclass
 class Plan:
+    """A turn's plan: who may answer it (in collection order), who may not and why, its conversation's key."""
+
     name: str
     caller: str
     eligible: list
     skipped: list
-    needed: int
     key: str
 
 
@@ -108,31 +109,36 @@ def _members(collection):
     return list(dict.fromkeys(a for a in raw if isinstance(a, str) and a))
 
 
-def _why_not(alias, ask, image_count, needed, gone, ad_hoc, known, unknown):
-    """RT-4: why `alias` may not answer this turn (the first reason), or ""."""
-    if alias in gone:
-        return panel.retired_why(gone[alias])
-    if alias in unknown:
-        return "not registered on the bench"
-    if alias in ad_hoc:
-        return "ad hoc (expensive or capped), never routed to automatically"
-    if roles.role_of(alias) == "vision" and not image_count:
-        return "a vision specialist; used only for requests that include images"
-    api = known.api(alias)
-    if api != "chat":
-        return f"reached through the {api} API; route mode passes requests to chat completions only"
-    if ask.tools:
-        why = catalog.cannot_call_tools(alias, known)
-        if why:
-            return why
-    if image_count:
-        why = catalog.cannot_see(alias, known)
-        if why:
-            return why
-    size = catalog.too_small(alias, needed, known)
-    if size:
-        return f"its context window ({size:,} tokens) is under this request (about {needed:,})"
-    return ""
+class Reasons:
+    """What a turn is checked against (RT-4), read once per turn: who is retired, ad hoc or unregistered, and
+    the catalog. `why_not(alias)` gives the first reason `alias` may not answer, or ""; the size check is
+    the planner's, as only it can tell "nobody fits" (413) from "nobody may" (400)."""
+
+    def __init__(self, ask, members, image_count):
+        self.ask = ask
+        self.image_count = image_count
+        self.retired = panel.retired()
+        self.ad_hoc = set(roles.ad_hoc())
+        self.unknown = set(panel.unregistered(members))
+        self.known = catalog.table()
+
+    def why_not(self, alias):
+        if alias in self.retired:
+            return panel.retired_why(self.retired[alias])
+        if alias in self.unknown:
+            return "not registered on the bench"
+        if alias in self.ad_hoc:
+            return "ad hoc (expensive or capped), never routed to automatically"
+        if roles.role_of(alias) == "vision" and not self.image_count:
+            return "a vision specialist; used only for requests that include images"
+        api = self.known.api(alias)
+        if api != "chat":
+            return f"reached through the {api} API; route mode passes requests to chat completions only"
+        if self.ask.tools and catalog.cannot_call_tools(alias, self.known):
+            return catalog.cannot_call_tools(alias, self.known)
+        if self.image_count:
+            return catalog.cannot_see(alias, self.known)
+        return ""
 
 
 def plan(name, ask, caller):
@@ -147,24 +153,25 @@ def plan(name, ask, caller):
     if not any(isinstance(m, dict) and m.get("role") == "user" for m in ask.messages):
         raise Unsupported(f"no user message to put to bench/{name}")
     needed = common.prompt_tokens(ask.messages)  # improvement 1: each image counted once
-    gone, ad_hoc, known = panel.retired(), set(roles.ad_hoc()), catalog.table()
-    unknown = set(panel.unregistered(members))
-    eligible, skipped, small = [], [], []
+    reasons = Reasons(ask, members, image_count)
+    eligible, skipped, small = [], [], 0
     for alias in members:
-        why = _why_not(alias, ask, image_count, needed, gone, ad_hoc, known, unknown)
+        why = reasons.why_not(alias)
+        size = None if why else catalog.too_small(alias, needed, reasons.known)
+        if size:
+            why = f"its context window ({size:,} tokens) is under this request (about {needed:,})"
+            small += 1
         if why:
             skipped.append({"alias": alias, "why": why})
-            if why.startswith("its context window"):
-                small.append(alias)
         else:
             eligible.append(alias)
     if not eligible:
         listed = "; ".join(f"{s['alias']} {s['why']}" for s in skipped)
-        if len(small) == len(skipped):
+        if small == len(skipped):
             raise PromptTooLarge(f"no member can read this request: {listed}. Trim it, or choose a collection "
                                  "whose members have larger windows (GET /v1/models lists each one's)")
         raise Unsupported(f"no member of bench/{name} can take this request: {listed}")
-    return Plan(name, caller, eligible, skipped, needed, conversations.key(name, caller, ask.messages))
+    return Plan(name, caller, eligible, skipped, conversations.key(name, caller, ask.messages))
 
 
 def rank(eligible):
