@@ -31,13 +31,13 @@ Decisions where the spec is silent or improved (formats.md §15):
   `bench` says `"logged": false` with why, as a panel's seats do.
 """
 
+import concurrent.futures
 import dataclasses
 import datetime
 import math
 import queue
 import random
 import sys
-import threading
 import time
 
 from metrics import (
@@ -71,6 +71,10 @@ MESSAGE_KEPT = 200
 RETRY_FALLBACK = 60
 VERDICT_HINT = 'optional, once per conversation: POST /bench/verdict {"call", "useful": true|false, "note"}'
 RATE_LIMITED = ("error code: 429", "rate limit")
+
+
+# Turns run on reused threads: starting one per turn cost more than the turn's whole plan.
+_pool = concurrent.futures.ThreadPoolExecutor(max_workers=512, thread_name_prefix="route")
 
 
 class NoMembers(Refusal, LookupError):
@@ -354,7 +358,7 @@ def start(name, ask, caller):
         finally:
             panel.flight.leave(caller)
 
-    threading.Thread(target=work, name=f"route-{name}", daemon=True).start()
+    _pool.submit(work)
     return Started(record["conv"], events)
 
 
