@@ -497,40 +497,13 @@ def route_turns(port, direct, turns):
 
 
 def route_load(port, clients, seconds):
-    """`clients` threads, a conversation each, asking streamed turns back to back for `seconds`."""
-    latencies, errors, lock = [], Counter(), threading.Lock()
-    start = threading.Barrier(clients + 1)
+    """Streamed route turns from `clients` threads, a conversation each, for `seconds`."""
+    bodies = [route_body(f"{PROMPT}\n(conversation {n})") for n in range(clients)]
 
-    def client(n):
-        body = route_body(f"{PROMPT}\n(conversation {n})")
-        start.wait()
-        while time.perf_counter() < end:
-            try:
-                status, headers, first, done = timed_stream("127.0.0.1", port, "/v1/chat/completions", body)
-                kind = None if status == 200 and first is not None else f"http {status}"
-            except DROPPED as exc:
-                kind, done = f"dropped ({type(exc).__name__})", None
-            except Exception as exc:
-                kind, done = type(exc).__name__, None
-            with lock:
-                if kind:
-                    errors[kind] += 1
-                else:
-                    latencies.append(done)
-
-    threads = [threading.Thread(target=client, args=(n,), daemon=True) for n in range(clients)]
-    for thread in threads:
-        thread.start()
-    began = time.perf_counter()
-    end = began + seconds
-    start.wait()
-    for thread in threads:
-        thread.join()
-    elapsed = time.perf_counter() - began
-    dropped = sum(n for kind, n in errors.items() if kind.startswith("dropped"))
-    return {"clients": clients, "panels": len(latencies), "panels_per_s": round(len(latencies) / elapsed, 2),
-            "latency_ms": spread(latencies), "errors": dict(errors), "error_count": sum(errors.values()) - dropped,
-            "dropped": dropped}
+    def ask(n):
+        status, _, first, _ = timed_stream("127.0.0.1", port, "/v1/chat/completions", bodies[n])
+        return None if status == 200 and first is not None else f"http {status}"
+    return drive(clients, seconds, ask)
 
 
 def sequential(port, direct, panels):
@@ -618,21 +591,19 @@ DROPPED = (ConnectionResetError, BrokenPipeError, ConnectionAbortedError, http.c
            http.client.IncompleteRead)
 
 
-def load(port, clients, seconds):
-    """`clients` threads asking panels back to back for `seconds`; every error and dropped connection counted."""
+def drive(clients, seconds, ask):
+    """`clients` threads calling `ask(n)` back to back for `seconds`; `ask` returns an error kind or None and
+    raises for a dropped connection. Every error and dropped connection is counted."""
     latencies, errors, lock = [], Counter(), threading.Lock()
     last_done = [0.0]
     start = threading.Barrier(clients + 1)
 
-    def client():
+    def client(n):
         start.wait()
         while time.perf_counter() < end:
             began = time.perf_counter()
             try:
-                status, reply = post(port, PANEL_BODY)
-                kind = None if status == 200 else f"http {status}"
-                if kind is None and any(s.get("status") != "ok" for s in reply["bench"]["seats"]):
-                    kind = "seat error"
+                kind = ask(n)
             except DROPPED as exc:
                 kind = f"dropped ({type(exc).__name__})"
             except TimeoutError:
@@ -647,7 +618,7 @@ def load(port, clients, seconds):
                 else:
                     latencies.append(finished - began)
 
-    threads = [threading.Thread(target=client, daemon=True) for _ in range(clients)]
+    threads = [threading.Thread(target=client, args=(n,), daemon=True) for n in range(clients)]
     for thread in threads:
         thread.start()
     began = time.perf_counter()
@@ -660,6 +631,16 @@ def load(port, clients, seconds):
     return {"clients": clients, "panels": len(latencies), "panels_per_s": round(len(latencies) / elapsed, 2),
             "latency_ms": spread(latencies), "errors": dict(errors), "error_count": sum(errors.values()) - dropped,
             "dropped": dropped}
+
+
+def load(port, clients, seconds):
+    """Non-streamed panels from `clients` threads for `seconds`; a seat's error counts as an error."""
+    def ask(n):
+        status, reply = post(port, PANEL_BODY)
+        if status != 200:
+            return f"http {status}"
+        return "seat error" if any(s.get("status") != "ok" for s in reply["bench"]["seats"]) else None
+    return drive(clients, seconds, ask)
 
 
 # -------------------------------------------------------------------------------- phases

@@ -66,6 +66,7 @@ from email.utils import parsedate_to_datetime
 
 from metrics import (catalog, connections, endpoints, fileio, formats, keys, learn, ledger, notices, paths, registry,
                      transport)
+from metrics.formats.turn import delta_text
 from metrics.gather import Stalled, TimedOut, TooLarge
 # STOP, Body and HTTPError are callers' names too, as client.STOP (the gateway's and panel's stop) and the rest
 from metrics.transport import DRAIN, STOP, USER_AGENT, Body, HTTPError
@@ -243,15 +244,6 @@ def _json(raw):
     return value
 
 
-def _text_of(content):
-    """Content as text: a string, or the concatenated `text` of a list of parts."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
-    return ""
-
-
 def _reasoning_of(message):
     value = message.get("reasoning_content") or message.get("reasoning")
     return value if isinstance(value, str) else ""
@@ -303,7 +295,7 @@ def _chat_stream(call, events):
             if reasoning:
                 thought.append(reasoning)
                 call.delta("reasoning", reasoning)
-            content = _text_of(delta.get("content"))
+            content = delta_text(delta.get("content"))
             if content:
                 text.append(content)
                 call.delta("text", content)
@@ -360,7 +352,7 @@ def _chat_json(call, blob):
     if not isinstance(message, dict):
         return _reply(error=f"Error: client failed: the reply had no choices: {_excerpt(call, repr(obj))}")
     tool_calls = [t for t in message.get("tool_calls") or [] if isinstance(t, dict)]
-    reply = _reply(text=_text_of(message.get("content")), reasoning=_reasoning_of(message),
+    reply = _reply(text=delta_text(message.get("content")), reasoning=_reasoning_of(message),
                    model=obj.get("model") if isinstance(obj.get("model"), str) else "",
                    usage=obj["usage"] if isinstance(obj.get("usage"), dict) else {},
                    finish=choice.get("finish_reason") or "", tool_calls=len(tool_calls))

@@ -241,17 +241,19 @@ class Chunk:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Done:
+    """The turn is answered and recorded: the member's whole turn and the route `bench` (RT-26)."""
+
     turn: Turn
     bench: dict
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Failed:
-    exc: Exception
+Failed = panel.Failed  # the turn failed with `exc` (a refusal before any `Live`; after it, the stream's error)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Started:
+    """A turn under way: its conversation's id (the `X-Bench-Conversation` header) and its events."""
+
     conversation: str
     events: queue.Queue
 

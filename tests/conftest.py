@@ -1,5 +1,6 @@
 """Shared fixtures: every test gets its own data folder and llm user folder."""
 
+import contextlib
 import os
 
 import pytest
@@ -67,15 +68,24 @@ def bench(home, upstream, monkeypatch):
     return upstream
 
 
-@pytest.fixture
-def server(bench):
-    """The real gateway on a free port, as its server object, so a test can shorten its limits while it runs."""
+@contextlib.contextmanager
+def running_gateway():
+    """The real gateway on a free port, on a thread of this process; stopped when the block ends."""
     import gateway as gateway_module
 
     srv = gateway_module.serve("127.0.0.1", 0)
-    yield srv
-    srv.shutdown()
-    srv.server_close()
+    try:
+        yield srv
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
+@pytest.fixture
+def server(bench):
+    """The real gateway on a free port, as its server object, so a test can shorten its limits while it runs."""
+    with running_gateway() as srv:
+        yield srv
 
 
 @pytest.fixture
@@ -87,3 +97,25 @@ def port(server):
 def gateway(port):
     """The real gateway's base URL (`http://127.0.0.1:<port>`)."""
     return f"http://127.0.0.1:{port}"
+
+
+@pytest.fixture
+def routed(home, route_models, monkeypatch):
+    """Route mode's bench: a data folder on a local upstream serving the test module's `route_models`
+    fixture ({name: spec}), every model registered, the catalog warmed, rotation off (RT-6 is deterministic)."""
+    from metrics import catalog, demo, fileio, route_mode
+
+    monkeypatch.setenv("BENCH_CLIENT", "builtin")
+    monkeypatch.setattr(route_mode, "ROTATE", 0)
+    with demo.Upstream(models={name: dict(spec) for name, spec in route_models.items()}) as up:
+        demo.register(up)
+        fileio.write_atomic(paths.file("config", "gateway.json"), '{"idle_timeout": 5}\n')
+        catalog.warm(refresh=True)
+        yield up
+
+
+@pytest.fixture
+def gw(routed):
+    """The real gateway's base URL in front of the `routed` bench."""
+    with running_gateway() as srv:
+        yield f"http://127.0.0.1:{srv.server_address[1]}"

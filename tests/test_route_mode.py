@@ -41,25 +41,8 @@ TOOLS = [{"type": "function", "function": {"name": "read_file", "description": "
 
 
 @pytest.fixture
-def routed(home, monkeypatch):
-    """A data folder on a local upstream serving ROUTE_MODELS; rotation off so rankings are deterministic."""
-    monkeypatch.setenv("BENCH_CLIENT", "builtin")
-    monkeypatch.setattr(route_mode, "ROTATE", 0)
-    with demo.Upstream(models={name: dict(spec) for name, spec in ROUTE_MODELS.items()}) as up:
-        demo.register(up)
-        fileio.write_atomic(paths.file("config", "gateway.json"), '{"idle_timeout": 5}\n')
-        catalog.warm(refresh=True)
-        yield up
-
-
-@pytest.fixture
-def gw(routed):
-    import gateway
-
-    server = gateway.serve("127.0.0.1", 0)
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+def route_models():
+    return ROUTE_MODELS
 
 
 def collection(*members, **fields):

@@ -17,7 +17,7 @@ import pytest
 from google import genai
 from google.genai import types
 
-from metrics import catalog, demo, fileio, paths, route_mode
+from metrics import demo, fileio, route_mode
 
 ROUTE = "bench/core:route"
 FORECAST = "Oslo: 7 C and rain"
@@ -69,25 +69,8 @@ def get_weather(city: str) -> str:
 
 
 @pytest.fixture
-def scripted(home, monkeypatch):
-    """A data folder on a local upstream serving MODELS; rotation off so the first member leads."""
-    monkeypatch.setenv("BENCH_CLIENT", "builtin")
-    monkeypatch.setattr(route_mode, "ROTATE", 0)
-    with demo.Upstream(models={name: dict(spec) for name, spec in MODELS.items()}) as up:
-        demo.register(up)
-        fileio.write_atomic(paths.file("config", "gateway.json"), '{"idle_timeout": 5}\n')
-        catalog.warm(refresh=True)
-        yield up
-
-
-@pytest.fixture
-def gw(scripted):
-    import gateway
-
-    server = gateway.serve("127.0.0.1", 0)
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+def route_models():
+    return MODELS
 
 
 def collection(*members):
@@ -171,7 +154,7 @@ def openai_turn(sdk, messages, stream, tools=(WEATHER,), **fields):
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
-def test_openai_sdk_chat_tool_loop(gw, scripted, stream):
+def test_openai_sdk_chat_tool_loop(gw, routed, stream):
     """RT-21 chat, RT-21c, RT-12: the call reaches the SDK with the member's id, the result goes back under it,
     the answer uses it; both turns on one member, one conversation (headers and bench agree)."""
     collection("forecaster", "understudy")
@@ -191,9 +174,9 @@ def test_openai_sdk_chat_tool_loop(gw, scripted, stream):
     assert answer["content"] == f"Tool results: {FORECAST}" and "tool_calls" not in answer
     assert (head2["x-bench-model"], head2["x-bench-conversation"]) == ("forecaster", bench["conversation"])
     assert (bench2["alias"], bench2["turn"], bench2["call"]) == ("forecaster", 2, bench["conversation"] + ".1")
-    sent = asked(scripted)[-1]["messages"]  # the client's id reached the member, both sides (RT-21c)
+    sent = asked(routed)[-1]["messages"]  # the client's id reached the member, both sides (RT-21c)
     assert sent[1]["tool_calls"][0]["id"] == "call_oslo" and sent[2]["tool_call_id"] == "call_oslo"
-    assert members_asked(scripted) == ["forecaster", "forecaster"]
+    assert members_asked(routed) == ["forecaster", "forecaster"]
 
 
 # ---------------------------------------------------------------- Anthropic Messages
@@ -223,7 +206,7 @@ def anthropic_turn(sdk, stream, **fields):
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
-def test_anthropic_sdk_tool_loop(gw, scripted, stream):
+def test_anthropic_sdk_tool_loop(gw, routed, stream):
     """RT-21 anthropic, RT-21a, RT-21c, 11.8a: text then a tool_use block with the member's id and input as an
     object; the tool_result goes back under that id and the answer uses it; one member, one conversation."""
     collection("forecaster", "understudy")
@@ -244,11 +227,11 @@ def test_anthropic_sdk_tool_loop(gw, scripted, stream):
     assert answer.content[0].text == f"Tool results: {FORECAST}"
     assert (head2["x-bench-model"], head2["x-bench-conversation"]) == ("forecaster", bench["conversation"])
     assert (bench2["alias"], bench2["turn"], bench2["call"]) == ("forecaster", 2, bench["conversation"] + ".1")
-    sent = asked(scripted)[-1]["messages"]
+    sent = asked(routed)[-1]["messages"]
     assert sent[1] == {"role": "assistant", "content": "Let me check.", "tool_calls": [
         {"id": "call_oslo", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'}}]}
     assert sent[2] == {"role": "tool", "tool_call_id": "call_oslo", "content": FORECAST}
-    assert members_asked(scripted) == ["forecaster", "forecaster"]
+    assert members_asked(routed) == ["forecaster", "forecaster"]
 
 
 CLAUDE_CODE_SYSTEM = [
@@ -258,7 +241,7 @@ CLAUDE_CODE_SYSTEM = [
 ]
 
 
-def test_test14_claude_code_shape_through_the_anthropic_sdk(gw, scripted):
+def test_test14_claude_code_shape_through_the_anthropic_sdk(gw, routed):
     """TEST-14, RT-11, RT-14, RT-21: max_tokens 32000 cut to the member's 8192; system blocks with cache_control
     forwarded as plain text; a reasoning-only member fails over as empty; text, then a tool_use block opened with
     `input: {}` and filled by exactly one input_json_delta; stop_reason tool_use; usage from the upstream's."""
@@ -270,8 +253,8 @@ def test_test14_claude_code_shape_through_the_anthropic_sdk(gw, scripted):
                                                   messages=messages)
     assert bench["failed_over"] == [{"alias": "ponder", "error": "an empty reply"}] and bench["alias"] == "forecaster"
     assert head["x-bench-model"] == "forecaster"
-    sent = asked(scripted, "forecaster")[-1]
-    assert sent["max_tokens"] == 8192 and asked(scripted, "ponder")[-1]["max_tokens"] == 32000  # ponder: no cap
+    sent = asked(routed, "forecaster")[-1]
+    assert sent["max_tokens"] == 8192 and asked(routed, "ponder")[-1]["max_tokens"] == 32000  # ponder: no cap
     assert sent["messages"][0] == {"role": "system", "content": "\n\n".join(b["text"] for b in CLAUDE_CODE_SYSTEM)}
     assert sent["messages"][1] == {"role": "user", "content": "What is the weather in Oslo?"}
     starts = [e.content_block for e in events if e.type == "content_block_start"]
@@ -292,13 +275,13 @@ def test_test14_claude_code_shape_through_the_anthropic_sdk(gw, scripted):
     _, answer, bench2, _ = anthropic_turn(sdk, True, max_tokens=32000, system=CLAUDE_CODE_SYSTEM, messages=messages)
     assert answer.stop_reason == "end_turn" and answer.content[0].text == f"Tool results: {FORECAST}"
     assert bench2["alias"] == "forecaster" and "failed_over" not in bench2  # the conversation stays put
-    sent = asked(scripted)[-1]["messages"]
+    sent = asked(routed)[-1]["messages"]
     assert sent[2]["content"] == "Let me check." and sent[2]["tool_calls"][0]["id"] == "call_oslo"
     assert sent[3] == {"role": "tool", "tool_call_id": "call_oslo", "content": FORECAST}
-    assert members_asked(scripted) == ["ponder", "forecaster", "forecaster"]
+    assert members_asked(routed) == ["ponder", "forecaster", "forecaster"]
 
 
-def test_test15_parallel_calls_arrive_whole(gw, scripted):
+def test_test15_parallel_calls_arrive_whole(gw, routed):
     """TEST-15, ACC-2: interleaved deltas of two calls: Anthropic streams two input_json_deltas, each the whole
     arguments of its call; chat non-streamed has both calls under their own ids."""
     collection("twins")
@@ -317,7 +300,7 @@ def test_test15_parallel_calls_arrive_whole(gw, scripted):
     assert [(c.id, c.function.name, json.loads(c.function.arguments)) for c in calls] == [
         ("call_a", "get_weather", {"city": "Oslo"}), ("call_b", "get_time", {"zone": "Europe/Oslo"})]
     assert reply.choices[0].message.content is None and reply.choices[0].finish_reason == "tool_calls"
-    sent = asked(scripted)[-1]
+    sent = asked(routed)[-1]
     said = " ".join(["", json.dumps({"city": "Oslo"}), json.dumps({"zone": "Europe/Oslo"})])
     assert reply.usage.model_dump(exclude_none=True) == demo.usage(sent["messages"], said, "")  # verbatim (RT-21)
 
@@ -354,7 +337,7 @@ def gemini_turn(sdk, contents, stream, mode="AUTO"):
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
-def test_gemini_sdk_tool_loop(gw, scripted, stream):
+def test_gemini_sdk_tool_loop(gw, routed, stream):
     """RT-21 gemini, RT-21c, 11.8a: the functionCall reaches the SDK with the member's id and its args as an
     object; the functionResponse goes back under that id (kept both ways) and the answer uses it."""
     collection("forecaster", "understudy")
@@ -377,16 +360,16 @@ def test_gemini_sdk_tool_loop(gw, scripted, stream):
     if head2 is not None:
         assert head2["x-bench-model"] == "forecaster"
         assert head2["x-bench-conversation"] == head["x-bench-conversation"]
-    sent = asked(scripted)[-1]["messages"]
+    sent = asked(routed)[-1]["messages"]
     assert sent[1]["tool_calls"][0]["id"] == "call_oslo" and sent[2]["tool_call_id"] == "call_oslo"
-    assert members_asked(scripted) == ["forecaster", "forecaster"]
+    assert members_asked(routed) == ["forecaster", "forecaster"]
     lines = route_lines()
     assert [(line["alias"], line["turn"], line["tool_calls"]) for line in lines] == [("forecaster", 1, 1),
                                                                                    ("forecaster", 2, 0)]
     assert lines[0]["conversation"] == lines[1]["conversation"]
 
 
-def test_gemini_sdk_runs_the_tool_itself(gw, scripted):
+def test_gemini_sdk_runs_the_tool_itself(gw, routed):
     """11.8a, FMT-26: google-genai's automatic function calling (a Python function as the tool): the SDK runs
     the call it got and sends an id-less functionResponse, which the gateway matches to the member's call by name;
     the text it returns is the member's answer with the result."""
@@ -398,13 +381,13 @@ def test_gemini_sdk_runs_the_tool_itself(gw, scripted):
     history = chat.get_history()
     assert [c.role for c in history] == ["user", "model", "user", "model"]
     assert history[1].parts[1].function_call.id == "call_oslo" and history[2].parts[0].function_response.id is None
-    first, second = asked(scripted)
+    first, second = asked(routed)
     assert first["tools"][0]["function"]["parameters"] == WEATHER_SCHEMA  # the SDK's schema of get_weather
     assert second["messages"][1]["tool_calls"][0]["id"] == second["messages"][2]["tool_call_id"] == "call_oslo"
     assert reply.sdk_http_response.headers["x-bench-model"] == "forecaster"
 
 
-def test_test17_gemini_schema_mode_last_chunk_and_numbered_ids(gw, scripted):
+def test_test17_gemini_schema_mode_last_chunk_and_numbered_ids(gw, routed):
     """TEST-17, FMT-26: upper-case schema types lowered and mode ANY sent as `required`; the last SSE chunk's
     parts are exactly the functionCall (upstream id, parsed args); text deltas join to the text; the next turn's
     id-less functionCall/functionResponse pair reaches the member as `call_0` on both sides."""
@@ -422,21 +405,21 @@ def test_test17_gemini_schema_mode_last_chunk_and_numbered_ids(gw, scripted):
         {"functionCall": {"id": "call_oslo", "name": "get_weather", "args": {"city": "Oslo"}}}]
     assert "".join(p["text"] for c in chunks[:-1] for p in c["candidates"][0]["content"]["parts"]) == "Let me check."
     assert chunks[-1]["candidates"][0]["finishReason"] == "STOP" and "bench" not in chunks[-1]
-    sent = asked(scripted)[-1]
+    sent = asked(routed)[-1]
     assert sent["tools"] == [{"type": "function", "function": {"name": "get_weather", "description": "", "parameters": {
         "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
     assert sent["tool_choice"] == "required"
     said, _, _ = gemini_turn(sdk, contents, True, mode="ANY")  # the same through the SDK
     assert said.parts[-1].function_call.args == {"city": "Oslo"}
-    function = asked(scripted)[-1]["tools"][0]["function"]  # the SDK's types.Schema(type="OBJECT") too
-    assert function["parameters"] == WEATHER_SCHEMA and asked(scripted)[-1]["tool_choice"] == "required"
+    function = asked(routed)[-1]["tools"][0]["function"]  # the SDK's types.Schema(type="OBJECT") too
+    assert function["parameters"] == WEATHER_SCHEMA and asked(routed)[-1]["tool_choice"] == "required"
     contents += [types.Content(role="model", parts=[types.Part(function_call=types.FunctionCall(
                      name="get_weather", args={"city": "Oslo"}))]),
                  types.Content(role="user", parts=[types.Part.from_function_response(
                      name="get_weather", response={"forecast": FORECAST})])]
     answer, _, head = gemini_turn(sdk, contents, False)
     assert answer.parts[0].text == "Tool results: " + json.dumps({"forecast": FORECAST})
-    sent = asked(scripted)[-1]["messages"]
+    sent = asked(routed)[-1]["messages"]
     assert sent[1] == {"role": "assistant", "content": None, "tool_calls": [
         {"id": "call_0", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'}}]}
     assert sent[2] == {"role": "tool", "tool_call_id": "call_0", "content": json.dumps({"forecast": FORECAST})}
@@ -462,7 +445,7 @@ def ollama_turn(sdk, messages, stream):
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
-def test_ollama_sdk_tool_loop(gw, scripted, stream):
+def test_ollama_sdk_tool_loop(gw, routed, stream):
     """RT-21 ollama_chat, FMT-26, 11.8a: the call arrives without an id, arguments as an object; the library sends
     it back with a `tool` message naming the tool, which the gateway numbers `call_0` on both sides; the answer
     uses the result; both turns on one member, one conversation (routes.jsonl: the library drops `bench`)."""
@@ -478,17 +461,17 @@ def test_ollama_sdk_tool_loop(gw, scripted, stream):
                            "content": get_weather(**message.tool_calls[0].function.arguments)}]
     answer, _ = ollama_turn(sdk, messages, stream)
     assert answer.content == f"Tool results: {FORECAST}" and not answer.tool_calls
-    sent = asked(scripted)[-1]["messages"]
+    sent = asked(routed)[-1]["messages"]
     assert sent[1] == {"role": "assistant", "content": "Let me check.", "tool_calls": [
         {"id": "call_0", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'}}]}
     assert sent[2] == {"role": "tool", "tool_call_id": "call_0", "content": FORECAST}
-    assert members_asked(scripted) == ["forecaster", "forecaster"]
+    assert members_asked(routed) == ["forecaster", "forecaster"]
     lines = route_lines()
     assert [(line["alias"], line["turn"]) for line in lines] == [("forecaster", 1), ("forecaster", 2)]
     assert lines[0]["conversation"] == lines[1]["conversation"] and lines[0]["call"] == lines[1]["call"]
 
 
-def test_test18_ollama_route_shapes_on_the_wire(gw, scripted):
+def test_test18_ollama_route_shapes_on_the_wire(gw, routed):
     """TEST-18: non-streamed `message.tool_calls` is exactly `[{"function": {"name", "arguments": {...}}}]`;
     streamed, a tool_calls line then the done line with `bench`; a `tool` message with `tool_name` is matched."""
     collection("forecaster")
@@ -509,7 +492,7 @@ def test_test18_ollama_route_shapes_on_the_wire(gw, scripted):
     later = body["messages"] + [reply["message"], {"role": "tool", "tool_name": "get_weather", "content": FORECAST}]
     status, _, data = exchange(gw, "/api/chat", {**body, "messages": later, "stream": False})
     assert status == 200 and json.loads(data)["message"]["content"] == f"Tool results: {FORECAST}"
-    sent = asked(scripted)[-1]["messages"]
+    sent = asked(routed)[-1]["messages"]
     assert sent[1]["tool_calls"][0]["id"] == sent[2]["tool_call_id"] == "call_0"
     collection("twins")  # two calls; their results come back in the other order, matched by tool_name
     sdk = ollama.Client(host=gw)
@@ -520,7 +503,7 @@ def test_test18_ollama_route_shapes_on_the_wire(gw, scripted):
                  {"role": "tool", "tool_name": "get_weather", "content": FORECAST}]
     answer = sdk.chat(model=ROUTE, messages=messages, tools=[WEATHER, CLOCK])
     assert answer.message.content == f"Tool results: 14:00; {FORECAST}"
-    sent = asked(scripted, "twins")[-1]["messages"]
+    sent = asked(routed, "twins")[-1]["messages"]
     assert [c["id"] for c in sent[1]["tool_calls"]] == ["call_0", "call_1"]
     assert [(m["tool_call_id"], m["content"]) for m in sent[2:]] == [("call_1", "14:00"), ("call_0", FORECAST)]
 
@@ -547,7 +530,7 @@ def responses_turn(sdk, items, stream):
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
-def test_test16_responses_function_and_custom_tools(gw, scripted, stream):
+def test_test16_responses_function_and_custom_tools(gw, routed, stream):
     """TEST-16, RT-21b, 11.8a: the function tool goes out with `description: ""`, the custom one as one required
     string `input` with its grammar in the description; the reply is a message, a function_call (call_id = the
     member's id) and a custom_tool_call with the raw input; both outputs go back, the custom call as
@@ -556,7 +539,7 @@ def test_test16_responses_function_and_custom_tools(gw, scripted, stream):
     sdk = openai_sdk(gw)
     items = [{"role": "user", "content": "Check the weather, then fix parser.py"}]
     head, response, events = responses_turn(sdk, items, stream)
-    sent = asked(scripted)[-1]
+    sent = asked(routed)[-1]
     weather, patch = sent["tools"]
     assert weather == {"type": "function", "function": {"name": "get_weather", "description": "",
                                                         "parameters": WEATHER_SCHEMA}}
@@ -589,21 +572,21 @@ def test_test16_responses_function_and_custom_tools(gw, scripted, stream):
     assert [item.type for item in answer.output] == ["message"]
     assert (head2["x-bench-model"], head2["x-bench-conversation"]) == ("patcher", head["x-bench-conversation"])
     assert answer.model_extra["bench"]["turn"] == 2
-    sent = asked(scripted)[-1]["messages"]
+    sent = asked(routed)[-1]["messages"]
     assert sent[1] == {"role": "assistant", "content": "Patching.", "tool_calls": [
         {"id": "call_fn", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'}},
         {"id": "call_patch", "type": "function", "function": {
             "name": "apply_patch", "arguments": json.dumps({"input": CUSTOM_INPUT})}}]}
     assert sent[2:] == [{"role": "tool", "tool_call_id": "call_fn", "content": FORECAST},
                         {"role": "tool", "tool_call_id": "call_patch", "content": "patched parser.py"}]
-    assert members_asked(scripted) == ["patcher", "patcher"]
+    assert members_asked(routed) == ["patcher", "patcher"]
 
 
 # ---------------------------------------------------------------- chat streams as sent (RT-21, TEST-11, TEST-19)
 
 
 @pytest.mark.parametrize("member", ["forecaster", "twins", "tardy"])
-def test_rt21_chat_stream_relays_each_tool_call_delta_as_the_member_sent_it(gw, scripted, member):
+def test_rt21_chat_stream_relays_each_tool_call_delta_as_the_member_sent_it(gw, routed, member):
     """RT-21 chat, TEST-11, ACC-2: every tool-call delta reaches the client exactly as the member streamed it
     (heads, argument pieces, interleaved or with a late id), in chunks under the member's own id, with its
     finish and usage-only chunks; the SDK assembles the same calls the gateway assembles when not streaming."""
@@ -614,7 +597,7 @@ def test_rt21_chat_stream_relays_each_tool_call_delta_as_the_member_sent_it(gw, 
     chunks = sse_data(data)
     assert status == 200 and head["x-bench-model"] == member
     relayed = [c["choices"][0]["delta"] for c in chunks if c["choices"] and "tool_calls" in c["choices"][0]["delta"]]
-    expected = expected_deltas(scripted, member)
+    expected = expected_deltas(routed, member)
     assert relayed == expected and len(expected) >= 4  # each call's head and its argument pieces, one per chunk
     if member == "twins":  # interleaved: both heads first, then the pieces by turns
         assert [d["tool_calls"][0]["index"] for d in relayed[:3]] == [0, 1, 0]
@@ -627,7 +610,7 @@ def test_rt21_chat_stream_relays_each_tool_call_delta_as_the_member_sent_it(gw, 
     usage_only = [c for c in chunks[:-1] if c["choices"] == []]
     assert len(usage_only) == 1 and usage_only[0]["usage"]["completion_tokens"] > 0
     assert all(c["model"] == "bench/core" and c["object"] == "chat.completion.chunk" for c in chunks)
-    script = [(s["id"], s["name"], json.dumps(s["arguments"])) for s in scripted.models[member]["tool_calls"][0]]
+    script = [(s["id"], s["name"], json.dumps(s["arguments"])) for s in routed.models[member]["tool_calls"][0]]
     sdk = openai_sdk(gw)
     with sdk.chat.completions.stream(model=ROUTE, tools=[WEATHER, CLOCK], messages=[
             {"role": "user", "content": f"Again, streamed ({member})"}]) as running:  # the SDK's own accumulator
@@ -639,7 +622,7 @@ def test_rt21_chat_stream_relays_each_tool_call_delta_as_the_member_sent_it(gw, 
         assert [(c.id, c.function.name, c.function.arguments) for c in choice.message.tool_calls] == script
 
 
-def test_test19_a_whole_json_reply_is_relayed_as_one_chunk(gw, scripted):
+def test_test19_a_whole_json_reply_is_relayed_as_one_chunk(gw, routed):
     """TEST-19, RT-12: a member that answers a stream request with one plain JSON body: its reply goes out as one
     chunk (the tool call at index 0 inside it), then the bench; the SDKs get the call, streamed and not."""
     collection("monolith")
@@ -653,7 +636,7 @@ def test_test19_a_whole_json_reply_is_relayed_as_one_chunk(gw, scripted):
     assert choice["finish_reason"] == "tool_calls" and choice["delta"]["tool_calls"] == [
         {"index": 0, "id": "call_whole", "type": "function",
          "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'}}]
-    assert asked(scripted)[-1]["stream"] is True  # it was asked to stream, and did not
+    assert asked(routed)[-1]["stream"] is True  # it was asked to stream, and did not
     _, message, _ = openai_turn(openai_sdk(gw), [{"role": "user", "content": "Weather in Bergen?"}], True)
     assert [(c["id"], c["function"]["arguments"]) for c in message["tool_calls"]] == [
         ("call_whole", '{"city": "Oslo"}')]
@@ -666,7 +649,7 @@ def test_test19_a_whole_json_reply_is_relayed_as_one_chunk(gw, scripted):
 # ---------------------------------------------------------------- failover, rate limits (RT-15, RT-17)
 
 
-def test_rt15_a_rate_limited_member_is_replaced_unseen_through_the_sdks(gw, scripted):
+def test_rt15_a_rate_limited_member_is_replaced_unseen_through_the_sdks(gw, routed):
     """RT-12, RT-15, RT-26: the first member 429s on its first turn; the SDK sees only the second member's call,
     and the reply names who answered and who was passed over; the next turn stays with the one that answered,
     and a new conversation starts on it too while the 429 cools the first one down (RT-6)."""
@@ -681,16 +664,16 @@ def test_rt15_a_rate_limited_member_is_replaced_unseen_through_the_sdks(gw, scri
     head, answer, bench2 = openai_turn(sdk, messages, True)
     assert answer["content"] == f"Tool results: {FORECAST}" and head["x-bench-model"] == "forecaster"
     assert "failed_over" not in bench2 and bench2["conversation"] == bench["conversation"]
-    assert members_asked(scripted) == ["flaky", "forecaster", "forecaster"]  # no retry before a failover
+    assert members_asked(routed) == ["flaky", "forecaster", "forecaster"]  # no retry before a failover
     with anthropic_sdk(gw).messages.stream(model=ROUTE, max_tokens=100, tools=[ANTHROPIC_WEATHER], messages=[
             {"role": "user", "content": "A new conversation"}]) as running:
         message = running.get_final_message()
     assert running.response.headers["x-bench-model"] == "forecaster"  # RT-6: flaky cools down, so it goes last
     assert [b.type for b in message.content] == ["text", "tool_use"] and message.content[1].id == "call_oslo"
-    assert members_asked(scripted)[3:] == ["forecaster"]
+    assert members_asked(routed)[3:] == ["forecaster"]
 
 
-def test_rt17_every_member_rate_limited_is_the_sdks_rate_limit_error(gw, scripted):
+def test_rt17_every_member_rate_limited_is_the_sdks_rate_limit_error(gw, routed):
     """RT-17: when every member tried was rate-limited the SDK raises its RateLimitError: status 429, the
     message names each member, and the raw response carries Retry-After."""
     collection("limited", "limited2")
@@ -714,7 +697,7 @@ def test_rt17_every_member_rate_limited_is_the_sdks_rate_limit_error(gw, scripte
 # ---------------------------------------------------------------- an agent loop, end to end
 
 
-def test_agent_loop_completes_a_multi_step_task_on_one_model(gw, scripted):
+def test_agent_loop_completes_a_multi_step_task_on_one_model(gw, routed):
     """The whole point of route mode: an ordinary agent loop over the OpenAI SDK runs tools until the model
     stops calling them: add(2, 3), then multiply(5, 4), then the answer; three turns, one model, one conversation."""
     collection("calculator", "understudy")
@@ -744,6 +727,6 @@ def test_agent_loop_completes_a_multi_step_task_on_one_model(gw, scripted):
     assert "20" in message.content and message.content == "Tool results: 5; 20"
     assert len(turns) == 3 and {t[0] for t in turns} == {"calculator"} and len({t[1] for t in turns}) == 1
     assert [t[2]["turn"] for t in turns] == [1, 2, 3] and {t[2]["call"] for t in turns} == {turns[0][1] + ".1"}
-    assert members_asked(scripted) == ["calculator"] * 3
+    assert members_asked(routed) == ["calculator"] * 3
     lines = route_lines()
     assert [line["tool_calls"] for line in lines] == [1, 1, 0] and [line["status"] for line in lines] == ["ok"] * 3

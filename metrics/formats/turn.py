@@ -19,8 +19,8 @@ from metrics import images
 from metrics.formats import common
 
 
-def _text(value):
-    """A delta's text: a string, or a list of parts whose `text` fields are joined."""
+def delta_text(value):
+    """A delta's (or a message's) text: a string, or a list of parts whose `text` fields are joined."""
     if isinstance(value, str):
         return value
     if isinstance(value, list):
@@ -111,10 +111,10 @@ class Turn:
         delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else choice.get("message")
         if not isinstance(delta, dict):
             return "", False
-        thought = _text(delta.get("reasoning_content")) or _text(delta.get("reasoning"))
+        thought = delta_text(delta.get("reasoning_content")) or delta_text(delta.get("reasoning"))
         if thought:
             self._reasoning.append(thought)
-        text = _text(delta.get("content"))
+        text = delta_text(delta.get("content"))
         if text:
             self._text.append(text)
         touched = False
