@@ -39,7 +39,7 @@ from pathlib import Path
 
 import gateway
 from metrics import (__version__, benchview, changes, client, collectionedit, collections, endpoints, gatewaycard,
-                     guard, modeledit, paths, registry, routes, settingsedit, themes)
+                     guard, modeledit, panel, paths, registry, routes, settingsedit, themes)
 
 UI = Path(__file__).resolve().parent / "ui"
 ADMIN = "admin"  # the route's scope: the admin login when it is on (AUTH-4)
@@ -413,6 +413,8 @@ def main(argv=None):
     paths.data()  # SRV-1: the data folder's layout, made at start
     server = gateway.Server((address, port), Handler)
     gateway.stop_on_signals(server)
+    # the first panel and the Gateway card's first read (the offload index) pay no one-off cost
+    threading.Thread(target=panel.warm_up, name="warm-up", daemon=True).start()
     print(banner(address, server.server_address[1]), flush=True)
     if args.demo:
         print(demo.snippets(benchview.gateway_url(server.server_address[1])), flush=True)

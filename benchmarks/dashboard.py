@@ -6,7 +6,7 @@ must stay light (target: under 300 KB without images) since it is one document p
 
 It makes a throwaway data folder on the local upstream, fills `metrics/offloads.jsonl` with `--lines`
 offload lines (the last panels' seats among them, a fifth judged) and `runs/gateway/calls.jsonl` with
-`--panels` panels, starts the dashboard in this process on 127.0.0.1, and measures:
+`--panels` panels, starts the dashboard (`python serve.py`) as its own process on 127.0.0.1, and measures:
 
   card    GET /api/gateway-card: the first call (it builds the offload index) and `--repeat` more, p50/p95
   page    GET /: bytes; then in headless Chromium (when Playwright and a system chromium are there): the
@@ -25,12 +25,14 @@ import json
 import os
 import random
 import shutil
+import re
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-import serve
 from metrics import demo, fileio, paths
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -72,6 +74,18 @@ def write_lines(path, records):
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", encoding="utf-8") as out:
         out.writelines(json.dumps(r) + "\n" for r in records)
+
+
+def start(folder):
+    """`python serve.py` on a free port (the script's folder holds another gateway.py, so not imported here)."""
+    env = {**os.environ, "BENCHWARMERS_HOME": folder, "BENCH_PORT": "0", "BENCHWARMERS_ADMIN_TOKEN": ""}
+    proc = subprocess.Popen([sys.executable, str(ROOT / "serve.py")], stdout=subprocess.PIPE, text=True, env=env)
+    banner = proc.stdout.readline()
+    found = re.search(r":(\d+)", banner)
+    if not found:
+        proc.kill()
+        raise SystemExit(f"serve.py did not start: {banner!r}")
+    return proc, int(found.group(1))
 
 
 def get(port, path):
@@ -137,12 +151,12 @@ def main(argv=None):
         demo.register(up)
         demo.set_collection("core", ["alpha", "beta", "gamma"], description="three reviewers")
         fill(args.lines, args.panels)
-        server = serve.serve("127.0.0.1", 0)
-        port = server.server_address[1]
+        dashboard, port = start(folder)
         results = {"at": datetime.datetime.now().astimezone().isoformat(timespec="seconds"), "lines": args.lines,
                    "panels": args.panels, "offload_log_mb": round(paths.file("metrics", "offloads.jsonl").stat().st_size / 1e6, 1),
                    "loadavg": os.getloadavg()[0], "card": card(port, args.repeat), "page": page(port)}
-        server.shutdown()
+        dashboard.terminate()
+        dashboard.wait(15)
     finally:
         up.stop()
         shutil.rmtree(folder, ignore_errors=True)
@@ -150,8 +164,8 @@ def main(argv=None):
     fileio.write_atomic(out, json.dumps(results, indent=2) + "\n")
     c, p = results["card"], results["page"]
     print(f"offload log: {args.lines:,} lines ({results['offload_log_mb']} MB), calls log: {args.panels:,} panels")
-    print(f"card: first {c['first_ms']} ms (builds the offload index), then p50 {c['p50_ms']} ms, p95 {c['p95_ms']} ms,"
-          f" {c['bytes']:,} bytes for {c['panels']} panels")
+    print(f"card: first {c['first_ms']} ms (right after start, the warm-up still building the offload index), "
+          f"then p50 {c['p50_ms']} ms, p95 {c['p95_ms']} ms, {c['bytes']:,} bytes for {c['panels']} panels")
     print(f"page: {p['bytes']:,} bytes from the server in {p['server_ms']} ms")
     if "requests" in p:
         print(f"browser: {p['requests']} request(s), {p['transferred_bytes']:,} bytes, DOM interactive "
