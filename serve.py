@@ -39,7 +39,7 @@ from pathlib import Path
 
 import gateway
 from metrics import (__version__, benchview, changes, client, collectionedit, collections, endpoints, gatewaycard,
-                     guard, modeledit, panel, paths, registry, routes, settingsedit, themes)
+                     guard, modeledit, modelfacts, panel, paths, registry, routes, settingsedit, themes)
 
 UI = Path(__file__).resolve().parent / "ui"
 ADMIN = "admin"  # the route's scope: the admin login when it is on (AUTH-4)
@@ -84,6 +84,8 @@ DASHBOARD = (
     Page("POST", "/api/remove", "write", writes=True),
     Page("POST", "/api/restore", "write", writes=True),
     Page("POST", "/api/retry", "write", writes=True),
+    Page("POST", "/api/model-facts", "write", writes=True),
+    Page("POST", "/api/model-options", "write", writes=True),
     Page("POST", "/api/collection", "write", writes=True),
     Page("POST", "/api/collection/remove", "write", writes=True),
     Page("POST", "/api/gateway-settings", "write", writes=True),
@@ -95,7 +97,8 @@ DASHBOARD = (
 )
 WRITES = {
     "/api/model": modeledit.change, "/api/remove": modeledit.remove, "/api/restore": modeledit.restore,
-    "/api/retry": modeledit.retry, "/api/collection": collectionedit.save,
+    "/api/retry": modeledit.retry, "/api/model-facts": modelfacts.save_facts,
+    "/api/model-options": modelfacts.save_options, "/api/collection": collectionedit.save,
     "/api/collection/remove": collectionedit.remove, "/api/gateway-settings": collectionedit.gateway_settings,
     "/api/verdict": lambda body, who: gatewaycard.verdict(body), "/api/gateway-key": settingsedit.make_key,
     "/api/gateway-key/remove": settingsedit.revoke_key, "/api/client": settingsedit.choose_client,

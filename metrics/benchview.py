@@ -260,7 +260,17 @@ def bench_json(today=None):
     options = {a: o for a, o in fileio.read_json(registry.options_path()).items()
                if a in facts and isinstance(o, dict)}
     return {"models": found, "facts": facts, "options": options, "roles": roles.load()["roles"],
-            "retired": retired(), "stamp": stamp(), "glance": glance(today), "actions": actions(today)}
+            "retired": retired(), "stamp": stamp(), "glance": glance(today), "actions": actions(today),
+            "first_run": first_run(found)}
+
+
+def first_run(found):
+    """SHELL-3's step: `endpoint`, `onboard`, `collection`, or `""` once the bench is set up."""
+    if not endpoints.readable():
+        return "endpoint"
+    if not found:
+        return "onboard"
+    return "" if collections.load() else "collection"
 
 
 def gateway_url(port):

@@ -32,7 +32,7 @@ LAYERS = [
      ["metrics.gatekeys", "metrics.guard", "metrics.httpserver"]),
     ("dashboard: what the dashboard reads and writes, one job a module",
      ["metrics.tails", "metrics.changes", "metrics.themes", "metrics.benchview", "metrics.gatewaycard",
-      "metrics.collectionedit", "metrics.modeledit", "metrics.settingsedit"]),
+      "metrics.collectionedit", "metrics.modeledit", "metrics.modelfacts", "metrics.settingsedit"]),
     ("top: the servers, the commands, the demo upstream",
      ["gateway", "serve", "metrics.launcher", "metrics.demo", "scripts.sync_config"]),
 ]

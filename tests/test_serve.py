@@ -485,3 +485,50 @@ def test_every_theme_is_legible_th7():
     assert [p for name in themes.names() for p in themes.problems(name)] == []
     done = subprocess.run([sys.executable, "-m", "metrics.themes"], capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 0 and done.stdout.strip().endswith("3 themes: all legible")
+
+
+# -- facts and call options (MP-20..23, TEST-7, IMP-5) ----------------------------------------------------------------------
+
+def test_model_facts_merge_and_clear_mp21_imp5(dash):
+    fileio.write_atomic(paths.file("config", "model-overrides.json"), json.dumps({"alpha": {"modalities": {"input": ["text"]}}}))
+    bad = {"alias": "alpha", "facts": {"context_window": 12.5, "max_output": True, "knowledge_cutoff": "x" * 21,
+                                       "limits": {"rpm": 0}}}
+    status, _, answer = call(dash, "POST", "/api/model-facts", bad)
+    assert status == 400 and answer["errors"] == [
+        "context_window must be a positive whole number of tokens, or blank",
+        "max_output must be a positive whole number of tokens, or blank",
+        "knowledge_cutoff: at most 20 characters", "rpm must be a positive whole number or blank"]
+    assert call(dash, "POST", "/api/model-facts", {"alias": "picker", "facts": {}})[2]["errors"] == [
+        "'picker' is not a chat model on the bench"]
+    good = {"alias": "alpha", "facts": {"context_window": 64000, "vision": True, "tools": "maybe",
+                                        "knowledge_cutoff": " 2025 - 06 ", "limits": {"rpm": 30, "tpm": ""}}}
+    assert call(dash, "POST", "/api/model-facts", good)[2] == {"ok": True, "errors": [],
+                                                                 "changed": ["config/model-overrides.json"]}
+    saved = fileio.read_json(paths.file("config", "model-overrides.json"))["alpha"]
+    assert saved == {"modalities": {"input": ["text"]}, "context_window": 64000, "vision": True,
+                     "knowledge_cutoff": "2025 - 06", "limits": {"rpm": 30}}
+    status, _, models = call(dash, "GET", "/api/collections")
+    assert models["facts"]["alpha"]["context"] == 64000 and models["facts"]["alpha"]["caps"]["vision"] is True
+    call(dash, "POST", "/api/model-facts", {"alias": "alpha", "facts": {"vision": None, "context_window": ""}})
+    saved = fileio.read_json(paths.file("config", "model-overrides.json"))["alpha"]
+    assert "vision" not in saved and "context_window" not in saved and saved["limits"] == {"rpm": 30}
+    assert [c["field"] for c in change_lines()] == ["facts", "facts"]
+
+
+def test_call_options_mp23_test7(dash):
+    fileio.write_atomic(paths.file("config", "model-overrides.json"), json.dumps({"alpha": {"max_output": 50000}}))
+    fileio.write_atomic(paths.file("config", "model-options.json"), json.dumps({"_why": "kept", "alpha": {"top_p": 1}}))
+    for value, said in ((50001, "max tokens: at most this model's max output, 50,000"),
+                        (12.5, "max tokens: a whole number from 1 to 1,000,000, or blank"),
+                        (True, "max tokens: a whole number from 1 to 1,000,000, or blank")):
+        assert call(dash, "POST", "/api/model-options", {"alias": "alpha", "max_tokens": value})[2]["errors"] == [said]
+    assert call(dash, "POST", "/api/model-options", {"alias": "nobody", "max_tokens": 5})[0] == 400
+    status, _, answer = call(dash, "POST", "/api/model-options", {"alias": "alpha", "max_tokens": 31337})
+    assert status == 200 and answer["changed"] == ["config/model-options.json"] and answer["note"]
+    saved = fileio.read_json(paths.file("config", "model-options.json"), comments=False)
+    assert saved == {"_why": "kept", "alpha": {"top_p": 1, "max_tokens": 31337}}
+    assert call(dash, "POST", "/api/model-options", {"alias": "alpha", "max_tokens": 31337})[2]["note"] == "no change"
+    call(dash, "POST", "/api/model-options", {"alias": "alpha", "max_tokens": None})
+    assert fileio.read_json(paths.file("config", "model-options.json"), comments=False) == {"_why": "kept",
+                                                                                            "alpha": {"top_p": 1}}
+    assert [c["field"] for c in change_lines()] == ["options", "options"]

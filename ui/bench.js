@@ -396,10 +396,61 @@
       h("div", {cls: "field"}, h("label", {"for": "md-role", text: "Role"}), roleSel, roleText),
       h("p", {cls: "muted", text: (f.context_window ? "context " + thousands(f.context_window) + " tokens" : "context unknown") +
         (f.max_output ? " · output up to " + thousands(f.max_output) : "")}),
+      decision ? null : factsSection(alias, f, said, done), decision ? null : optionsSection(alias, f, said, done),
       h("div", {cls: "field"}, h("label", {}, adhoc, " Ad hoc only"), h("span", {cls: "muted", text: "An ad hoc model is never chosen automatically (explorer, merger); it sits only where a collection names it."})),
       said, done, h("div", {cls: "row end"}, close, decision ? null : retry, save),
       h("details", {}, h("summary", {text: "Retire this model…"}), h("div", {cls: "field"}, h("label", {"for": "md-why", text: "Why"}), why), retireBtn));
     d.showModal();
+  }
+
+  /* MP-20: the user's own facts fill the boxes; the sources' values are placeholders. */
+  function factsSection(alias, f, said, done) {
+    var src = f.sources || {}, mine = function (k) { return src[k] === "you"; };
+    var seen = function (k) { return f[k] === null || f[k] === undefined ? "unknown" : f[k] + " · " + (src[k] || "catalog"); };
+    var number = function (k, label) {
+      var box = h("input", {type: "number", min: 1, id: "mf-" + k, value: mine(k) ? f[k] : "", placeholder: mine(k) || f[k] == null ? "" : String(f[k])});
+      return [h("div", {cls: "field"}, h("label", {"for": "mf-" + k, text: label}), box, h("span", {cls: "muted", text: seen(k)})), box];
+    };
+    var ctx = number("context_window", "Context window"), out = number("max_output", "Max output");
+    var caps = [["tools", "Tool calling"], ["vision", "Vision"], ["structured_output", "Structured output"], ["reasoning", "Reasoning"]].map(function (c) {
+      var auto = mine(c[0]) ? "auto (hand back to the sources)" : "auto: " + (f[c[0]] === true ? "yes" : f[c[0]] === false ? "no" : "unknown");
+      var sel = h("select", {id: "mf-" + c[0]}, h("option", {value: "", text: auto}), h("option", {value: "yes", text: "yes", selected: mine(c[0]) && f[c[0]] === true}),
+        h("option", {value: "no", text: "no", selected: mine(c[0]) && f[c[0]] === false}));
+      return [c[0], sel, h("div", {cls: "field"}, h("label", {"for": "mf-" + c[0], text: c[1]}), sel)];
+    });
+    var cutoff = h("input", {id: "mf-knowledge_cutoff", maxLength: 20, value: mine("knowledge_cutoff") ? f.knowledge_cutoff : ""});
+    var own = (f.limits && src.limits === "you") ? f.limits : {};
+    var limits = ["rpm", "rpd", "tpm", "tpd"].map(function (k) {
+      var box = h("input", {type: "number", min: 1, id: "mf-" + k, value: own[k] || ""});
+      return [k, box, h("div", {cls: "field"}, h("label", {"for": "mf-" + k, text: "This model's " + k}), box)];
+    });
+    var save = h("button", {type: "button", cls: "btn", text: "Save facts"});
+    save.addEventListener("click", function () {
+      var facts = {context_window: ctx[1].value === "" ? null : Number(ctx[1].value), max_output: out[1].value === "" ? null : Number(out[1].value),
+        knowledge_cutoff: cutoff.value, limits: {}};
+      caps.forEach(function (c) { facts[c[0]] = c[1].value === "yes" ? true : c[1].value === "no" ? false : null; });
+      limits.forEach(function (l) { if (l[1].value !== "") facts.limits[l[0]] = Number(l[1].value); });
+      post("/api/model-facts", {alias: alias, facts: facts}).then(function (r) {
+        if (r.ok) { said.textContent = ""; done.textContent = "Saved. Reloading…"; reloadSoon(700); } else said.textContent = errorsText(r.errors);
+      });
+    });
+    return h("details", {}, h("summary", {text: "Model facts"}), h("div", {cls: "grid2"}, ctx[0], out[0], caps.map(function (c) { return c[2]; }),
+      h("div", {cls: "field"}, h("label", {"for": "mf-knowledge_cutoff", text: "Knowledge cutoff"}), cutoff),
+      limits.map(function (l) { return l[2]; })), save);
+  }
+  /* MP-22: max tokens per answer, sent with every call to this model. */
+  function optionsSection(alias, f, said, done) {
+    var now = (B.options[alias] || {}).max_tokens;
+    var box = h("input", {type: "number", min: 1, max: 1000000, id: "mo-max", value: now || "", placeholder: "the endpoint's default"});
+    var save = h("button", {type: "button", cls: "btn", text: "Save options"});
+    save.addEventListener("click", function () {
+      post("/api/model-options", {alias: alias, max_tokens: box.value === "" ? null : Number(box.value)}).then(function (r) {
+        if (r.ok) { said.textContent = ""; done.textContent = "Saved" + (r.note ? "; " + r.note : "") + ". Reloading…"; reloadSoon(900); }
+        else said.textContent = errorsText(r.errors);
+      });
+    });
+    return h("details", {}, h("summary", {text: "Call options"}), h("div", {cls: "field"}, h("label", {"for": "mo-max", text: "Max tokens per answer"}), box,
+      f.max_output ? h("span", {cls: "muted", text: "At most its max output, " + thousands(f.max_output) + "."}) : null), save);
   }
 
   /* -- Collections (CO-1..11) ------------------------------------------------------------------ */
@@ -769,6 +820,23 @@
     $("#logout").addEventListener("click", function () { post("/logout", {}).then(function () { location.href = "/login"; }); });
   }
 
+  /* SHELL-3: the first-run banner. Adding endpoints and onboarding are the Endpoints page's (another issue):
+     until it exists those steps say what to do instead of offering a button to a page that is not there. */
+  function drawFirstRun() {
+    var step = B.first_run, box = $("#first-run");
+    if (!step) return;
+    box.hidden = false;
+    box.setAttribute("data-step", step);
+    var texts = {
+      endpoint: ["Add your first endpoint", "Prompts go straight to an endpoint: an OpenAI-compatible base URL and the name of its key. Add one to config/endpoints.json in the data folder, e.g. {\"groq\": {\"base\": \"https://api.groq.com/openai/v1\", \"key\": \"groq\", \"default\": true}}."],
+      onboard: ["Onboard your first model", "A model joins the bench with a registration: a - model_id: block in config/extra-openai-models.yaml naming its alias, served name, endpoint base and key name."],
+      collection: ["Make your first collection", "Callers ask a collection as bench/<name> at " + B.gateway + "; its members answer together."]};
+    add(box, h("h2", {id: "first-title", text: texts[step][0]}), h("p", {text: texts[step][1]}),
+      step === "collection" ? h("button", {type: "button", cls: "btn", id: "first-go", text: "New collection", on: {click: function () {
+        show("collections"); (C ? Promise.resolve() : loadCollections()).then(function () { openCollection(null); }); }}}) : null);
+  }
+
+  drawFirstRun();
   drawActions();
   drawGlance();
   drawModels();
