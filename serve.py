@@ -39,7 +39,7 @@ from pathlib import Path
 
 import gateway
 from metrics import (__version__, benchview, changes, client, collectionedit, collections, endpoints, gatewaycard,
-                     guard, modeledit, modelfacts, panel, paths, registry, routes, settingsedit, themes)
+                     guard, jobs, modeledit, modelfacts, panel, paths, registry, routes, settingsedit, themes)
 
 UI = Path(__file__).resolve().parent / "ui"
 ADMIN = "admin"  # the route's scope: the admin login when it is on (AUTH-4)
@@ -94,6 +94,8 @@ DASHBOARD = (
     Page("POST", "/api/gateway-key/remove", "write", writes=True),
     Page("POST", "/api/client", "write", writes=True),
     Page("POST", "/api/theme", "write", writes=True),
+    Page("POST", "/api/scheduler", "write", writes=True),
+    Page("POST", "/api/own-client-free", "write", writes=True),
 )
 WRITES = {
     "/api/model": modeledit.change, "/api/remove": modeledit.remove, "/api/restore": modeledit.restore,
@@ -102,7 +104,8 @@ WRITES = {
     "/api/collection/remove": collectionedit.remove, "/api/gateway-settings": collectionedit.gateway_settings,
     "/api/verdict": lambda body, who: gatewaycard.verdict(body), "/api/gateway-key": settingsedit.make_key,
     "/api/gateway-key/remove": settingsedit.revoke_key, "/api/client": settingsedit.choose_client,
-    "/api/theme": settingsedit.choose_theme,
+    "/api/theme": settingsedit.choose_theme, "/api/scheduler": jobs.save,
+    "/api/own-client-free": settingsedit.save_own_client,
 }
 
 
@@ -278,9 +281,10 @@ class Handler(gateway.Handler):
             "info": {"version": release, "date": date, "commit": commit,
                      "python": f"{sys.version.split()[0]} · {sys.executable}", "folder": str(paths.CODE),
                      "data": f"{folder} ({reason})", "endpoints": len(endpoints.readable()),
-                     "models": len(registry.registrations()), "scheduler": benchview.scheduler()[0],
+                     "models": len(registry.registrations()), "scheduler": jobs.state()[0],
                      "client": backend, "theme": themes.saved()},
-            "gateway": benchview.gateway_url(self.port), "collections": sorted(collections.load())})
+            "gateway": benchview.gateway_url(self.port), "collections": sorted(collections.load()),
+            "scheduler": jobs.table(), "own_client": settingsedit.own_client()})
 
     def api_seat(self):
         query = urllib.parse.parse_qs(self.path.partition("?")[2])

@@ -8,8 +8,8 @@ write by the gateway, a script or another dashboard shows on the next page load.
 Decisions where the spec is silent:
 - A model's "last answer" counts answered perf rows and useful offloads; suite outputs are not read
   here (the suite's saved answers are scored by `metrics.history` for recall only).
-- No scheduler runs in this process yet: `scheduler` reads `config/scheduler.json`'s mode (default
-  `off`) so the CLI sees what a scheduler would.
+- No scheduler runs in this process yet: `/api/status` reports `config/scheduler.json`'s mode and jobs
+  (`metrics.jobs`) so the CLI sees what a scheduler will.
 """
 
 import csv
@@ -18,11 +18,10 @@ import os
 import re
 
 from metrics import (aliases, catalog, changes, client, collections, connections, endpoints, fileio, gatekeys,
-                     guard, history, offload, paths, registry, roles, tails)
+                     guard, history, jobs, offload, paths, registry, roles, tails)
 
 STAMPED = (("config", "*.json*"), ("config", "*.yaml"), ("metrics", "*.json*"), ("perf", "history.csv"),
            ("runs", "*.md"))
-JOBS = ("availability", "catalog", "suite-free", "deprecations", "perf", "capabilities", "suite")
 CAPS = (("tools", "tools"), ("vision", "vision"), ("structured_output", "json"), ("reasoning", "reasons"))
 FAILURES = {  # GL-2: failure class -> (label, css, reading)
     "capacity": ("throttled", "warn", "rate limit or quota"),
@@ -163,11 +162,14 @@ def statuses():
 
 
 def price(alias, served, connection, info):
-    """GL-5's heuristic: free, paid or unknown, the surest evidence first."""
+    """GL-5's heuristic: free, paid or unknown, the surest evidence first. A model on an endpoint of kind
+    `local` (a runtime on this machine) counts as free like the `local` connection, whatever its name."""
     if connection in connections.facts()["paid"]:
         return "paid"
     cost = info.get("cost") if isinstance(info.get("cost"), dict) else {}
-    if ":free" in served or connection == "local" or (cost and not any(cost.values())):
+    where = registry.endpoint_of(alias)
+    on_machine = bool(where) and endpoints.kind_of(endpoints.readable().get(where, {})) == "local"
+    if ":free" in served or connection == "local" or on_machine or (cost and not any(cost.values())):
         return "free"
     if cost and any(cost.values()):
         return "paid"
@@ -253,6 +255,22 @@ def actions(today=None):
     return {"alerts": rows, "auto": auto}
 
 
+def onboard_issues(states=None):
+    """MP-19: onboarding stops of registered models whose status is not healthy, with the failure's words."""
+    states = states or statuses()
+    registered = registry.registrations()
+    current = aliases.resolver()
+    found = {}
+    for alias, issue in fileio.read_json(file("metrics", "onboard-issues.json")).items():
+        alias = aliases.follow(current, alias)
+        if not isinstance(issue, dict) or alias not in registered or states.get(alias, ("", "ok"))[1] == "ok":
+            continue
+        failure = issue.get("failure") if issue.get("failure") in FAILURES else "other"
+        label, css, reading = FAILURES[failure]
+        found[alias] = {**issue, "failure": failure, "label": label, "css": css, "reading": reading}
+    return found
+
+
 def bench_json(today=None):
     """SHELL-9's `window.BENCH`, plus the tables the page draws (the page renders them from this)."""
     found = directory()
@@ -261,7 +279,7 @@ def bench_json(today=None):
                if a in facts and isinstance(o, dict)}
     return {"models": found, "facts": facts, "options": options, "roles": roles.load()["roles"],
             "retired": retired(), "stamp": stamp(), "glance": glance(today), "actions": actions(today),
-            "first_run": first_run(found)}
+            "first_run": first_run(found), "onboard": onboard_issues()}
 
 
 def first_run(found):
@@ -285,25 +303,18 @@ def gateway_url(port):
     return f"http://{host}:{port}/v1"
 
 
-def scheduler():
-    data = fileio.read_json(file("config", "scheduler.json"))
-    mode = data.get("mode") if data.get("mode") in ("off", "log-only", "run") else "off"
-    off = data.get("jobs") if isinstance(data.get("jobs"), dict) else {}
-    return mode, {job: off.get(job) is not False for job in JOBS}
-
-
 def status_api(port, version):
     """API-1 (`GET /api/status`); a broken endpoints.json raises RuntimeError (API-4)."""
     every = endpoints.load()
     found = directory()
-    mode, jobs = scheduler()
+    mode, on = jobs.state()
     return {"ok": True, "errors": [], "version": version, "gateway": gateway_url(port), "data": str(paths.data()),
             "models": sum(1 for e in found.values() if e.get("kind") != "decision"),
             "decision_models": sum(1 for e in found.values() if e.get("kind") == "decision"),
             "retired": len(retired()), "collections": len(collections.load()), "endpoints": len(every),
             "default_endpoint": default_endpoint() if every else None,
             "client": os.environ.get("BENCH_CLIENT", "").strip() or client.chosen()[0],
-            "scheduler": mode, "scheduler_jobs": jobs, "auth": bool(guard.admin_token()),
+            "scheduler": mode, "scheduler_jobs": on, "auth": bool(guard.admin_token()),
             "keys_required": guard.keys_required(), "onboarding": {"running": False, "items": 0}}
 
 

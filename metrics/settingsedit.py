@@ -7,7 +7,9 @@ appears only in the reply that makes it (FILE-4).
 
 import re
 
-from metrics import changes, client, collections, gatekeys, themes
+from metrics import changes, client, collections, connections, fileio, gatekeys, paths, themes
+
+BUILT_IN_OWN_CLIENT = {"opencode": True, "opencode-go": True}  # providers free only in their own app (ST-12)
 
 
 def make_key(body, who):
@@ -62,3 +64,45 @@ def choose_theme(body, who):
     if old != theme:
         changes.log(who, "", "theme", old, theme)
     return {"ok": True, "errors": [], "theme": theme}
+
+
+def own_client():
+    """ST-12: every provider with its switch: the built-in ones overlaid by the install's, then added ones."""
+    saved = connections.facts()["free_in_own_client_only"]
+    merged = {**BUILT_IN_OWN_CLIENT, **{k: v for k, v in saved.items() if isinstance(v, bool)}}
+    return [{"id": pid, "on": on, "built_in": pid in BUILT_IN_OWN_CLIENT} for pid, on in sorted(merged.items())]
+
+
+def _excluded(rows):
+    return sorted(r["id"] for r in rows if r["on"])
+
+
+def feed_providers():
+    """The provider ids of the cached models.dev feed (`runs/cache/modelsdev.json`); none when not cached."""
+    return set(fileio.read_json(paths.file("runs", "cache", "modelsdev.json")))
+
+
+def save_own_client(body, who):
+    """ST-13: `POST /api/own-client-free {providers: {id: bool}}`; only differences from the built-in are kept."""
+    sent = body.get("providers")
+    if not isinstance(sent, dict) or not all(isinstance(v, bool) for v in sent.values()):
+        return {"ok": False, "errors": ["providers: a map of models.dev provider id to true or false"]}
+    unknown = sorted(set(sent) - feed_providers() - set(BUILT_IN_OWN_CLIENT))
+    if unknown:
+        return {"ok": False, "errors": ["not a models.dev provider id: " + ", ".join(unknown)]}
+    before = _excluded(own_client())
+
+    def put(data):
+        kept = data.get("free_in_own_client_only") if isinstance(data.get("free_in_own_client_only"), dict) else {}
+        kept = {**kept, **sent}
+        kept = {k: v for k, v in kept.items() if v != BUILT_IN_OWN_CLIENT.get(k, False)}
+        if kept:
+            data["free_in_own_client_only"] = kept
+        else:
+            data.pop("free_in_own_client_only", None)
+
+    fileio.update(connections.path(), put)
+    after = _excluded(own_client())
+    if after != before:
+        changes.log(who, "", "free in own client only", before, after)
+    return {"ok": True, "errors": []}

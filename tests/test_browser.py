@@ -203,6 +203,12 @@ def test_switch_theme_without_reload_st1(page):
     assert page.get_attribute("html", "data-theme") == "dark"
     assert fileio.read_json(paths.file("config", "ui.json")) == {"theme": "dark"}
     shoot(page, "settings-dark")
+    page.select_option("#sch-mode", "run")
+    page.uncheck("#scheduler-card input[aria-label='Run perf']")
+    page.click("#sch-save")
+    page.click("#confirm-yes")  # switching to Run asks first (ST-8)
+    page.wait_for_selector("#scheduler-card .done")
+    assert fileio.read_json(paths.file("config", "scheduler.json")) == {"mode": "run", "jobs": {"perf": False}}
     for theme in ("rainforest", "hardwood"):
         page.check(f"#theme-{theme}")
         page.wait_for_function(f"document.documentElement.dataset.theme === '{theme}'")
@@ -275,11 +281,18 @@ def test_action_needed_rows_and_hide_shell4_shell8(page, dash):
     fileio.write_atomic(paths.file("metrics", "alerts.json"), json.dumps(
         {"model:pending:gone": {"kind": "retiring", "message": "gone retires in 2 days without an answer",
                                 "action": "retry it or retire it", "first_seen": "2026-11-30", "alias": "gone"}}))
+    fileio.write_atomic(paths.file("metrics", "onboard-issues.json"), json.dumps(
+        {"gone": {"at": "2026-12-01T05:00:00", "step": "probe", "failure": "structural", "detail": "404 model gone",
+                  "log": "onboard-20261201T050000-gone.log"}}))
     page.reload()
     row = page.wait_for_selector("#actions .alert-row[data-key='model:pending:gone']")
+    assert page.is_visible("#tab-glance tr:has(a[data-alias=gone]) .chip:has-text('onboard stopped')")
     assert "Action needed · 1" in page.text_content("#actions h2")
     assert [b.text_content() for b in row.query_selector_all("button")] == ["Retry", "Open", "Retire now"]
     shoot(page, "action-needed")
+    page.click("#actions .alert-row button:has-text('Open')")
+    page.wait_for_selector("#model-dialog[open] pre:has-text('404 model gone')")
+    page.keyboard.press("Escape")
     page.refusals = 1
     page.click("#actions .alert-row button:has-text('Retry')")
     page.wait_for_selector("#actions .errors:has-text('gone still fails')")

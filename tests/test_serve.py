@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import serve
-from metrics import demo, fileio, gatekeys, paths, themes
+from metrics import changes, demo, fileio, gatekeys, paths, themes
 
 ROOT = Path(__file__).resolve().parent.parent
 TOKEN = "a-very-long-admin-token-0123456789"
@@ -532,3 +532,147 @@ def test_call_options_mp23_test7(dash):
     assert fileio.read_json(paths.file("config", "model-options.json"), comments=False) == {"_why": "kept",
                                                                                             "alpha": {"top_p": 1}}
     assert [c["field"] for c in change_lines()] == ["options", "options"]
+
+
+# -- what the pages read (GL-1..5, LG-1, SHELL-9, SRV-7) ------------------------------------------------------------------
+
+PERF_HEAD = "timestamp,model,prompt,n,p50_s,p95_s,min_s,max_s,chars_per_s,answered,refused,error,timeout,failure,detail,tokens_per_s\n"
+
+
+def bench_of(port):
+    text = call(port, "GET", "/")[2]
+    start = text.index("window.BENCH = ") + len("window.BENCH = ")
+    return json.loads(text[start:text.index(";</script>", start)].replace("<\\/", "</"))
+
+
+def test_status_vocabulary_and_glance_rows_gl1_gl2_gl3(dash):
+    paths.file("perf", "history.csv").write_text(PERF_HEAD + "\n".join([
+        "2026-12-01T05:00:00,alpha,tiny,4,1.25,2,1,2,30,4,0,0,0,,,",
+        "2026-12-01T05:00:00,beta,tiny,4,0,0,0,0,0,0,0,4,0,capacity,,",
+        "2026-12-01T05:00:00,gamma,tiny,4,0,0,0,0,0,0,0,0,4,,,",
+        "2026-12-01T05:00:00,slow,tiny,4,0,0,0,0,0,0,0,4,0,structural,model gone upstream,"]) + "\n", encoding="utf-8")
+    fileio.write_atomic(paths.file("config", "served-snapshot.json"), json.dumps({"first_missing": {"tiny": "2026-11-30"}}))
+    fileio.append_jsonl(paths.file("config", "changes.jsonl"), {"at": changes.now_iso(), "by": "ui", "alias": "",
+                                                                "field": "onboard (quick)", "old": None, "new": "seer"})
+    rows = {r["alias"]: r for r in call(dash, "GET", "/api/models")[2]["models"]}
+    assert (rows["alpha"]["status"], rows["alpha"]["why"]) == ("healthy", "answered its last probe")
+    assert (rows["beta"]["status"], rows["beta"]["why"]) == ("throttled", "rate limit or quota")
+    assert rows["gamma"]["status"] == "slow" and rows["blank"]["status"] == "untested"
+    assert (rows["slow"]["status"], rows["slow"]["why"]) == ("not found", "model gone upstream")
+    assert rows["tiny"]["status"] == "not served" and rows["tiny"]["why"] == "missing from demo since 2026-11-30"
+    glance = {r["alias"]: r for r in bench_of(dash)["glance"]}
+    assert glance["alpha"]["reply"] == 1.25 and glance["alpha"]["last"] == "2026-12-01"
+    assert glance["seer"]["new"] is True and glance["alpha"]["new"] is False  # IMP-6: a quick onboarding counts
+    assert glance["beta"]["css"] == "warn" and glance["slow"]["css"] == "err" and glance["alpha"]["css"] == "ok"
+    assert glance["alpha"]["price"] == "free"  # a `local` connection
+
+
+def test_page_data_escapes_script_ends_shell9(dash):
+    fileio.write_atomic(paths.file("config", "retired.json"), json.dumps(
+        {"old": {"served": "old", "why": "</script><script>alert(1)</script>", "at": "2026-12-01", "by": "ui"}}))
+    text = call(dash, "GET", "/")[2]
+    assert "</script><script>alert(1)" not in text and "<\\/script><script>alert(1)<\\/script>" in text
+    assert bench_of(dash)["retired"]["old"]["why"] == "</script><script>alert(1)</script>"
+
+
+def test_logs_never_show_prompts_lg1(dash):
+    ask(dash)
+    call(dash, "POST", "/api/collection", {"name": "long", "members": ["alpha"], "description": "d " * 140})
+    paths.file("runs", "scheduler.log").write_text("05:00 availability: 3 probes\n", encoding="utf-8")
+    paths.file("runs", "onboard-20261201T050000-m1.log").write_text("[1/5]\n", encoding="utf-8")
+    logs = call(dash, "GET", "/api/logs")[2]
+    assert logs["calls"][0]["seats"] == "alpha ok, beta ok" and "Review x=1" not in json.dumps(logs)
+    assert logs["changes"][0]["field"] == "collection long" and len(logs["changes"][0]["new"]) == 160
+    assert logs["scheduler"] == ["05:00 availability: 3 probes"]
+    assert logs["onboarding"] == ["onboard-20261201T050000-m1.log"]
+
+
+def test_access_log_names_the_caller_never_the_key_srv7(dash, monkeypatch, capsys):
+    monkeypatch.setenv("BENCHWARMERS_ADMIN_TOKEN", TOKEN)
+    key = call(dash, "POST", "/api/gateway-key", {"name": "chat-ui"}, {"Authorization": f"Bearer {TOKEN}"})[2]["key"]
+    assert call(dash, "GET", "/v1/models?key=secret", headers={"Authorization": f"Bearer {key}"})[0] == 200
+    call(dash, "GET", "/api/stamp", headers={"Authorization": f"Bearer {TOKEN}"})
+    log = capsys.readouterr().err
+    assert "GET /v1/models 200 chat-ui" in log and "GET /api/stamp 200 admin" in log
+    assert key not in log and key[4:12] not in log and "secret" not in log and TOKEN not in log
+    monkeypatch.delenv("BENCHWARMERS_ADMIN_TOKEN")
+    call(dash, "GET", "/api/stamp")
+    assert capsys.readouterr().err == ""  # LOG-4: silent without a login
+
+
+def test_decision_models_retire_and_restore_whole_mp12_mp15(dash):
+    entry = {"served": "judge-1", "endpoint": "demo", "via": "decisions", "path": "/v1/decisions",
+             "question_types": ["noul", "choice"], "onboarded": "2026-12-01"}
+    fileio.write_atomic(paths.file("config", "decision-models.json"), json.dumps({"judge": entry}))
+    models = {r["alias"]: r for r in call(dash, "GET", "/api/models")[2]["models"]}
+    assert models["judge"]["kind"] == "decision" and models["judge"]["role"] == "decision"
+    assert call(dash, "POST", "/api/model", {"alias": "judge", "new_question_types": ["noul", "score"]})[2]["errors"] == [
+        "judge did not answer a score question: this dashboard cannot ask decision questions yet; not added"]
+    assert call(dash, "POST", "/api/model", {"alias": "judge", "new_question_types": ["noul"]})[0] == 200
+    assert fileio.read_json(paths.file("config", "decision-models.json"))["judge"]["question_types"] == ["noul"]
+    status, _, answer = call(dash, "POST", "/api/remove", {"alias": "judge"})
+    assert status == 200 and answer["sync"] == "" and "config/decision-models.json" in answer["changed"]
+    retired = fileio.read_json(paths.file("config", "retired.json"))["judge"]
+    assert retired["role"] == "decision" and retired["decision"]["question_types"] == ["noul"]
+    assert retired["why"] == "retired by hand"
+    assert fileio.read_json(paths.file("config", "decision-models.json")) == {}
+    assert call(dash, "POST", "/api/restore", {"alias": "judge"})[0] == 200
+    assert fileio.read_json(paths.file("config", "decision-models.json"))["judge"]["served"] == "judge-1"
+    assert fileio.read_json(paths.file("config", "model-roles.json"))["models"]["judge"] == "decision"
+
+
+def test_restore_refuses_when_its_endpoint_is_gone_mp14(dash):
+    call(dash, "POST", "/api/remove", {"alias": "gamma"})
+    fileio.update(paths.file("config", "endpoints.json"), lambda d: d.__setitem__("other", d.pop("demo")))
+    assert call(dash, "POST", "/api/restore", {"alias": "gamma"})[2]["errors"] == [
+        "its endpoint demo was removed; add an endpoint named demo again, then restore"]
+
+
+def test_onboarding_stops_show_until_healthy_mp19_test5(dash):
+    fileio.write_atomic(paths.file("metrics", "onboard-issues.json"), json.dumps({
+        "alpha": {"at": "2026-12-01T05:00:00", "step": "probe", "failure": "capacity", "detail": "429", "log": "x.log"},
+        "beta": {"at": "2026-12-01T05:00:00", "step": "probe", "failure": "weird", "detail": "", "log": "y.log"},
+        "nobody": {"at": "2026-12-01T05:00:00", "step": "probe", "failure": "capacity", "detail": "", "log": "z.log"}}))
+    found = bench_of(dash)["onboard"]
+    assert sorted(found) == ["alpha", "beta"] and found["alpha"]["label"] == "throttled" and found["beta"]["css"] == "err"
+    paths.file("perf", "history.csv").write_text(PERF_HEAD + "2026-12-02T05:00:00,alpha,tiny,4,1,1,1,1,9,4,0,0,0,,,\n",
+                                                 encoding="utf-8")
+    assert sorted(bench_of(dash)["onboard"]) == ["beta"]
+
+
+# -- scheduler and own-app providers (ST-8, ST-9, ST-12, ST-13, TEST-8, TEST-10) -----------------------------------------------
+
+def test_scheduler_settings_st9_test8(dash):
+    assert call(dash, "POST", "/api/scheduler", {"mode": "sometimes"})[2]["errors"] == ["mode: one of off, log-only, run"]
+    assert call(dash, "POST", "/api/scheduler", {"mode": "run", "jobs": {"zeta": False, "alpha": True}})[2]["errors"] == [
+        "no job called alpha, zeta"]
+    assert call(dash, "POST", "/api/scheduler", {"mode": "log-only", "jobs": {"perf": False, "suite": True}})[0] == 200
+    assert fileio.read_json(paths.file("config", "scheduler.json")) == {"mode": "log-only", "jobs": {"perf": False}}
+    status = call(dash, "GET", "/api/status")[2]
+    assert status["scheduler"] == "log-only" and status["scheduler_jobs"]["perf"] is False
+    assert status["scheduler_jobs"]["suite"] is True
+    line = change_lines()[-1]
+    assert line["field"] == "scheduler" and line["old"] == {"mode": "off", "jobs": {}}
+    rows = {r["name"]: r for r in call(dash, "GET", "/api/settings")[2]["scheduler"]["jobs"]}
+    assert rows["perf"]["on"] is False and rows["perf"]["next"].startswith("Mon ")
+
+
+def test_free_only_in_own_app_st13_test10(dash):
+    paths.file("runs", "cache").mkdir(parents=True, exist_ok=True)
+    paths.file("runs", "cache", "modelsdev.json").write_text('{"groq": {}, "zai": {}}', encoding="utf-8")
+    fileio.write_atomic(paths.file("config", "connections.json"), json.dumps({"paid": ["openai"]}))
+    assert call(dash, "POST", "/api/own-client-free", {"providers": {"opencode": False}})[0] == 200
+    assert fileio.read_json(paths.file("config", "connections.json")) == {
+        "paid": ["openai"], "free_in_own_client_only": {"opencode": False}}
+    assert call(dash, "POST", "/api/own-client-free", {"providers": {"opencode": True}})[0] == 200
+    assert fileio.read_json(paths.file("config", "connections.json")) == {"paid": ["openai"]}
+    for body, said in (({"providers": {"nope": True}}, "not a models.dev provider id: nope"),
+                       ({"providers": {"groq": "yes"}}, "providers: a map of models.dev provider id to true or false"),
+                       ({"providers": ["groq"]}, "providers: a map of models.dev provider id to true or false")):
+        assert call(dash, "POST", "/api/own-client-free", body)[2]["errors"] == [said]
+    assert call(dash, "POST", "/api/own-client-free", {"providers": {"zai": True}})[0] == 200
+    rows = call(dash, "GET", "/api/settings")[2]["own_client"]
+    assert [(r["id"], r["on"]) for r in rows] == [("opencode", True), ("opencode-go", True), ("zai", True)]
+    assert [(c["old"], c["new"]) for c in change_lines()] == [
+        (["opencode", "opencode-go"], ["opencode-go"]), (["opencode-go"], ["opencode", "opencode-go"]),
+        (["opencode", "opencode-go"], ["opencode", "opencode-go", "zai"])]

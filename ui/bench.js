@@ -272,7 +272,7 @@
       var tr = h("tr", {cls: r.retired ? "retired" : "", "data-connection": r.connection, "data-status": r.status.replace(/ in \d+d$/, ""),
         "data-role": r.role, "data-price": r.price},
         td(nameCell(r)),
-        td([chip(r.status, r.css, r.why), r.new ? chip("new", "new", "onboarded this week") : null], {"data-sort": {err: 0, warn: 1, "": 2, ok: 3}[r.css]}),
+        td([chip(r.status, r.css, r.why), r.new ? chip("new", "new", "onboarded this week") : null, stoppedChip(r.alias)], {"data-sort": {err: 0, warn: 1, "": 2, ok: 3}[r.css]}),
         td(r.decision ? "decision" : r.role),
         td(context, {cls: "num", "data-sort": r.context || -1}),
         td(r.can.length ? r.can.map(function (c) { return chip(c); }) : "—"),
@@ -296,6 +296,21 @@
       bar, table(cols, trs, "No models on the bench yet."),
       h("details", {}, h("summary", {text: "How to read this"}),
         h("p", {text: "Status is the latest availability probe: healthy answered it; throttled and slow never retire a model within 7 days; retiring in Nd counts down to an automatic retirement unless it answers. Offloads are panel seats and other real work; Helped is useful verdicts over judged ones. Suite is findings over known bugs in the internal suite. Reply time is the p50 of a one-word prompt. Last answer is the latest real answer: 7 days without one retires a model. Filters narrow by connection, status, role and price."}))));
+  }
+  function stoppedChip(alias) {
+    var o = B.onboard[alias];
+    return o ? chip("onboard stopped", o.css, "onboarding stopped at the " + (o.step || "probe") + ": " + o.label + ". Open the model for the error.") : null;
+  }
+  var ADVICE = {capacity: "The provider's limit: it stays registered, the daily probe retries, and its suite can run once it answers.",
+    timeout: "The daily probe retries it.", empty: "Raise Max tokens under Call options: the answer budget went on thinking.",
+    paywalled: "Retire it: the free tier moved behind a paid slug.", structural: "Retire it: nothing serves that name.",
+    entitlement: "The account may not call it.", signin: "Sign in again: the key was refused."};
+  function onboardNote(alias) {
+    var o = B.onboard[alias];
+    if (!o) return null;
+    return h("div", {cls: "card"}, h("p", {}, chip("onboard stopped", o.css), "Onboarding stopped at the " + (o.step || "probe") + " on " +
+      String(o.at || "").slice(0, 10) + ": " + o.label), h("p", {cls: "muted", text: ADVICE[o.failure] || o.reading}),
+      o.detail ? h("pre", {cls: "answer", text: o.detail}) : null);
   }
   function eval0(ratio) { var p = ratio.split("/"); return (+p[0] / +p[1]).toFixed(3); }
 
@@ -390,7 +405,7 @@
       });
     });
     var f = B.facts[alias] || {};
-    add(d, h("h2", {id: "md-title", text: alias}), h("p", {text: "serves " + m.served + (m.tag ? " · " + m.tag : "")}),
+    add(d, h("h2", {id: "md-title", text: alias}), h("p", {text: "serves " + m.served + (m.tag ? " · " + m.tag : "")}), onboardNote(alias),
       h("div", {cls: "field"}, h("label", {"for": "md-alias", text: "Alias"}), aliasBox,
         h("span", {cls: "muted", text: decision ? "Letters, digits, dot, dash, underscore; unused, never a retired name. The decision client calls it by this name." : "Letters, digits, dot, dash, underscore; unused, never a retired name."}), warn),
       h("div", {cls: "field"}, h("label", {"for": "md-role", text: "Role"}), roleSel, roleText),
@@ -788,6 +803,7 @@
           h("fieldset", {}, h("legend", {text: "May call (none ticked: all)"}), keyCols.length ? keyCols : h("span", {cls: "muted", text: "No collections yet."})),
           h("div", {cls: "field"}, h("label", {"for": "k-rpm", text: "Requests a minute (empty: no cap)"}), keyRpm),
           make, keySaid, keyOut),
+        schedulerCard(r.scheduler), ownClientCard(r.own_client),
         h("div", {cls: "card"}, h("h2", {text: "Model client"}), h("div", {cls: "field"}, h("label", {"for": "client", text: "Calls models through"}), clientSel),
           h("p", {cls: "muted", text: "Set by " + ({environment: "BENCH_CLIENT in the environment", settings: "this setting", "default": "the default"}[r.client.by] || r.client.by) + "."}),
           clientSave, clientSaid),
@@ -796,6 +812,56 @@
             return h("tr", {}, td(row[0]), td(row[1]), td(row[2], {cls: "mono"})); }))));
     });
   };
+  /* ST-8: the scheduler's mode and jobs (the scheduler itself reads them every tick once it runs). */
+  function schedulerCard(sc) {
+    var mode = h("select", {id: "sch-mode"}, Object.keys(sc.modes).map(function (m) { return h("option", {value: m, text: sc.modes[m], selected: m === sc.mode}); }));
+    var boxes = {};
+    var rows = sc.jobs.map(function (j) {
+      boxes[j.name] = h("input", {type: "checkbox", checked: j.on, "aria-label": "Run " + j.name});
+      return h("tr", {}, td(j.name, {title: "runs " + j.runs, cls: "mono"}), td(boxes[j.name]), td(j.last || "—"), td(j.next, {cls: "nowrap"}), td(j.what));
+    });
+    var said = h("p", {role: "status"});
+    var save = h("button", {type: "button", cls: "btn", id: "sch-save", text: "Save schedule"});
+    save.addEventListener("click", function () {
+      var go = mode.value === "run" && sc.mode !== "run" ?
+        confirmDialog("Switch the scheduler to Run? Its jobs then call models on their own; turn off any other scheduler first.") : Promise.resolve(true);
+      go.then(function (yes) {
+        if (!yes) return;
+        var jobs = {};
+        Object.keys(boxes).forEach(function (k) { jobs[k] = boxes[k].checked; });
+        post("/api/scheduler", {mode: mode.value, jobs: jobs}).then(function (res) {
+          said.className = res.ok ? "done" : "errors";
+          said.textContent = res.ok ? "Saved. The scheduler reads it on its next tick." : errorsText(res.errors);
+          if (res.ok) sc.mode = mode.value;
+        });
+      });
+    });
+    return h("div", {cls: "card", id: "scheduler-card"}, h("h2", {text: "Scheduler"}),
+      h("div", {cls: "field"}, h("label", {"for": "sch-mode", text: "Mode"}), mode,
+        h("span", {cls: "muted", text: "Off: nothing runs. Log only: each due job is written to runs/scheduler.log, nothing is called. Run: due jobs run."})),
+      table(["Job", "On", "Counted up to", "Next", "What it does"].map(function (t) { return {title: t, sort: false}; }), rows), save, said);
+  }
+  /* ST-12: providers whose free models are free only in their own app. */
+  function ownClientCard(rows) {
+    var boxes = rows.map(function (r) { return [r.id, h("input", {type: "checkbox", checked: r.on, "aria-label": r.id + ": free only in its own app"})]; });
+    var added = h("input", {id: "own-add", placeholder: "a models.dev provider id", autocomplete: "off"});
+    var said = h("p", {role: "status"});
+    var save = h("button", {type: "button", cls: "btn", text: "Save providers"});
+    save.addEventListener("click", function () {
+      var providers = {};
+      boxes.forEach(function (b) { providers[b[0]] = b[1].checked; });
+      if (added.value.trim()) providers[added.value.trim()] = true;
+      post("/api/own-client-free", {providers: providers}).then(function (res) {
+        said.className = res.ok ? "done" : "errors";
+        said.textContent = res.ok ? "Saved. Discover uses it on its next load." : errorsText(res.errors);
+        if (res.ok && added.value.trim()) reloadSoon(700);
+      });
+    });
+    return h("div", {cls: "card", id: "own-client-card"}, h("h2", {text: "Free only in their own app"}),
+      h("p", {cls: "sub", text: "Some providers' free models are free only through their own app; ticked ones are not offered as free elsewhere."}),
+      table([{title: "Provider", sort: false}, {title: "Free only in its own app", sort: false}], boxes.map(function (b) { return h("tr", {}, td(b[0], {cls: "mono"}), td(b[1])); })),
+      h("div", {cls: "field"}, h("label", {"for": "own-add", text: "Add a provider"}), added), save, said);
+  }
   loaders.info = function () {
     var sec = $("#tab-info");
     if (sec.childNodes.length) return;
