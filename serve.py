@@ -11,6 +11,7 @@ too. Everything else is a dashboard route, in the order RT-4 (GET) and RT-5 (POS
 /login, login, the route, else the page (GET) or 404 `unknown endpoint` (POST).
 
 Decisions where the spec leaves room, or where an improvement changes it:
+- SRV-4's release is `metrics.__version__` (this checkout has no VERSION file), with `-<branch>` off main.
 - `X-Benchwarmers-Version` goes on every reply to an identified caller (`local`, `admin`, a key), not to a
   stranger refused before (security improvement 19 over SRV-5), like the `Server` header.
 - GET JSON routes tolerate a query string (IMP-3); POST routes match the raw path exactly (RT-6), and an
@@ -153,7 +154,7 @@ class Handler(gateway.Handler):
         problem = guard.host_problem(self.headers, self.port)
         if problem:
             return self.deny(403, problem)
-        if self.path == "/login" or path == "/login":
+        if path == "/login":
             return self.login_page()
         if not self.signed_in(page=not path.startswith("/api/")):
             return
@@ -188,6 +189,10 @@ class Handler(gateway.Handler):
             result = {"ok": False, "errors": [f"bad request: {exc}"], "changed": [], "sync": ""}
         except RuntimeError as exc:  # RESP-3: the endpoints layer's "no endpoints configured" and the like
             result = {"ok": False, "errors": [str(exc)]}
+        except OSError as exc:  # the data folder refused the write: said (507/503), never a dropped connection
+            if isinstance(exc, gateway.CLIENT_GONE):
+                return
+            return self.deny(*paths.unwritable(exc)[:2])
         self.answer(200 if result.get("ok") else 400, result)
 
     def dashboard_route(self, method):

@@ -6,6 +6,8 @@ Everything is read afresh per request from the data folder (each reader caches b
 write by the gateway, a script or another dashboard shows on the next page load.
 
 Decisions where the spec is silent:
+- The Suite column is found/known bugs over the suite's saved answers as `metrics.history` scores them for the
+  router (RTR-9); the dated suite notes (BM-2) are the Benchmarks page's, another issue.
 - A model's "last answer" counts answered perf rows and useful offloads; suite outputs are not read
   here (the suite's saved answers are scored by `metrics.history` for recall only).
 - No scheduler runs in this process yet: `/api/status` reports `config/scheduler.json`'s mode and jobs

@@ -676,3 +676,31 @@ def test_free_only_in_own_app_st13_test10(dash):
     assert [(c["old"], c["new"]) for c in change_lines()] == [
         (["opencode", "opencode-go"], ["opencode-go"]), (["opencode-go"], ["opencode", "opencode-go"]),
         (["opencode", "opencode-go"], ["opencode", "opencode-go", "zai"])]
+
+
+def test_a_refused_disk_write_is_answered_not_dropped(dash):
+    paths.file("config", "ui.json").mkdir()  # the file's place is taken: the rename over it fails
+    status, _, answer = call(dash, "POST", "/api/theme", {"theme": "dark"})
+    assert status == 503 and "could not be written" in answer["errors"][0] and answer["ok"] is False
+
+
+def test_demo_serves_a_living_dashboard_and_throws_its_folder_away(home):
+    """`python serve.py --demo`: the demo bench, the dashboard and the gateway on one port, in one command."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "BENCH_PORT": "0"}
+    proc = subprocess.Popen([sys.executable, str(ROOT / "serve.py"), "--demo"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        port = int(proc.stdout.readline().split(":")[2].split()[0])
+        lines = [proc.stdout.readline() for _ in range(3)]
+        folder = Path(next(line for line in lines if "Data folder" in line).split(": ", 1)[1].strip())
+        assert folder.is_dir()
+        status, _, body = call(port, "POST", "/v1/chat/completions",
+                               {"model": "bench/demo", "messages": [{"role": "user", "content": "Is x++ atomic?"}]})
+        assert status == 200 and body["choices"][0]["message"]["content"]
+        card = call(port, "GET", "/api/gateway-card")[2]
+        assert card["panels"][0]["model"] == "bench/demo" and card["owed"] >= 3
+        assert bench_of(port)["models"]["terse"]["endpoint"] == "demo"
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    assert proc.returncode is not None and not folder.exists()

@@ -493,12 +493,17 @@
       var together = t ? "Together: " + (t.context_window ? "prompts up to " + Math.floor(t.context_window / 1000) + "k tokens" : "context unknown") +
         (t.context_unknown.length && t.context_window ? " (unknown for " + t.context_unknown.join(", ") + ")" : "") +
         " · all can: " + (t.capabilities.length ? t.capabilities.join(", ") : "nothing known in common") +
-        " · " + t.connections.length + " connection" + (t.connections.length === 1 ? "" : "s") : "";
+        " · " + t.connections.length + " connection" + (t.connections.length === 1 ? "" : "s") + tightest(t.limits) : "";
       add(list, h("button", {type: "button", cls: "list-row", "aria-label": "Open bench/" + c.name, on: {click: function () { openCollection(c); }}},
         h("strong", {text: "bench/" + c.name}), c.tags.map(function (tg) { return chip(tg); }),
         c.description ? h("span", {cls: "subline", text: c.description}) : null, h("span", {cls: "subline", text: line}),
         together ? h("span", {cls: "subline", text: together}) : null, h("span", {cls: "subline", text: "Open ›"})));
     });
+  }
+  function tightest(limits) {
+    var said = ["rpm", "rpd", "tpm", "tpd"].filter(function (k) { return limits && limits[k]; })
+      .map(function (k) { return thousands(limits[k]) + " " + k; });
+    return said.length ? " · tightest " + said.join(", ") : "";
   }
   function drawSettingsForm() {
     var box = $("#c-settings");
