@@ -28,7 +28,8 @@ FALLBACKS = {"on-err": "#ffffff", "log-ink": "var(--paper)", "log-ground": "var(
 PAIRS = [(t, g, 4.5) for t, g in (
     ("ink", "paper"), ("ink", "paper-2"), ("ink", "band"), ("muted", "paper"), ("muted", "paper-2"),
     ("link", "paper"), ("link", "paper-2"), ("err", "paper-2"), ("warn", "paper-2"), ("paper", "ink"),
-    ("on-err", "err"), ("log-ink", "log-ground"), ("ink-deep", "sky"))] + [("brand", "paper", 3.0)]
+    ("on-err", "err"), ("log-ink", "log-ground"), ("ink-deep", "sky"),
+    ("paper", "primary"))] + [("brand", "paper", 3.0)]  # paper on primary: our buttons (bench.css), beyond TH-7's list
 FLOOR_PAIRS = [("ink", "floor-ground", 4.5), ("muted", "floor-ground", 4.5), ("link", "floor-ground", 4.5)]
 SWATCH = ("paper", "band", "ink", "brand", "primary", "signal", "link", "err")
 HEX = re.compile(r"#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})")

@@ -704,3 +704,20 @@ def test_demo_serves_a_living_dashboard_and_throws_its_folder_away(home):
         proc.terminate()
         proc.wait(30)
     assert proc.returncode is not None and not folder.exists()
+
+
+def test_a_fresh_install_answers_every_read_test13(home):
+    srv = serve.serve("127.0.0.1", 0)
+    port = srv.server_address[1]
+    try:
+        assert bench_of(port)["first_run"] == "endpoint"
+        status = call(port, "GET", "/api/status")[2]
+        assert status["default_endpoint"] is None and status["models"] == 0 and status["endpoints"] == 0
+        for path in ("/api/collections", "/api/models", "/api/gateway-keys", "/api/gateway-card", "/api/logs",
+                     "/api/settings"):
+            assert call(port, "GET", path)[2]["ok"] is True, path
+        assert call(port, "POST", "/api/collection", {"name": "core", "members": ["x"]})[2]["errors"] == [
+            "not chat models on the bench: x"]
+    finally:
+        srv.shutdown()
+        srv.server_close()
