@@ -58,7 +58,8 @@ def fill(lines, panels, seed=15):
     offloads = []
     newest = [s["call"] for c in calls[-60:] for s in c["seats"]]
     for n in range(lines - len(newest)):
-        offloads.append({"date": today, "model": rng.choice(("alpha", "beta", "gamma")), "task": "older work (bench/core, review)",
+        offloads.append({"date": today, "model": rng.choice(("alpha", "beta", "gamma")),
+                         "task": "older work (bench/core, review)",
                          "useful": None, "note": "member; ok in 2.0s", "call": f"p0-{n:06d}.member1", "status": "ok",
                          "seconds": 2.0})
     for call in newest:
@@ -153,7 +154,8 @@ def main(argv=None):
         fill(args.lines, args.panels)
         dashboard, port = start(folder)
         results = {"at": datetime.datetime.now().astimezone().isoformat(timespec="seconds"), "lines": args.lines,
-                   "panels": args.panels, "offload_log_mb": round(paths.file("metrics", "offloads.jsonl").stat().st_size / 1e6, 1),
+                   "panels": args.panels,
+                   "offload_log_mb": round(paths.file("metrics", "offloads.jsonl").stat().st_size / 1e6, 1),
                    "loadavg": os.getloadavg()[0], "card": card(port, args.repeat), "page": page(port)}
         dashboard.terminate()
         dashboard.wait(15)

@@ -7,7 +7,6 @@ A test skips, saying why, only where no browser can be had.
 """
 
 import json
-import os
 import shutil
 from pathlib import Path
 

@@ -49,7 +49,7 @@ def change_lines():
         else []
 
 
-# -- routing and headers (RT-1..6, RESP-2, SRV-5) ------------------------------------------------------
+# -- routing and headers (RT-1..6, RESP-2, SRV-5) ---------------------------------------------------------------------
 
 def test_gateway_routes_answer_on_the_dashboard_port_rt1_rt2_test15(dash):
     status, resp, body = call(dash, "GET", "/api/tags")
@@ -124,7 +124,7 @@ def test_broken_endpoints_file_resp5_api4(dash):
     assert paths.file("config", "endpoints.json").read_text(encoding="utf-8") == "{broken"
 
 
-# -- login (AUTH-3..7, ADM-*, TEST-14) ---------------------------------------------------------------------
+# -- login (AUTH-3..7, ADM-*, TEST-14) --------------------------------------------------------------------------------
 
 def login(port):
     status, resp, body = call(port, "POST", "/login", {"token": TOKEN})
@@ -183,7 +183,7 @@ def test_gateway_routes_take_keys_never_the_cookie_rt2(dash, monkeypatch):
     assert status == 400 and "useful" in json.dumps(body)
 
 
-# -- startup (SRV-1, SRV-2, START-*) ----------------------------------------------------------------------
+# -- startup (SRV-1, SRV-2, START-*) ----------------------------------------------------------------------------------
 
 def run_serve(env, *args, wait=True):
     full = {**os.environ, "PYTHONPATH": str(ROOT), **env}
@@ -216,7 +216,7 @@ def test_startup_line_and_layout_srv1(home, tmp_path):
     assert all((data / part).is_dir() for part in ("config", "metrics", "perf", "runs", "suite/tasks"))
 
 
-# -- read-only JSON (API-1, API-2, ST-7) --------------------------------------------------------------------
+# -- read-only JSON (API-1, API-2, ST-7) ------------------------------------------------------------------------------
 
 def test_status_and_models_api1_api2(dash):
     status, _, body = call(dash, "GET", "/api/status")
@@ -229,7 +229,7 @@ def test_status_and_models_api1_api2(dash):
     assert alpha["status"] == "untested" and alpha["kind"] == "chat" and alpha["retired"] is False
 
 
-# -- collections (CO-2, CO-7, CO-8, CO-10) ---------------------------------------------------------------------
+# -- collections (CO-2, CO-7, CO-8, CO-10) ----------------------------------------------------------------------------
 
 def test_collection_editor_rules_collect_every_error_co7(dash):
     body = {"name": "X", "members": ["alpha", "picker", "nobody"], "shape": "image", "tags": ["Bad Tag"] + list("abcdefghi"),
@@ -286,7 +286,7 @@ def test_gateway_settings_co10(dash):
     assert line["field"] == "gateway settings" and line["new"] == {"max_calls": 4, "max_explorers": 1}
 
 
-# -- gateway keys (ST-5..7, MGMT-*) -------------------------------------------------------------------------------
+# -- gateway keys (ST-5..7, MGMT-*) -----------------------------------------------------------------------------------
 
 def test_gateway_keys_made_scoped_and_revoked_st5_st6(dash, monkeypatch):
     assert call(dash, "POST", "/api/gateway-key", {"name": "x", "collections": "core"})[2]["errors"] == [
@@ -317,7 +317,7 @@ def test_gateway_keys_made_scoped_and_revoked_st5_st6(dash, monkeypatch):
                       ("gateway key", "estate", None)]
 
 
-# -- the gateway card, the verdict dialog (GW-1..6, RT-25) ----------------------------------------------------------
+# -- the gateway card, the verdict dialog (GW-1..6, RT-25) ------------------------------------------------------------
 
 def ask(port, collection="core", key=None):
     headers = {"Authorization": f"Bearer {key}"} if key else {}
@@ -390,7 +390,7 @@ def test_route_conversations_rt25_gw3(dash):
     assert call(dash, "GET", "/api/gateway-card")[2]["owed"] == 0
 
 
-# -- the model writes (MP-6..18, TEST-1..3) ----------------------------------------------------------------------------
+# -- the model writes (MP-6..18, TEST-1..3) ---------------------------------------------------------------------------
 
 def test_model_change_refusals_change_nothing_test1(dash):
     paths.file("config", "alias-history.json").write_text('{"old-alpha": "alpha"}', encoding="utf-8")
@@ -434,7 +434,8 @@ def test_retire_and_restore_keep_collections_test2_test3(dash):
     assert retired["why"] == "too slow" and retired["collections"] == {"core": ["members"],
                                                                        "merged": ["members", "merger"]}
     found = fileio.read_json(paths.file("config", "collections.json"))
-    assert found["core"]["members"] == ["beta"] and found["merged"]["merger"] == "" and found["vision"]["members"] == ["seer"]
+    assert found["core"]["members"] == ["beta"] and found["merged"]["merger"] == ""
+    assert found["vision"]["members"] == ["seer"]
     fields = [c["field"] for c in change_lines()]
     assert fields == ["collection core", "collection merged", "removed"]
     models = {r["alias"]: r for r in call(dash, "GET", "/api/models")[2]["models"]}
@@ -464,7 +465,7 @@ def test_retry_answers_or_says_why_mp18(dash):
     assert call(dash, "POST", "/api/retry", {"alias": "nobody"})[2]["errors"] == ["'nobody' is not registered"]
 
 
-# -- settings: theme and client (ST-2, ST-11, LOG-2, IMP-1, IMP-14) --------------------------------------------------------
+# -- settings: theme and client (ST-2, ST-11, LOG-2, IMP-1, IMP-14) ---------------------------------------------------
 
 def test_theme_and_client_writes_and_the_caller_st2_st11(dash, monkeypatch):
     status, _, answer = call(dash, "POST", "/api/theme", {"theme": "dark"})
@@ -487,10 +488,11 @@ def test_every_theme_is_legible_th7():
     assert done.returncode == 0 and done.stdout.strip().endswith("3 themes: all legible")
 
 
-# -- facts and call options (MP-20..23, TEST-7, IMP-5) ----------------------------------------------------------------------
+# -- facts and call options (MP-20..23, TEST-7, IMP-5) ----------------------------------------------------------------
 
 def test_model_facts_merge_and_clear_mp21_imp5(dash):
-    fileio.write_atomic(paths.file("config", "model-overrides.json"), json.dumps({"alpha": {"modalities": {"input": ["text"]}}}))
+    fileio.write_atomic(paths.file("config", "model-overrides.json"),
+                        json.dumps({"alpha": {"modalities": {"input": ["text"]}}}))
     bad = {"alias": "alpha", "facts": {"context_window": 12.5, "max_output": True, "knowledge_cutoff": "x" * 21,
                                        "limits": {"rpm": 0}}}
     status, _, answer = call(dash, "POST", "/api/model-facts", bad)
@@ -534,9 +536,10 @@ def test_call_options_mp23_test7(dash):
     assert [c["field"] for c in change_lines()] == ["options", "options"]
 
 
-# -- what the pages read (GL-1..5, LG-1, SHELL-9, SRV-7) ------------------------------------------------------------------
+# -- what the pages read (GL-1..5, LG-1, SHELL-9, SRV-7) --------------------------------------------------------------
 
-PERF_HEAD = "timestamp,model,prompt,n,p50_s,p95_s,min_s,max_s,chars_per_s,answered,refused,error,timeout,failure,detail,tokens_per_s\n"
+PERF_HEAD = ("timestamp,model,prompt,n,p50_s,p95_s,min_s,max_s,chars_per_s,answered,refused,error,timeout,failure,"
+             "detail,tokens_per_s\n")
 
 
 def bench_of(port):
@@ -640,7 +643,7 @@ def test_onboarding_stops_show_until_healthy_mp19_test5(dash):
     assert sorted(bench_of(dash)["onboard"]) == ["beta"]
 
 
-# -- scheduler and own-app providers (ST-8, ST-9, ST-12, ST-13, TEST-8, TEST-10) -----------------------------------------------
+# -- scheduler and own-app providers (ST-8, ST-9, ST-12, ST-13, TEST-8, TEST-10) --------------------------------------
 
 def test_scheduler_settings_st9_test8(dash):
     assert call(dash, "POST", "/api/scheduler", {"mode": "sometimes"})[2]["errors"] == ["mode: one of off, log-only, run"]
@@ -721,3 +724,14 @@ def test_a_fresh_install_answers_every_read_test13(home):
     finally:
         srv.shutdown()
         srv.server_close()
+
+
+def test_public_url_sets_the_gateway_url_host_and_secure_cookie_srv3(dash, monkeypatch):
+    monkeypatch.setenv("BENCHWARMERS_PUBLIC_URL", "https://bench.example.org")
+    monkeypatch.setenv("BENCHWARMERS_ADMIN_TOKEN", TOKEN)
+    status, resp, _ = call(dash, "POST", "/login", {"token": TOKEN}, {"Origin": "https://bench.example.org"},
+                           host="bench.example.org")
+    assert status == 200 and resp.getheader("Set-Cookie").endswith("; Secure")
+    jar = {"Cookie": resp.getheader("Set-Cookie").split(";", 1)[0]}
+    assert call(dash, "GET", "/api/status", headers=jar, host="bench.example.org")[2]["gateway"] == \
+        "https://bench.example.org/v1"
