@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import serve
-from metrics import changes, demo, fileio, gatekeys, paths, themes
+from metrics import changes, demo, fileio, gatekeys, gatewaycard, paths, themes
 
 ROOT = Path(__file__).resolve().parent.parent
 TOKEN = "a-very-long-admin-token-0123456789"
@@ -735,3 +735,18 @@ def test_public_url_sets_the_gateway_url_host_and_secure_cookie_srv3(dash, monke
     jar = {"Cookie": resp.getheader("Set-Cookie").split(";", 1)[0]}
     assert call(dash, "GET", "/api/status", headers=jar, host="bench.example.org")[2]["gateway"] == \
         "https://bench.example.org/v1"
+
+
+def test_skipped_members_show_on_the_card_without_a_verdict_gw2(dash):
+    fileio.append_jsonl(gatewaycard.calls_path(), {
+        "panel": "p1", "at": "2026-12-03T10:00:00+00:00", "model": "bench/vision", "shape": "vision", "shape_by": "images",
+        "key": "estate", "system": "", "prompt": "what is in it?",
+        "seats": [{"call": "p1.member1", "seat": "member", "alias": "seer", "status": "error", "answer": "",
+                   "error": "upstream 500", "seconds": 0.4}],
+        "skipped": [{"seat": "member", "alias": "tiny", "why": "the image could not be sent"}]})
+    panel = call(dash, "GET", "/api/gateway-card")[2]["panels"][0]
+    assert panel["key"] == "estate" and panel["skipped"] == [{"seat": "member", "alias": "tiny",
+                                                              "why": "the image could not be sent"}]
+    assert panel["seats"][0]["status"] == "error" and panel["owed"] == 1
+    seat = call(dash, "GET", "/api/gateway-seat?call=p1.member1")[2]
+    assert seat["error"] == "upstream 500" and seat["useful"] is None

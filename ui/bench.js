@@ -409,8 +409,7 @@
       h("div", {cls: "field"}, h("label", {"for": "md-alias", text: "Alias"}), aliasBox,
         h("span", {cls: "muted", text: decision ? "Letters, digits, dot, dash, underscore; unused, never a retired name. The decision client calls it by this name." : "Letters, digits, dot, dash, underscore; unused, never a retired name."}), warn),
       h("div", {cls: "field"}, h("label", {"for": "md-role", text: "Role"}), roleSel, roleText),
-      h("p", {cls: "muted", text: (f.context_window ? "context " + thousands(f.context_window) + " tokens" : "context unknown") +
-        (f.max_output ? " · output up to " + thousands(f.max_output) : "")}),
+      profile(alias, f),
       decision ? null : factsSection(alias, f, said, done), decision ? null : optionsSection(alias, f, said, done),
       h("div", {cls: "field"}, h("label", {}, adhoc, " Ad hoc only"), h("span", {cls: "muted", text: "An ad hoc model is never chosen automatically (explorer, merger); it sits only where a collection names it."})),
       said, done, h("div", {cls: "row end"}, close, decision ? null : retry, save),
@@ -418,6 +417,16 @@
     d.showModal();
   }
 
+  /* MP-3: what is known of the model, each fact from the catalog's layers (or "unknown"). */
+  function profile(alias, f) {
+    var row = B.glance.filter(function (r) { return r.alias === alias; })[0] || {};
+    var can = [["tools", "tools"], ["vision", "vision"], ["structured_output", "json"], ["reasoning", "reasons"]]
+      .filter(function (c) { return f[c[0]] === true; }).map(function (c) { return c[1]; });
+    var parts = [f.context_window ? "context " + thousands(f.context_window) + " tokens" : "context unknown",
+      f.max_output ? "output up to " + thousands(f.max_output) : null, can.length ? "can: " + can.join(", ") : "can: nothing known",
+      f.knowledge_cutoff ? "knows up to " + f.knowledge_cutoff : null, row.price ? "price: " + row.price : null];
+    return h("p", {cls: "muted", id: "md-profile", text: parts.filter(Boolean).join(" · ")});
+  }
   /* MP-20: the user's own facts fill the boxes; the sources' values are placeholders. */
   function factsSection(alias, f, said, done) {
     var src = f.sources || {}, mine = function (k) { return src[k] === "you"; };
