@@ -1,8 +1,443 @@
-"""The dashboard (port 8122). Not built yet: see the dashboard issue."""
+"""The dashboard on 127.0.0.1:8122 (`BENCH_PORT`): the bench in a browser, and the gateway on the same port
+(dashboard.md §1-4, §11; security.md §3-8, §13-14).
 
+    python serve.py            serve the data folder
+    python serve.py --demo     the dashboard and the gateway on a throwaway demo bench (local upstream)
+
+The handler extends the gateway's: its route table is the gateway's with the dashboard's rows added
+(`routes.extend`), and any gateway route (ROUTE-1) is handed to the gateway's own methods, so every
+gateway rule (key auth, Host check against this port, CORS, its body cap, its error shapes) holds here
+too. Everything else is a dashboard route, in the order RT-4 (GET) and RT-5 (POST) give: /health, Host,
+/login, login, the route, else the page (GET) or 404 `unknown endpoint` (POST).
+
+Decisions where the spec leaves room, or where an improvement changes it:
+- SRV-4's release is `metrics.__version__` (this checkout has no VERSION file), with `-<branch>` off main.
+- `X-Benchwarmers-Version` goes on every reply to an identified caller (`local`, `admin`, a key), not to a
+  stranger refused before (security improvement 19 over SRV-5), like the `Server` header.
+- GET JSON routes tolerate a query string (IMP-3); POST routes match the raw path exactly (RT-6), and an
+  unknown `/api/` GET still answers the page, which older CLIs rely on.
+- `POST /logout` (security improvement 8) answers the cleared cookie; it passes the write checks and
+  needs no login, since signing out can hurt no one.
+- The page is one document: the shell, the theme tokens, `ui/bench.css` and `ui/bench.js` inlined, and
+  `window.BENCH`; the script draws the tables from that JSON and from the APIs (one request per page load).
+- No fonts are shipped (OFF-2 allows none: the CSS fallback stacks apply), so `/fonts/<file>` is 404;
+  `/ui/<file>` serves the two named page files.
+- Connect, onboarding, endpoints, quotas, Discover, benchmarks and the scheduler are other issues: their
+  routes are not here yet (an unknown POST is 404, an unknown GET the page).
+"""
+
+import argparse
+import dataclasses
+import html
+import json
+import os
+import shutil
+import subprocess
 import sys
+import threading
+import urllib.parse
+from pathlib import Path
+
+import gateway
+from metrics import (__version__, benchview, changes, client, collectionedit, collections, endpoints, gatewaycard,
+                     guard, jobs, modeledit, modelfacts, panel, paths, registry, routes, settingsedit, themes)
+
+UI = Path(__file__).resolve().parent / "ui"
+ADMIN = "admin"  # the route's scope: the admin login when it is on (AUTH-4)
+STATIC = {"bench.css": "text/css; charset=utf-8", "bench.js": "text/javascript; charset=utf-8"}
+FAVICON = ("data:image/svg+xml," + urllib.parse.quote(
+    "<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 32 32'><rect x='3' y='12' width='26' height='5' "
+    "rx='1' fill='{seat}'/><rect x='6' y='17' width='3' height='11' fill='#4c4136'/><rect x='23' y='17' "
+    "width='3' height='11' fill='#4c4136'/><rect x='6' y='23' width='20' height='2' fill='#4c4136'/></svg>"))
+
+
+@dataclasses.dataclass(frozen=True)
+class Page(routes.Route):
+    """A dashboard row: never a gateway route, the admin login as its credential, matched on the raw path."""
+
+    gateway: bool = False
+    scope: str = ADMIN
+    listed: bool = False
+    query: bool = False  # RT-6: answers only with a query string; without one the path is the page
+
+    def answers(self, raw):
+        path, mark, _ = raw.partition("?")
+        if self.method == "POST":
+            return raw == self.path
+        if self.path.endswith("/"):  # a folder of named files: the rest of the raw path is the name
+            return raw.startswith(self.path)
+        return path == self.path and (bool(mark) or not self.query)
+
+
+DASHBOARD = (
+    Page("GET", "/api/stamp", "api_stamp"),
+    Page("GET", "/api/status", "api_status"),
+    Page("GET", "/api/models", "api_models"),
+    Page("GET", "/api/gateway-keys", "api_keys"),
+    Page("GET", "/api/collections", "api_collections"),
+    Page("GET", "/api/gateway-card", "api_card"),
+    Page("GET", "/api/logs", "api_logs"),
+    Page("GET", "/api/settings", "api_settings"),
+    Page("GET", "/api/gateway-seat", "api_seat", query=True),
+    Page("GET", "/ui/", "static"),
+    Page("GET", "/fonts/", "static"),
+    Page("POST", "/api/model", "write", writes=True),
+    Page("POST", "/api/remove", "write", writes=True),
+    Page("POST", "/api/restore", "write", writes=True),
+    Page("POST", "/api/retry", "write", writes=True),
+    Page("POST", "/api/model-facts", "write", writes=True),
+    Page("POST", "/api/model-options", "write", writes=True),
+    Page("POST", "/api/collection", "write", writes=True),
+    Page("POST", "/api/collection/remove", "write", writes=True),
+    Page("POST", "/api/gateway-settings", "write", writes=True),
+    Page("POST", "/api/verdict", "write", writes=True),
+    Page("POST", "/api/gateway-key", "write", writes=True),
+    Page("POST", "/api/gateway-key/remove", "write", writes=True),
+    Page("POST", "/api/client", "write", writes=True),
+    Page("POST", "/api/theme", "write", writes=True),
+    Page("POST", "/api/scheduler", "write", writes=True),
+    Page("POST", "/api/own-client-free", "write", writes=True),
+)
+WRITES = {
+    "/api/model": modeledit.change, "/api/remove": modeledit.remove, "/api/restore": modeledit.restore,
+    "/api/retry": modeledit.retry, "/api/model-facts": modelfacts.save_facts,
+    "/api/model-options": modelfacts.save_options, "/api/collection": collectionedit.save,
+    "/api/collection/remove": collectionedit.remove, "/api/gateway-settings": collectionedit.gateway_settings,
+    "/api/verdict": lambda body, who: gatewaycard.verdict(body), "/api/gateway-key": settingsedit.make_key,
+    "/api/gateway-key/remove": settingsedit.revoke_key, "/api/client": settingsedit.choose_client,
+    "/api/theme": settingsedit.choose_theme, "/api/scheduler": jobs.save,
+    "/api/own-client-free": settingsedit.save_own_client,
+}
+
+
+def _git(*args):
+    try:
+        done = subprocess.run(["git", *args], cwd=UI.parent, capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return done.stdout.strip() if done.returncode == 0 else ""
+
+
+def version():
+    """SRV-4: `(release, date, commit)`; the release gains `-<branch>` off main; date/commit "unknown" without git."""
+    release = __version__ or "0.0.0"
+    branch = _git("rev-parse", "--abbrev-ref", "HEAD")
+    if branch and branch not in ("main", "HEAD"):
+        release += "-" + "".join(c if c.isalnum() or c == "." else "-" for c in branch)
+    date, _, commit = _git("log", "-1", "--format=%cs %h").partition(" ")
+    return release, date or "unknown", commit or "unknown"
+
+
+VERSION = version()
+
+
+def version_header():
+    release, date, _ = VERSION
+    return release if date == "unknown" else f"{release} {date}"
+
+
+class Handler(gateway.Handler):
+    """The gateway's handler with the dashboard's rows: gateway routes go to the gateway's methods."""
+
+    route_table = routes.extend(routes.ROUTES, *DASHBOARD)
+
+    # -- the order a request meets -----------------------------------------------------
+
+    def do_GET(self):
+        """RT-4."""
+        if routes.is_gateway_route(self.path):
+            return super().do_GET()
+        self.parse("GET")
+        if self.route and self.route.scope == routes.OPEN:  # /health, before any Host check (RT-4 step 1)
+            return getattr(self, self.route.handler)(**self.arguments)
+        path = self.path.split("?", 1)[0]
+        problem = guard.host_problem(self.headers, self.port)
+        if problem:
+            return self.deny(403, problem)
+        if path == "/login":
+            return self.login_page()
+        if not self.signed_in(page=not path.startswith("/api/")):
+            return
+        route = self.dashboard_route("GET")
+        if route is None:
+            return self.page()
+        try:
+            getattr(self, route.handler)()
+        except RuntimeError as exc:  # API-4 / IMP-3: an unreadable endpoints.json is said, never a dropped connection
+            self.answer(400, {"ok": False, "errors": [str(exc)]})
+
+    def do_POST(self):
+        """RT-5: gateway, /login, the write checks, the login, the route, the body, the operation."""
+        if routes.is_gateway_route(self.path):
+            return super().do_POST()
+        problem = guard.write_problem(self.headers, self.port, False, guard.DASHBOARD_CAP)
+        if problem:
+            return self.deny(*problem)
+        if self.path in ("/login", "/logout"):
+            return self.login() if self.path == "/login" else self.logout()
+        if not self.signed_in(page=False):
+            return
+        route = self.dashboard_route("POST")
+        if route is None:
+            return self.deny(404, "unknown endpoint")
+        body, problem = self.body()
+        if problem:
+            return self.answer(400, {"ok": False, "errors": [f"bad request: {problem}"], "changed": [], "sync": ""})
+        try:
+            result = WRITES[route.path](body, changes.by(self.who))
+        except (ValueError, TypeError) as exc:
+            result = {"ok": False, "errors": [f"bad request: {exc}"], "changed": [], "sync": ""}
+        except RuntimeError as exc:  # RESP-3: the endpoints layer's "no endpoints configured" and the like
+            result = {"ok": False, "errors": [str(exc)]}
+        except OSError as exc:  # the data folder refused the write: said (507/503), never a dropped connection
+            if isinstance(exc, gateway.CLIENT_GONE):
+                return
+            return self.deny(*paths.unwritable(exc)[:2])
+        self.answer(200 if result.get("ok") else 400, result)
+
+    def dashboard_route(self, method):
+        return next((r for r in self.route_table if isinstance(r, Page) and r.method == method
+                     and r.answers(self.path)), None)
+
+    def signed_in(self, page):
+        """AUTH-4 / ADM-6, ADM-7: sets `self.who`, or refuses (303 to /login for a page, else 401 JSON)."""
+        who, refusal = guard.dashboard_caller(self.headers, self.address())
+        if who:
+            self.who = who
+            return True
+        if page and refusal[0] == 401:
+            self.redirect("/login")
+        else:
+            self.deny(*refusal)
+        return False
+
+    def body(self):
+        """RESP-3/4, IMP-2: `(object, "")`, or `(None, why)`; an empty body is `{}`."""
+        raw = self.read_body(guard.content_length(self.headers))
+        if not raw.strip():
+            return {}, ""
+        try:
+            body = json.loads(raw)
+        except (ValueError, RecursionError) as exc:
+            return None, str(exc)[:200]
+        if not isinstance(body, dict):
+            return None, "body must be a JSON object"
+        return body, ""
+
+    # -- login (AUTH-5..7) ------------------------------------------------------------
+
+    def login_page(self):
+        if not guard.admin_token():
+            return self.redirect("/")
+        self.who = "-"
+        text = (UI / "login.html").read_text(encoding="utf-8")
+        self.send_html(200, text.replace("{{favicon}}", self.favicon(themes.saved())))
+
+    def login(self):
+        body, problem = self.body()
+        status, message, headers = guard.login(None if problem else body, self.address())
+        if status == 200:
+            self.who = "admin"
+            return self.answer(200, {"ok": True, "errors": []}, headers)
+        self.deny(status, message, {k: v for k, v in headers.items() if k == "Retry-After"})
+
+    def logout(self):
+        self.read_body(guard.content_length(self.headers))
+        self.answer(200, {"ok": True, "errors": []}, {"Set-Cookie": guard.logout_cookie()})
+
+    # -- GET routes ---------------------------------------------------------------
+
+    def api_stamp(self):
+        self.answer(200, {"stamp": benchview.stamp()})
+
+    def api_status(self):
+        self.answer(200, benchview.status_api(self.port, VERSION[0]))
+
+    def api_models(self):
+        self.answer(200, benchview.models_api())
+
+    def api_keys(self):
+        endpoints.load()  # API-4: an unreadable endpoints.json is said here too
+        self.answer(200, benchview.keys_api())
+
+    def api_collections(self):
+        self.answer(200, collectionedit.view())
+
+    def api_card(self):
+        self.answer(200, {"ok": True, "errors": [], "gateway": benchview.gateway_url(self.port),
+                          **gatewaycard.card()})
+
+    def api_logs(self):
+        self.answer(200, {"ok": True, "errors": [], **benchview.logs()})
+
+    def api_settings(self):
+        """What Settings and Info show: themes, keys, the client, server and access, the version; never a secret."""
+        backend, chosen_by = client.chosen()
+        gateway_port = guard.port_setting("BENCH_GATEWAY_PORT", 8123)
+        release, date, commit = VERSION
+        folder, reason = paths.located()
+        self.answer(200, {
+            "ok": True, "errors": [], "theme": themes.saved(),
+            "themes": [{"name": n, "label": themes.label(n), "swatch": themes.swatch(n)} for n in themes.names()],
+            "keys": benchview.keys_api(), "auth": bool(guard.admin_token()),
+            "client": {"client": backend, "by": chosen_by, "pinned": bool(os.environ.get("BENCH_CLIENT", "").strip()),
+                       "llm": bool(shutil.which("llm"))},
+            "access": benchview.access(self.port, gateway_port),
+            "info": {"version": release, "date": date, "commit": commit,
+                     "python": f"{sys.version.split()[0]} · {sys.executable}", "folder": str(paths.CODE),
+                     "data": f"{folder} ({reason})", "endpoints": len(endpoints.readable()),
+                     "models": len(registry.registrations()), "scheduler": jobs.state()[0],
+                     "client": backend, "theme": themes.saved()},
+            "gateway": benchview.gateway_url(self.port), "collections": sorted(collections.load()),
+            "scheduler": jobs.table(), "own_client": settingsedit.own_client()})
+
+    def api_seat(self):
+        query = urllib.parse.parse_qs(self.path.partition("?")[2])
+        call = (query.get("call") or [""])[0]
+        found = gatewaycard.seat(call)
+        if found is None:
+            return self.answer(404, {"ok": False, "errors": [f"no gateway seat with call id '{call}'"]})
+        self.answer(200, found)
+
+    def static(self):
+        """TH-8: only named files; anything else (another name, a query, a path) is 404."""
+        folder, _, name = self.path.partition("/")[2].partition("/")
+        if folder != "ui" or name not in STATIC:
+            return self.answer(404, {"ok": False, "errors": ["no such file"]})
+        data = (UI / name).read_bytes()
+        self.send_response(200)
+        self.send_header("Content-Type", STATIC[name])
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Cache-Control", "max-age=86400")
+        self.end_headers()
+        self.wfile.write(data)
+
+    # -- the page -----------------------------------------------------------------
+
+    def favicon(self, theme):
+        return FAVICON.replace("%7Bseat%7D", urllib.parse.quote(themes.merged(theme).get("brand", "#990000")))
+
+    def page(self):
+        """SHELL-1, RESP-5: one document; an unreadable endpoints.json gets a one-paragraph page instead."""
+        try:
+            endpoints.load()
+        except RuntimeError as exc:
+            return self.send_html(200, f"<!doctype html><p>{html.escape(str(exc))}. Fix it by hand; nothing was "
+                                       "written over it.</p>")
+        preview = urllib.parse.parse_qs(self.path.partition("?")[2]).get("theme", [""])[0]
+        theme = themes.in_use(preview)
+        bench = json.dumps({**benchview.bench_json(), "theme": theme, "auth": bool(guard.admin_token()),
+                            "gateway": benchview.gateway_url(self.port)}).replace("</", "<\\/")
+        parts = {"theme": theme, "favicon": self.favicon(theme), "tokens": themes.css(),
+                 "style": (UI / "bench.css").read_text(encoding="utf-8"), "bench": bench,
+                 "script": (UI / "bench.js").read_text(encoding="utf-8")}
+        text = (UI / "index.html").read_text(encoding="utf-8")
+        for name, value in parts.items():
+            text = text.replace("{{" + name + "}}", value)
+        self.send_html(200, text)
+
+    # -- answering ----------------------------------------------------------------
+
+    def send_response(self, code, message=None):
+        super().send_response(code, message)
+        if self.who != "-":
+            self.send_header("X-Benchwarmers-Version", version_header())
+
+    def send_json(self, status, payload, headers=None):
+        """RESP-2 on every JSON reply from this port, gateway routes' included (RT-2)."""
+        data = json.dumps(payload).encode("ascii")
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json; charset=utf-8")
+            self.send_header("Content-Length", str(len(data)))
+            self.send_header("Cache-Control", "no-store")
+            for header, value in (headers or {}).items():
+                self.send_header(header, value)
+            if routes.is_gateway_route(self.path or ""):
+                self.send_cors()  # CORS on gateway routes only
+            self.end_headers()
+            self.wfile.write(data)
+        except gateway.CLIENT_GONE:
+            pass
+
+    answer = send_json
+
+    def deny(self, status, message, headers=None):
+        """ERR-2: a dashboard refusal."""
+        self.send_json(status, {"ok": False, "errors": [message]}, headers)
+
+    def send_html(self, status, text):
+        data = text.encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Cache-Control", "no-store")
+        self.end_headers()
+        self.wfile.write(data)
+
+    def redirect(self, where):
+        self.send_response(303)
+        self.send_header("Location", where)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_request(self, code="-", size="-"):
+        """LOG-4: the dashboard port logs only when login is on."""
+        if guard.admin_token():
+            super().log_request(code, size)
+
+    def log_message(self, format, *args):
+        """LOG-5: the dashboard keeps the server's diagnostic lines to itself."""
+
+
+def serve(host="127.0.0.1", port=0):
+    """A dashboard on a thread (tests, the benchmarks): returns the server; `server.shutdown()` stops it."""
+    server = gateway.Server((host, port), Handler)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="dashboard",
+                     daemon=True).start()
+    return server
+
+
+def banner(address, port):
+    """SRV-1 / START-5: never a secret."""
+    shown = "localhost" if address == "127.0.0.1" else address
+    return f"Benchwarmers on http://{shown}:{port}" + ("  (login on)" if guard.admin_token() else "") + \
+        "  (ctrl-c to stop)"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description="Benchwarmers dashboard (and the gateway on the same port)")
+    parser.add_argument("--demo", action="store_true", help="serve a throwaway demo bench on the local upstream")
+    parser.add_argument("--port", type=int, default=None, help="port (default BENCH_PORT or 8122)")
+    args = parser.parse_args(argv)
+    sys.stdout.reconfigure(encoding="utf-8")
+    address = guard.bind_address()
+    problem = guard.startup_problem(address)  # START-1: before binding or making anything
+    if problem:
+        sys.exit(problem)
+    for warning in guard.startup_warnings():
+        print(f"warning: {warning}", file=sys.stderr)
+    port = args.port if args.port is not None else guard.port_setting("BENCH_PORT", 8122)
+    upstream = None
+    if args.demo:
+        from metrics import demo  # only here: a server of real upstreams never loads the demo one
+        upstream = demo.start_demo()
+    paths.data()  # SRV-1: the data folder's layout, made at start
+    server = gateway.Server((address, port), Handler)
+    gateway.stop_on_signals(server)
+    # the first panel and the Gateway card's first read (the offload index) pay no one-off cost
+    threading.Thread(target=panel.warm_up, name="warm-up", daemon=True).start()
+    print(banner(address, server.server_address[1]), flush=True)
+    if args.demo:
+        print(demo.snippets(benchview.gateway_url(server.server_address[1])), flush=True)
+    try:
+        server.serve_forever()
+    finally:
+        server.server_close()
+        gateway.drain(server, collections.settings()["stop_grace"])
+        if upstream:
+            demo.stop_demo(upstream)
+
 
 if __name__ == "__main__":
-    print("serve.py: the dashboard is not built yet; run `python gateway.py --demo` for the panel gateway.",
-          file=sys.stderr)
-    sys.exit(2)
+    main()

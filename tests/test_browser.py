@@ -1,0 +1,322 @@
+"""The dashboard end to end in real headless Chromium (dashboard.md §7-§9, §12-13; issue 15's scenarios).
+
+Debian's `chromium` driven by Playwright's Python package (`executable_path` points at the system browser;
+Playwright's own browser download is not used). One browser serves the whole session; each test opens a fresh
+context on its own dashboard. Screenshots of every page land in tests/artifacts/ (gitignored) to be looked at.
+A test skips, saying why, only where no browser can be had.
+"""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+import serve
+from metrics import demo, fileio, paths
+
+playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
+ARGS = ["--no-sandbox", "--headless=new", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+PAGES = ["glance", "logs", "models", "collections", "settings", "info"]
+TOKEN = "a-very-long-admin-token-0123456789"
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not CHROMIUM:
+        pytest.skip("no chromium on PATH (apt-get install chromium); the browser tests need one")
+    with playwright_api.sync_playwright() as p:
+        found = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield found
+        found.close()
+
+
+@pytest.fixture
+def dash(bench):
+    demo.set_collection("core", ["alpha", "beta"], description="two reviewers", tags=["review"])
+    srv = serve.serve("127.0.0.1", 0)
+    yield f"http://127.0.0.1:{srv.server_address[1]}"
+    srv.shutdown()
+    srv.server_close()
+
+
+@pytest.fixture
+def page(browser, dash):
+    """A page at 1440 px that fails its test on any console error or uncaught exception."""
+    context = browser.new_context(viewport={"width": 1440, "height": 1000})
+    found = context.new_page()
+    problems = []
+    found.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+    found.on("pageerror", lambda e: problems.append(str(e)))
+    found.set_default_timeout(10_000)
+    found.goto(dash + "/")
+    found.refusals = 0  # a test that makes the server refuse a write says how many 400s Chromium will report
+    yield found
+    context.close()
+    refused = [p for p in problems if "status of 400" in p]
+    assert [p for p in problems if p not in refused] == [] and len(refused) == found.refusals
+
+
+def tab(page, key):
+    page.click(f"[role=tab][data-tab={key}]")
+    page.wait_for_selector(f"#tab-{key}:not([hidden]) .card")
+
+
+def shoot(page, name):
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+def panel_owner(dash):
+    from openai import OpenAI
+    return OpenAI(base_url=dash + "/v1", api_key="unused", max_retries=0)
+
+
+def test_every_page_at_two_widths_without_console_errors_shell10(page, dash):
+    panel_owner(dash).chat.completions.create(model="bench/core", messages=[{"role": "user", "content": "Review x=1"}])
+    for width in (1440, 375):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.goto(dash + "/")
+        for key in PAGES:
+            tab(page, key)
+            assert page.get_attribute(f"#t-{key}", "aria-selected") == "true"
+            if key == "collections":
+                page.wait_for_selector("#gw-body button.chip.seat")
+            shoot(page, f"{key}-{width}")
+            overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+            assert overflow <= 1, f"{key} scrolls sideways at {width} px"
+    assert page.evaluate("localStorage.getItem('bench.tab')") == "info"
+    page.goto(dash + "/")
+    assert page.get_attribute("#t-info", "aria-selected") == "true"  # UI-2: the remembered tab
+
+
+def test_controls_are_labelled_and_reachable_by_keyboard_ui1(page):
+    for key in PAGES:
+        tab(page, key)
+        unnamed = page.evaluate("""() => Array.from(document.querySelectorAll(
+            'section.tab:not([hidden]) button, section.tab:not([hidden]) input, section.tab:not([hidden]) select,' +
+            ' section.tab:not([hidden]) textarea, section.tab:not([hidden]) a[href]'))
+          .filter(el => el.offsetParent !== null && el.type !== 'hidden')
+          .filter(el => !((el.labels && el.labels.length) || el.getAttribute('aria-label') || el.textContent.trim()
+                          || el.getAttribute('aria-labelledby')))
+          .map(el => el.outerHTML.slice(0, 80))""")
+        assert unnamed == [], key
+    page.reload()
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.className") == "skip"
+    page.focus("#t-glance")
+    page.keyboard.press("ArrowDown")
+    assert page.evaluate("document.activeElement.id") == "t-logs"
+    assert page.get_attribute("#t-logs", "aria-selected") == "true"
+    assert page.evaluate("document.querySelectorAll('[role=tab]').length") == 6
+    assert page.evaluate("document.querySelectorAll('[role=tabpanel]').length") == 6
+
+
+def test_create_a_collection_ask_it_and_judge_by_keyboard_co7_gw1_gw5(page, dash):
+    tab(page, "collections")
+    page.click("#c-new")
+    page.fill("#cd-name", "pair")
+    page.fill("#cd-tags", "review")
+    page.check("#collection-dialog input[value=gamma]")
+    page.check("#collection-dialog input[value=beta]")
+    assert "2 members" in page.text_content("#cd-count")
+    shoot(page, "collection-editor")
+    page.click("#cd-save")
+    page.wait_for_selector("#c-list >> text=bench/pair")
+    assert fileio.read_json(paths.file("config", "collections.json"))["pair"]["members"] == ["gamma", "beta"]
+    reply = panel_owner(dash).chat.completions.create(model="bench/pair",
+                                                      messages=[{"role": "user", "content": "Is x=x+1 right?"}])
+    assert "Gamma" in reply.choices[0].message.content
+    chip = page.wait_for_selector("#gw-body button.chip.seat[title*=gamma], #gw-body button.chip.seat >> text=gamma",
+                                  timeout=10_000)  # the card refreshes without a reload
+    assert "2 verdicts owed" in page.text_content("#gw-sub")
+    chip.focus()
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#verdict-dialog[open] #vd-yes")
+    shoot(page, "verdict-dialog")
+    assert page.evaluate("document.activeElement.id") == "vd-yes"
+    page.keyboard.press("Space")
+    page.keyboard.press("Tab")
+    page.keyboard.type("spotted the missing increment")
+    for _ in range(3):
+        page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.textContent") == "Close"
+    page.keyboard.press("Tab")
+    page.keyboard.press("Enter")
+    page.wait_for_function("!document.querySelector('#verdict-dialog').open")
+    page.wait_for_function("document.querySelector('#gw-sub').textContent.includes('1 verdict owed')")
+    record = json.loads(page.evaluate("fetch('/bench/record?collection=pair').then(r => r.text())"))
+    assert record["aliases"]["gamma"] == {"useful": 1, "judged": 1} or record["aliases"]["gamma"]["useful"] == 1
+
+
+def test_make_use_and_revoke_a_gateway_key_st4(page, dash, monkeypatch):
+    import openai
+    monkeypatch.setenv("BENCHWARMERS_REQUIRE_KEYS", "1")
+    tab(page, "settings")
+    page.fill("#k-name", "sdk")
+    page.check("input[data-key-collection][value=core]")
+    page.click("#k-make")
+    key = page.wait_for_selector("#k-value").input_value()
+    assert key.startswith("bwk_") and page.is_disabled("#k-make")
+    shoot(page, "settings-key-made")
+    sdk = openai.OpenAI(base_url=dash + "/v1", api_key=key, max_retries=0)
+    assert sdk.chat.completions.create(model="bench/core", messages=[{"role": "user", "content": "hi"}]).choices
+    page.reload()
+    tab(page, "settings")
+    assert "bwk_…" + key[-4:] in page.text_content("#keys-card")
+    assert key not in page.content()
+    page.click("button[aria-label='Revoke sdk']")
+    page.click("#confirm-yes")
+    page.wait_for_selector("#keys-card >> text=No keys yet.")
+    with pytest.raises(openai.AuthenticationError):
+        sdk.chat.completions.create(model="bench/core", messages=[{"role": "user", "content": "hi"}])
+
+
+def test_retire_and_restore_from_the_popup_mp3_mp5(page, dash):
+    page.click("#tab-glance a.model[data-alias=gamma]")
+    page.wait_for_selector("#model-dialog[open] #md-alias")
+    shoot(page, "model-popup")
+    page.click("#model-dialog summary:has-text('Retire this model')")
+    page.fill("#md-why", "too terse")
+    page.click("#model-dialog .btn.danger")
+    page.click("#confirm-yes")
+    page.wait_for_load_state("load")
+    page.wait_for_function("window.BENCH.retired.gamma !== undefined")
+    assert fileio.read_json(paths.file("config", "retired.json"))["gamma"]["why"] == "too terse"
+    page.check("#tab-glance input[data-retired]")
+    page.click("#tab-glance a.model[data-alias=gamma]")
+    page.click("#model-dialog button:has-text('Restore')")
+    page.wait_for_selector("#model-dialog .done:has-text('Done:')")
+    page.wait_for_function("window.BENCH.retired.gamma === undefined", timeout=10_000)
+    assert "gamma" in fileio.read_json(paths.file("config", "extra-openai-models.yaml")) or \
+        "model_id: gamma" in paths.file("config", "extra-openai-models.yaml").read_text(encoding="utf-8")
+
+
+def test_switch_theme_without_reload_st1(page):
+    tab(page, "settings")
+    page.check("#theme-dark")
+    page.wait_for_selector("text=Saved: Rainforest Dark is the theme from now on.")
+    assert page.get_attribute("html", "data-theme") == "dark"
+    assert fileio.read_json(paths.file("config", "ui.json")) == {"theme": "dark"}
+    shoot(page, "settings-dark")
+    page.select_option("#sch-mode", "run")
+    page.uncheck("#scheduler-card input[aria-label='Run perf']")
+    page.click("#sch-save")
+    page.click("#confirm-yes")  # switching to Run asks first (ST-8)
+    page.wait_for_selector("#scheduler-card .done")
+    assert fileio.read_json(paths.file("config", "scheduler.json")) == {"mode": "run", "jobs": {"perf": False}}
+    for theme in ("rainforest", "hardwood"):
+        page.check(f"#theme-{theme}")
+        page.wait_for_function(f"document.documentElement.dataset.theme === '{theme}'")
+        tab(page, "glance")
+        shoot(page, f"glance-{theme}")
+        tab(page, "settings")
+
+
+def test_log_in_and_out_with_the_admin_token_auth6(browser, dash, monkeypatch):
+    monkeypatch.setenv("BENCHWARMERS_ADMIN_TOKEN", TOKEN)
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(dash + "/")
+    assert page.url.endswith("/login")
+    shoot(page, "login")
+    page.fill("#token", "wrong-token-wrong-token")
+    page.click("button[type=submit]")
+    page.wait_for_selector("text=That is not the admin token.")
+    page.fill("#token", TOKEN)
+    page.click("button[type=submit]")
+    page.wait_for_selector("#tab-glance .card")
+    assert page.url == dash + "/" and page.is_visible("#logout")
+    page.click("#logout")
+    page.wait_for_url("**/login")
+    page.goto(dash + "/")
+    assert page.url.endswith("/login")
+    context.close()
+
+
+UNNAMED = """(scope) => Array.from(document.querySelectorAll(scope + ' :is(button, input, select, textarea, a[href])'))
+  .filter(el => el.offsetParent !== null && el.type !== 'hidden')
+  .filter(el => !((el.labels && el.labels.length) || el.getAttribute('aria-label') || el.textContent.trim()
+                  || el.getAttribute('aria-labelledby')))
+  .map(el => el.outerHTML.slice(0, 80))"""
+
+
+def test_dialogs_label_every_control_and_sort_and_filter_ui4_ui5(page, dash):
+    page.click("#tab-glance th:has-text('Context')")
+    assert page.get_attribute("#tab-glance th:has-text('Context')", "aria-sort") == "descending"
+    first = page.text_content("#tab-glance tbody tr:first-child a.model")
+    assert first in ("seer", "merger")  # 128k, the largest
+    page.focus("#tab-glance th:has-text('Context')")
+    page.keyboard.press("Enter")
+    assert page.get_attribute("#tab-glance th:has-text('Context')", "aria-sort") == "ascending"
+    assert page.text_content("#tab-glance tbody tr:first-child a.model") == "gone"  # unknown sorts first (-1)
+    page.fill("#tab-glance input[type=search]", "see")
+    assert page.eval_on_selector_all("#tab-glance tbody tr", "rows => rows.filter(r => r.style.display !== 'none')"
+                                     ".map(r => r.querySelector('a.model').textContent)") == ["seer"]
+    page.fill("#tab-glance input[type=search]", "")
+    page.click("#tab-glance a.model[data-alias=alpha]")
+    page.click("#model-dialog summary:has-text('Model facts')")
+    page.click("#model-dialog summary:has-text('Call options')")
+    shoot(page, "model-popup-facts")
+    assert page.evaluate(UNNAMED, "#model-dialog") == []
+    page.fill("#mo-max", "4000")
+    page.click("#model-dialog button:has-text('Save options')")
+    page.wait_for_selector("#model-dialog .done:has-text('Saved')")
+    assert fileio.read_json(paths.file("config", "model-options.json"))["alpha"] == {"max_tokens": 4000}
+    page.wait_for_load_state("load")
+    tab(page, "collections")
+    page.click("#c-list button.list-row")
+    page.wait_for_selector("#collection-dialog[open]")
+    assert page.evaluate(UNNAMED, "#collection-dialog") == []
+    assert page.is_hidden("#cd-merger")
+    page.select_option("#cd-reply", "merged")
+    assert page.is_visible("#cd-merger")
+
+
+def test_action_needed_rows_and_hide_shell4_shell8(page, dash):
+    fileio.write_atomic(paths.file("metrics", "alerts.json"), json.dumps(
+        {"model:pending:gone": {"kind": "retiring", "message": "gone retires in 2 days without an answer",
+                                "action": "retry it or retire it", "first_seen": "2026-11-30", "alias": "gone"}}))
+    fileio.write_atomic(paths.file("metrics", "onboard-issues.json"), json.dumps(
+        {"gone": {"at": "2026-12-01T05:00:00", "step": "probe", "failure": "structural", "detail": "404 model gone",
+                  "log": "onboard-20261201T050000-gone.log"}}))
+    page.reload()
+    row = page.wait_for_selector("#actions .alert-row[data-key='model:pending:gone']")
+    assert page.is_visible("#tab-glance tr:has(a[data-alias=gone]) .chip:has-text('onboard stopped')")
+    assert "Action needed · 1" in page.text_content("#actions h2")
+    assert [b.text_content() for b in row.query_selector_all("button")] == ["Retry", "Open", "Retire now"]
+    shoot(page, "action-needed")
+    page.click("#actions .alert-row button:has-text('Open')")
+    page.wait_for_selector("#model-dialog[open] pre:has-text('404 model gone')")
+    page.keyboard.press("Escape")
+    page.refusals = 1
+    page.click("#actions .alert-row button:has-text('Retry')")
+    page.wait_for_selector("#actions .errors:has-text('gone still fails')")
+    page.click("#actions button[aria-controls=actions-body]")
+    assert page.is_hidden("#actions-body")
+    page.reload()
+    assert page.is_hidden("#actions-body") and page.text_content("#actions button[aria-controls=actions-body]") == "show"
+    assert page.get_attribute("#actions button[aria-controls=actions-body]", "aria-expanded") == "false"
+
+
+def test_first_run_banner_shell3(browser, bench):
+    srv = serve.serve("127.0.0.1", 0)
+    context = browser.new_context()
+    try:
+        tab_page = context.new_page()
+        tab_page.goto(f"http://127.0.0.1:{srv.server_address[1]}/")
+        assert tab_page.get_attribute("#first-run", "data-step") == "collection"
+        tab_page.click("#first-go")
+        tab_page.wait_for_selector("#collection-dialog[open] #cd-name")
+        assert tab_page.get_attribute("#t-collections", "aria-selected") == "true"
+        paths.file("config", "endpoints.json").unlink()
+        tab_page.goto(f"http://127.0.0.1:{srv.server_address[1]}/")
+        assert tab_page.get_attribute("#first-run", "data-step") == "endpoint"
+        assert tab_page.query_selector("#first-go") is None  # never a button to a page that is not there
+    finally:
+        context.close()
+        srv.shutdown()
+        srv.server_close()
