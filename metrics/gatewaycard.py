@@ -13,7 +13,7 @@ first turns are older than that shows its later turns only (its `When` is then i
 
 import json
 
-from metrics import offload, paths, tails
+from metrics import offload, paths, route_mode, tails
 
 PANELS = 30
 CONVERSATIONS = 30
@@ -26,10 +26,6 @@ CLAIMS = 20
 
 def calls_path():
     return paths.file("runs", "gateway", "calls.jsonl")
-
-
-def routes_path():
-    return paths.file("runs", "gateway", "routes.jsonl")
 
 
 def _useful(call):
@@ -61,7 +57,7 @@ def panels():
 def conversations():
     """GW-3 / RT-25: one row per conversation, the 30 with the latest last turn first."""
     turns = {}
-    for record in tails.records(routes_path(), ROUTE_LINES):
+    for record in tails.records(route_mode.routes_path(), ROUTE_LINES):
         conversation = record.get("conversation")
         if isinstance(conversation, str) and conversation:
             turns.setdefault(conversation, []).append(record)

@@ -417,6 +417,34 @@ def test_route_conversation_store_refused_loses_no_answer(gw, routed):
     assert reply["bench"]["logged"] is False and reply["bench"]["call"].endswith(".1")
 
 
+def test_test23_route_turns_on_the_dashboard_port_share_the_conversation_and_show_on_the_card(gw, routed):
+    """TEST-23, RT-25, improvement 18: the dashboard's port answers route turns with the gateway's rules and the
+    same conversations; the Gateway card lists the conversation, owes no verdict for it, and shows ✓ once judged."""
+    import serve
+
+    collection("steady", "backup")
+    dashboard = serve.serve("127.0.0.1", 0)
+    try:
+        board = f"http://127.0.0.1:{dashboard.server_address[1]}"
+        first = json.loads(chat(board, tools=TOOLS)[2])["bench"]
+        later = [{"role": "user", "content": PROMPT}, {"role": "assistant", "content": "ok"},
+                 {"role": "user", "content": "next"}]
+        second = json.loads(chat(gw, messages=later)[2])["bench"]
+        assert second["conversation"] == first["conversation"] and second["turn"] == 2
+        assert exchange(gw, "/bench/verdict", {"call": first["call"], "useful": True})[0] == 200
+        host, port = board.split("//")[1].split(":")
+        conn = http.client.HTTPConnection(host, int(port), timeout=10)
+        conn.request("GET", "/api/gateway-card")
+        card = json.loads(conn.getresponse().read())
+        conn.close()
+    finally:
+        dashboard.shutdown()
+        dashboard.server_close()
+    row = card["conversations"][0]
+    assert card["owed"] == 0 and row["conversation"] == first["conversation"] and row["turns"] == 2
+    assert row["answered"] == [{"alias": first["alias"], "call": first["call"], "useful": True}]
+
+
 # ---------------------------------------------------------------- across processes (improvement 18)
 
 
