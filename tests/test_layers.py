@@ -9,7 +9,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SCANNED = ("metrics", "suite", "scripts", "gateway.py", "serve.py")
+SCANNED = ("metrics", "suite", "scripts", "perf", "gateway.py", "serve.py")
 
 # Bottom to top. A module may import from its own layer and the layers listed before it.
 LAYERS = [
@@ -32,7 +32,8 @@ LAYERS = [
     ("access: who may call the servers",
      ["metrics.gatekeys", "metrics.guard", "metrics.httpserver"]),
     ("top: the servers, the commands, the demo upstream",
-     ["gateway", "serve", "metrics.launcher", "metrics.demo", "scripts.sync_config"]),
+     ["gateway", "serve", "metrics.launcher", "metrics.demo", "scripts.sync_config",
+      "scripts.init", "scripts.onboard", "scripts.check", "scripts.collection", "perf.run"]),
 ]
 
 
