@@ -12,6 +12,8 @@ written to the data folder.
 Decisions where the contract is silent:
 - The key prompt reads the terminal through `getpass`; with no terminal (a script piping the key in)
   getpass reads stdin, still without echoing anything back.
+- Without a folder argument, a set BENCHWARMERS_HOME names the folder before DATA-4's default does: whoever
+  set it means that folder, and every later command (onboard, the gateway) will read it.
 - The last line names the next step on the command line (onboarding a served model) before the
   dashboard, so a reader without a browser at hand is not sent to one.
 """
@@ -27,7 +29,8 @@ NEXT_ONBOARD = "python scripts/onboard.py SERVED_NAME"
 
 def parse(argv):
     parser = argparse.ArgumentParser(prog="init.py", description=__doc__.split("\n\n")[0])
-    parser.add_argument("folder", nargs="?", help="the data folder (default: the per-user folder)")
+    parser.add_argument("folder", nargs="?",
+                        help="the data folder (default: BENCHWARMERS_HOME when set, else the per-user folder)")
     parser.add_argument("--endpoint", nargs=2, metavar=("NAME", "BASE_URL"),
                         help="add a first endpoint, only if BASE_URL/models answers")
     parser.add_argument("--key", action="store_true",
@@ -91,8 +94,9 @@ def main(argv=None):
     args = parse(argv)
     from metrics import fileio, paths  # after parsing: --help needs no data folder
 
-    folder = Path(os.path.expanduser(args.folder)).resolve() if args.folder else paths.default_home().resolve()
     env = os.environ.get("BENCHWARMERS_HOME", "").strip()
+    chosen = args.folder or env
+    folder = Path(os.path.expanduser(chosen)).resolve() if chosen else paths.default_home().resolve()
     os.environ["BENCHWARMERS_HOME"] = str(folder)  # IN-1: before anything reads DATA
     paths.reload()
     told = pointer_line(folder, env, paths, fileio)

@@ -209,3 +209,61 @@ def test_ck1_ck2_check_runs_each_check_in_its_own_process(home):
     assert lines[1] == "skip  test_llm_backend  (--quick: the real llm CLI)"
     assert lines[2] == "skip  test_nope  (not in this checkout)"
     assert lines[-1] == "all checks pass"
+
+
+def readme_blocks():
+    """The README's "Use a real provider" commands, block by block (a block: indented lines between blank ones)."""
+    text = (paths.CODE / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## Use a real provider"):text.index("## Using it")]
+    blocks, current = [], []
+    for line in section.splitlines():
+        if line.startswith("    "):
+            current.append(line.strip())
+        elif current:
+            blocks.append(current)
+            current = []
+    return blocks
+
+
+def free_port():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_readme_real_provider_commands_answer_a_panel(tmp_path, monkeypatch):
+    """Issue 16 item 3: each provider's README commands, as typed, the local upstream's URL in the provider's place."""
+    import re
+    import shlex
+    from metrics.demo import Upstream
+
+    blocks = readme_blocks()
+    providers, curl = blocks[:-1], blocks[-1]
+    assert len(providers) == 3 and all(len(b) == 4 for b in providers) and curl[0].startswith("curl ")
+    served = [b[1].split()[2] for b in providers]
+    with Upstream(models={name: {"answer": f"{name} says: no, it is fine."} for name in served}) as up:
+        for i, block in enumerate(providers):
+            monkeypatch.setenv("BENCHWARMERS_HOME", str(tmp_path / f"data{i}"))
+            monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+            port = free_port()
+            monkeypatch.setenv("BENCH_GATEWAY_PORT", str(port))
+            for command in block[:3]:
+                command = re.sub(r"https?://\S+/v1", up.base_url, command)
+                done = subprocess.run([sys.executable if w == "python" else w for w in shlex.split(command)],
+                                      capture_output=True, text=True, input="sk-readme-0123456789\n",
+                                      start_new_session=True, cwd=paths.CODE, timeout=120)
+                assert done.returncode == 0, command + "\n" + done.stdout + done.stderr
+            assert block[3] == "python gateway.py"
+            gateway = subprocess.Popen([sys.executable, "gateway.py"], cwd=paths.CODE, stdout=subprocess.PIPE,
+                                       stderr=subprocess.DEVNULL, text=True)
+            try:
+                assert gateway.stdout.readline().startswith(f"bench gateway on http://127.0.0.1:{port}/v1")
+                asked = subprocess.run(shlex.split(curl[0].replace("8123", str(port))), capture_output=True,
+                                       text=True, timeout=60)
+            finally:
+                gateway.terminate()
+                gateway.wait(30)
+            content = json.loads(asked.stdout)["choices"][0]["message"]["content"]
+            assert f"{served[i]} says: no, it is fine." in content
