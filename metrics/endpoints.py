@@ -37,8 +37,8 @@ GEMINI_PAGE_SIZE = 1000
 LIST_TIMEOUT = 30
 
 NO_ENDPOINTS = (
-    "no endpoints configured: add one on the dashboard's Endpoints page, or run "
-    "`python scripts/init.py --endpoint NAME BASE_URL`, or create {path} with for example "
+    "no endpoints configured: run `python scripts/init.py --endpoint NAME BASE_URL --key` "
+    "(README, \"Use a real provider\"), or create {path} with for example "
     '{{"name": {{"base": "https://.../v1", "key": "name", "default": true}}}}'
 )
 

@@ -267,3 +267,21 @@ def test_readme_real_provider_commands_answer_a_panel(tmp_path, monkeypatch):
                 gateway.wait(30)
             content = json.loads(asked.stdout)["choices"][0]["message"]["content"]
             assert f"{served[i]} says: no, it is fine." in content
+
+
+def test_dead_ends_name_the_next_step(home):
+    """Issue 16 item 4: each message names something that exists, and what to run next."""
+    def module(*args):
+        return subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True, cwd=paths.CODE)
+
+    fresh = run(script("scripts", "sync_config.py"), "--check")
+    assert fresh.returncode == 1 and "python scripts/onboard.py SERVED_NAME" in fresh.stdout
+    keys_listed = module("metrics.gatekeys", "list")
+    assert keys_listed.stdout == "no gateway keys yet: python -m metrics.gatekeys create NAME\n"
+    told = module("metrics.paths", "--help")
+    assert told.returncode == 0 and "why it was chosen" in told.stdout
+    none = module("metrics.endpoints")
+    assert none.returncode == 1 and "python scripts/init.py --endpoint NAME BASE_URL --key" in none.stderr
+    assert "dashboard" not in none.stderr
+    for script_name in ("init.py", "onboard.py", "collection.py", "check.py"):
+        assert (paths.CODE / "scripts" / script_name).exists()  # every command the messages name is there

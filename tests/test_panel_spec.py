@@ -876,7 +876,7 @@ def test_col8_refusal_text(gw, bench):
     assert status == 404 and reply["error"]["message"] == (
         '"bench/it\'s" is not a collection here. Set "model" to the collection that fits the task '
         "(GET /v1/models lists them with description and tags):\n"
-        "- none yet: create one in the dashboard's Collections dialog")
+        "- none yet: create one with `python scripts/collection.py add NAME MEMBER...`")
     collection(["alpha"], name="legacy", note="the old reviewers")
     collection(["beta"], name="core", tags=["code", "py"])
     status, reply = chat(gw, "bench/core:x")
