@@ -317,7 +317,8 @@ class Handler(httpserver.Handler):
         messages = ask.messages
         if ask.stream:
             sse = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query).get("alt") == ["sse"]  # GW-6
-            writer = api.writer(shown, formats.prompt_tokens(messages), sse)
+            usage = {"include_usage": True} if ask.include_usage else {}  # only chat completions asks for it
+            writer = api.writer(shown, formats.prompt_tokens(messages), sse, **usage)
             return self.stream_panel(name, ask, reply, writer)
         started = time.monotonic()
         try:

@@ -535,7 +535,9 @@ def _prepare(call, prompt, system, messages, body):
     if reg is None:
         text = f"Error: client failed: no model is registered as '{call.alias}'"
         broken = registry.problem()  # a file llm cannot read registers nothing: the error says why
-        raise Stop(f"{text}: {broken}" if broken else text)
+        # issue 16: say where a model is registered (the classifiers read only the text before it)
+        raise Stop(f"{text}: {broken}" if broken else
+                   f"{text} (register one with `python scripts/onboard.py SERVED_NAME`)")
     call.registration = reg
     api_base = reg.get("api_base") or ""
     call.base = api_base.rstrip("/")

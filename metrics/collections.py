@@ -397,7 +397,7 @@ def choose_message(model, may_call=None):
             line += " [" + ", ".join(str(t) for t in tags) + "]"
         lines.append(line)
     if not lines:
-        lines = ["- none yet: create one in the dashboard's Collections dialog"]
+        lines = ["- none yet: create one with `python scripts/collection.py add NAME MEMBER...`"]
     return (first + ' Set "model" to the collection that fits the task'
             " (GET /v1/models lists them with description and tags):\n" + "\n".join(lines))
 

@@ -18,6 +18,7 @@ follows a redirect, so a key never reaches another host (models.md improvement 4
     python -m metrics.endpoints             each endpoint: base, key set or missing, models served
 """
 
+import datetime
 import json
 import re
 import sys
@@ -36,8 +37,8 @@ GEMINI_PAGE_SIZE = 1000
 LIST_TIMEOUT = 30
 
 NO_ENDPOINTS = (
-    "no endpoints configured: add one on the dashboard's Endpoints page, or run "
-    "`python scripts/init.py --endpoint NAME BASE_URL`, or create {path} with for example "
+    "no endpoints configured: run `python scripts/init.py --endpoint NAME BASE_URL --key` "
+    "(README, \"Use a real provider\"), or create {path} with for example "
     '{{"name": {{"base": "https://.../v1", "key": "name", "default": true}}}}'
 )
 
@@ -273,6 +274,89 @@ def describe(name, found, default_name):
     except Exception as exc:
         served = f"unreachable ({type(exc).__name__})"
     return f"{name}{mark}  {str(found.get('base') or '').rstrip('/')}  {key_state}  {served}"
+
+
+BASE_RULE = re.compile(r"^https?://[^\s\"'<>]+$")
+KEYLESS_TIMEOUT = 15
+
+
+def free_name(name, taken):
+    """The first of `name`, `name-2` … `name-999` that no endpoint and no stored key uses (EP-4)."""
+    for candidate in [name] + [f"{name}-{i}" for i in range(2, 1000)]:
+        if candidate not in taken:
+            return candidate
+    return name
+
+
+def add_problems(name, base):
+    """EP-4's checks of a new endpoint's name and base URL, all of them, before anything is asked."""
+    problems = []
+    if not valid_name(name):
+        problems.append("name: 2-32 lower-case letters, digits or '-', e.g. openrouter")
+    elif name in load():
+        taken = set(load()) | set(keys.stored())
+        problems.append(f"there is already an endpoint named {name}: give this one its own name, "
+                        f"e.g. {free_name(name, taken)}, or change its key with `llm keys set {name}`")
+    if not BASE_RULE.match(base):
+        problems.append("base URL must start http:// or https://, e.g. https://openrouter.ai/api/v1")
+    return problems
+
+
+def listing_test(found, secret):
+    """EP-6: `(count, note)` when the entry's listing answers, else `(None, why)`; a listing that also answers
+    without the key proves the URL, not the key, and the note says so."""
+    url = listing_url(found)
+    try:
+        count = len(list_models(found, secret))
+    except transport.HTTPError as exc:
+        check = " — check the key" if exc.code in (401, 403) else ""
+        return None, f"{url} answered {exc.code}{check}; nothing saved"
+    except Exception as exc:
+        return None, f"could not list {url} ({type(exc).__name__}: {exc}); nothing saved"
+    if not secret:
+        return count, ""
+    try:
+        list_models(found, "", KEYLESS_TIMEOUT)
+    except Exception:
+        return count, "The key was checked: the list needs it."
+    return count, "It lists models without a key, so the key itself is only checked by the first call to one of its models."
+
+
+def add(name, base, secret="", who="cli"):
+    """Add a new endpoint by the dashboard's rule (EP-4..7): `{"ok", "errors", "served", "note"}`.
+
+    Saved only when its model list answers. The key, when there is one, goes to the key store under the
+    endpoint's name (never into endpoints.json). Decision: with no add form to choose a kind, the kind is
+    the one EP-3 infers from the URL (an Ollama on localhost is `local`), and an endpoint added without any
+    key names none (a local runtime needs none) rather than naming a key that is not there.
+    """
+    name, base = name.strip().lower(), base.strip().rstrip("/")
+    try:
+        errors = add_problems(name, base)
+    except RuntimeError as exc:  # a damaged endpoints.json is never written over (EP-1)
+        errors = [str(exc)]
+    if errors:
+        return {"ok": False, "errors": errors, "served": 0, "note": ""}
+    found = {"base": base, "key": name if secret else "", "kind": _inferred_kind(base)}
+    count, note = listing_test(found, secret)
+    if count is None:
+        return {"ok": False, "errors": [note], "served": 0, "note": ""}
+    if secret and keys.stored().get(name) != secret:
+        keys.set_key(name, secret)
+
+    def put(data):
+        if name in data:
+            raise ValueError(f"there is already an endpoint named {name}")
+        data[name] = found
+
+    try:
+        fileio.update(path(), put)
+    except ValueError as exc:
+        return {"ok": False, "errors": [str(exc)], "served": 0, "note": ""}
+    fileio.append_jsonl(paths.file("config", "changes.jsonl"),
+                        {"at": datetime.datetime.now().astimezone().isoformat(timespec="seconds"), "by": who, "alias": "", "field": "endpoint", "old": None,
+                         "new": {"name": name, **found}})
+    return {"ok": True, "errors": [], "served": count, "note": note}
 
 
 def main(argv=None):

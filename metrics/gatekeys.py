@@ -324,6 +324,8 @@ def main(argv=None):
             sys.exit(str(exc))
         print(f"{key}\nThe key {name} is shown this once and kept only as a hash: copy it now.")
     elif args.command == "list":
+        if not listing():
+            print("no gateway keys yet: python -m metrics.gatekeys create NAME")
         for row in listing():
             chosen = scope(row["name"])
             shown = "all" if chosen is None else ", ".join(sorted(chosen)) or "none"

@@ -228,14 +228,22 @@ def begin_seat(alias, system, prompt, messages=None, on_delta=None):
     return functools.partial(_seat_result, alias, started, answer)
 
 
+def counted(usage):
+    """The upstream's own token counts of one call, `{prompt_tokens?, completion_tokens?}` (whole numbers only)."""
+    usage = usage if isinstance(usage, dict) else {}
+    return {k: usage[k] for k in ("prompt_tokens", "completion_tokens")
+            if isinstance(usage.get(k), int) and not isinstance(usage.get(k), bool)}
+
+
 def _seat_result(alias, started, answer):
-    text, error = "", ""
+    text, error, usage = "", "", {}
     try:
         if isinstance(answer, Exception):
             raise answer
         result = answer()
         text = result.get("text") or ""
         error = result.get("error") or ""
+        usage = counted(result.get("usage"))
         if result.get("timed_out"):
             error = GATEWAY_STOPPED if client.STOP.is_set() else f"no answer in {SEAT_TIMEOUT:g}s"
     except Exception as exc:  # one seat failing must not lose the others
@@ -251,8 +259,11 @@ def _seat_result(alias, started, answer):
     status = "error" if error else ("empty" if not text.strip() else "ok")
     if error:
         text = ""
-    return {"status": status, "answer": text, "error": keys.cut(error, SEAT_ERROR_KEPT, last=True),
+    seat = {"status": status, "answer": text, "error": keys.cut(error, SEAT_ERROR_KEPT, last=True),
             "seconds": round(time.monotonic() - started, 1)}
+    if usage:
+        seat["usage"] = usage
+    return seat
 
 
 def section(seat):
@@ -285,8 +296,12 @@ def heading(name, panel, members, explorers, shape, shape_by, skipped):
 
 
 def seat_record(call, label, alias, result):
-    return {"call": call, "seat": label, "alias": alias, "status": result["status"],
-            "seconds": result["seconds"], "answer": result["answer"], "error": result["error"]}
+    """A seat as the reply's `bench.seats` lists it; `usage` only when the upstream counted its tokens."""
+    record = {"call": call, "seat": label, "alias": alias, "status": result["status"],
+              "seconds": result["seconds"], "answer": result["answer"], "error": result["error"]}
+    if "usage" in result:
+        record["usage"] = result["usage"]
+    return record
 
 
 def log_seat(seat, plan):

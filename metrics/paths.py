@@ -11,6 +11,7 @@ Every module asks this one for its paths: `paths.file("config", "gateway.json")`
     python -m metrics.paths      prints `<folder>  (<why>)`
 """
 
+import argparse
 import errno
 import os
 import shutil
@@ -199,10 +200,13 @@ def llm_dir():
     return (Path(base) if base else home / ".config") / "io.datasette.llm"
 
 
-def main():
+def main(argv=()):
+    """`argv`: the words after `python -m metrics.paths` (the launcher's `paths` command passes none)."""
+    argparse.ArgumentParser(prog="python -m metrics.paths",
+                            description="Print the data folder and why it was chosen (DATA-1).").parse_args(argv)
     folder, reason = located()
     print(f"{folder}  ({reason})")
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

@@ -23,11 +23,19 @@ def main(argv=None):
     args = parser.parse_args(argv)
     source, live = registry.path(), registry.llm_path()
     if args.check:
+        if not source.exists():
+            print(f"DIFFERENT: {source} does not exist: no model is registered yet; "
+                  "register one with `python scripts/onboard.py SERVED_NAME` (it syncs llm's copy too)")
+            return 1
         if not live.exists():
-            print(f"DIFFERENT: {live} does not exist\n  {source}")
+            print(f"DIFFERENT: {live} does not exist\n  {source}\n"
+                  "Run `python scripts/sync_config.py` to copy the registrations to llm.")
             return 1
         same = registry.in_sync()
         print(("identical" if same else "DIFFERENT") + f"\n  {source}\n  {live}")
+        if not same:
+            print("Run `python scripts/sync_config.py` to copy the data folder's registrations to llm "
+                  "(or --pull to keep llm's).")
         return 0 if same else 1
     try:
         print(registry.pull_from_llm() if args.pull else registry.sync_to_llm())

@@ -335,7 +335,8 @@ def test_refused_connection_is_retried_then_reported_ret4(home):
 
 def test_preflight_failures_send_nothing_cl2(bench):
     res = client.chat("nobody", "hi")
-    assert res["error"] == "Error: client failed: no model is registered as 'nobody'" and res["attempts"] == 0
+    assert res["error"] == ("Error: client failed: no model is registered as 'nobody' "
+                            "(register one with `python scripts/onboard.py SERVED_NAME`)") and res["attempts"] == 0
     register({"demo": {"base": bench.base_url}, "native": {"base": bench.base_url + "/native", "api": "anthropic"}},
              {"claude": ("claude", "native")})
     res = client.chat("claude", "hi", body={"tools": []})

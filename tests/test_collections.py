@@ -198,7 +198,7 @@ def test_col8_unnamed_and_no_collections_yet():
     assert collections.choose_message("") == (
         "No collection was named. Set \"model\" to the collection that fits the task"
         " (GET /v1/models lists them with description and tags):\n"
-        "- none yet: create one in the dashboard's Collections dialog")
+        "- none yet: create one with `python scripts/collection.py add NAME MEMBER...`")
     assert collections.choose_message("it's").startswith('"it\'s" is not a collection here.')
 
 

@@ -77,7 +77,8 @@ def test_rpl_openai_sdk_plain_panel_every_seat_labelled_and_logged(gateway, benc
     assert [s["alias"] for s in seats] == ["alpha", "beta"]
     assert [s["call"] for s in seats] == [f"{bench_field['panel']}.member1", f"{bench_field['panel']}.member2"]
     for seat in seats:
-        assert list(seat) == list(panel.SEAT_KEYS) and seat["status"] == "ok"
+        # `usage` follows when the upstream counted the seat's tokens (issue 16), as the local one does
+        assert list(seat) == [*panel.SEAT_KEYS, "usage"] and seat["status"] == "ok"
         assert seat["call"] in content and seat["answer"] in content
         assert f"## member — {seat['alias']}\n`{seat['call']}` · ok · " in content
     assert "POST /bench/verdict" in content and PROMPT not in json.dumps(bench_field)

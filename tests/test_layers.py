@@ -9,7 +9,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SCANNED = ("metrics", "suite", "scripts", "gateway.py", "serve.py")
+SCANNED = ("metrics", "suite", "scripts", "perf", "gateway.py", "serve.py")
 
 # Bottom to top. A module may import from its own layer and the layers listed before it.
 LAYERS = [
@@ -35,7 +35,8 @@ LAYERS = [
      ["metrics.tails", "metrics.changes", "metrics.themes", "metrics.jobs", "metrics.benchview", "metrics.gatewaycard",
       "metrics.collectionedit", "metrics.modeledit", "metrics.modelfacts", "metrics.settingsedit"]),
     ("top: the servers, the commands, the demo upstream",
-     ["gateway", "serve", "metrics.launcher", "metrics.demo", "scripts.sync_config"]),
+     ["gateway", "serve", "metrics.launcher", "metrics.demo", "scripts.sync_config",
+      "scripts.init", "scripts.onboard", "scripts.check", "scripts.collection", "perf.run"]),
 ]
 
 

@@ -404,7 +404,8 @@ def test_str5_str10_stream_concatenates_to_the_plain_reply(gw, bench):
     assert pieces[-1].startswith("\n---\n")  # the footer last
     _, plain = chat(gw)
     assert normalised("".join(pieces)) == normalised(plain["choices"][0]["message"]["content"])
-    assert list(plain) == ["id", "object", "created", "model", "choices", "bench"]  # STR-11: no usage
+    # STR-11 had no usage; issue 16 adds it (the llm CLI reads it), and no usage chunk unless the stream asks
+    assert list(plain) == ["id", "object", "created", "model", "choices", "usage", "bench"]
 
 
 def test_str6_tst13_merged_streams(gw, bench):
@@ -875,7 +876,7 @@ def test_col8_refusal_text(gw, bench):
     assert status == 404 and reply["error"]["message"] == (
         '"bench/it\'s" is not a collection here. Set "model" to the collection that fits the task '
         "(GET /v1/models lists them with description and tags):\n"
-        "- none yet: create one in the dashboard's Collections dialog")
+        "- none yet: create one with `python scripts/collection.py add NAME MEMBER...`")
     collection(["alpha"], name="legacy", note="the old reviewers")
     collection(["beta"], name="core", tags=["code", "py"])
     status, reply = chat(gw, "bench/core:x")

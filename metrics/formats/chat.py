@@ -1,6 +1,11 @@
 """OpenAI chat completions, the gateway's own format (gateway.md §6 ASK-1, §10 STR-10..12).
 
 `ask(body)` reads a request into an Ask; `reply()` and `Stream` write the answer;
+`panel_usage()` is the reply's `usage` (issue 16, beside STR-10/11, which had none: the `llm` CLI and
+other OpenAI clients read it): each seat's and the merger's own token counts where their upstream
+gave them, else estimates (the prompt's for input, the merger's prompt with every answer in it; the
+answer's for output; a failed seat that counted nothing, nothing). With `stream_options.include_usage`
+the stream ends with the usage-only chunk the OpenAI API sends (empty `choices`) before `[DONE]`;
 `error_body()` is the refusal shape shared with legacy completions. The other
 formats (Anthropic, Responses, Ollama, Gemini, beside this module) provide the
 same pieces; `common.bench_fields()` and `common.options()` are the checks and
@@ -11,6 +16,7 @@ import functools
 import secrets
 import time
 
+from metrics import images
 from metrics.formats import common
 
 LEGACY_FUNCTIONS = ('legacy "functions" / "function_call" fields are not supported; '
@@ -27,19 +33,37 @@ def ask(body):
         raise common.Unsupported(LEGACY_FUNCTIONS)
     upstream = {k: v for k, v in body.items()
                 if k not in ("model", "messages", "stream", "stream_options", "with", "bench")}
-    return common.make_ask(body, messages, body.get("stream"), {}, upstream)
+    options = body.get("stream_options")
+    wants = bool(body.get("stream")) and isinstance(options, dict) and options.get("include_usage") is True
+    return common.make_ask(body, messages, body.get("stream"), {}, upstream, include_usage=wants)
 
 
 def completion_id():
     return "chatcmpl-" + secrets.token_hex(12)
 
 
-def reply(content, shown, bench):
-    """The non-streamed reply (STR-11): no `usage` key, `bench` beside `choices`."""
+def panel_usage(bench, tokens_in):
+    """`{prompt_tokens, completion_tokens, total_tokens}` summed over the seats and the merger (module docstring)."""
+    seats = [s for s in bench.get("seats") or [] if isinstance(s, dict)]
+    answers = sum(images.estimate(s.get("answer") or "") for s in seats)
+    asked = [(s, tokens_in) for s in seats]
+    if isinstance(bench.get("merger"), dict):
+        asked.append((bench["merger"], tokens_in + answers))
+    prompt = completion = 0
+    for seat, estimate in asked:
+        given = seat.get("usage") if isinstance(seat.get("usage"), dict) else {}
+        failed = seat.get("status") == "error"
+        prompt += given.get("prompt_tokens", 0 if failed else estimate)
+        completion += given.get("completion_tokens", images.estimate(seat.get("answer") or ""))
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+def reply(content, shown, bench, usage):
+    """The non-streamed reply (STR-11, with `usage`), `bench` beside `choices`."""
     return {"id": completion_id(), "object": "chat.completion", "created": int(time.time()), "model": shown,
             "choices": [{"index": 0, "finish_reason": "stop",
                          "message": {"role": "assistant", "content": content}}],
-            "bench": bench}
+            "usage": usage, "bench": bench}
 
 
 def error_body(status, message):
@@ -52,11 +76,13 @@ class Stream:
 
     content_type = "text/event-stream"
 
-    def __init__(self, write, shown):
+    def __init__(self, write, shown, tokens_in=0, include_usage=False):
         self.write = write
         self.id = completion_id()
         self.created = int(time.time())
         self.shown = shown
+        self.tokens_in = tokens_in
+        self.include_usage = include_usage
 
     def _chunk(self, delta, finish=None, **extra):
         chunk = {"id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.shown,
@@ -74,6 +100,9 @@ class Stream:
 
     def end(self, bench):
         self._chunk({}, "stop", bench=bench)
+        if self.include_usage:
+            self._event({"id": self.id, "object": "chat.completion.chunk", "created": self.created,
+                         "model": self.shown, "choices": [], "usage": panel_usage(bench, self.tokens_in)})
         self.write(b"data: [DONE]\n\n")
 
     def error(self, status, message):
@@ -144,16 +173,16 @@ class ChatCompletions(common.Format):
     error_body = staticmethod(error_body)
 
     def answer(self, content, shown, bench, tokens, seconds):
-        """STR-11: a panel reply carries no `usage`, so the estimates go unused."""
-        return reply(content, shown, bench)
+        """The reply with its `usage` (module docstring); `tokens[0]` is the prompt's estimate."""
+        return reply(content, shown, bench, panel_usage(bench, tokens[0]))
 
     def shown(self, name, ask):
         """FMT-14: always the collection, `bench/<name>`, however it was asked (`core`, `bench/core:all`)."""
         return f"bench/{name}"
 
-    def writer(self, shown, tokens_in=0, sse=False):
-        """STR-10: the stream carries no usage either."""
-        return functools.partial(Stream, shown=shown)
+    def writer(self, shown, tokens_in=0, sse=False, include_usage=False):
+        """STR-10's stream; its usage chunk only when the client asked (`stream_options.include_usage`)."""
+        return functools.partial(Stream, shown=shown, tokens_in=tokens_in, include_usage=include_usage)
 
     def route_writer(self, shown, tokens_in=0, sse=False, custom=()):
         return functools.partial(RouteStream, shown=shown)

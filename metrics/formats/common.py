@@ -312,6 +312,7 @@ class Ask:
     passthrough: dict = dataclasses.field(default_factory=dict)
     custom: list = dataclasses.field(default_factory=list)
     load: bool = False
+    include_usage: bool = False  # chat completions' stream_options.include_usage: a final usage chunk
 
     @property
     def agentic(self):
@@ -351,14 +352,14 @@ def options(max_tokens=None, temperature=None, top_p=None, stop=None):
     return {k: v for k, v in found.items() if v is not None}
 
 
-def make_ask(body, messages, stream, options, upstream, model=None, custom=(), load=False):
+def make_ask(body, messages, stream, options, upstream, model=None, custom=(), load=False, include_usage=False):
     """The Ask of a reader's results: `options` and `upstream` in chat completions' names, `None` dropped
     (§3.2); `with` and `bench` are checked here for every format."""
     asked, nominees, reply = bench_fields(body)
     fields = {k: v for k, v in {**upstream, **options}.items() if v is not None}
     return Ask(asked if model is None else model, messages, bool(stream), nominees, reply,
                tools=fields.pop("tools", []), tool_choice=fields.pop("tool_choice", None), passthrough=fields,
-               custom=list(custom), load=load)
+               custom=list(custom), load=load, include_usage=include_usage)
 
 
 def a_list(value, message):

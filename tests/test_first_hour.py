@@ -1,0 +1,287 @@
+"""The first hour from the command line (issue 16 item 1): init (IN-1..6), onboard (OB-1..12), perf (PF-1..7),
+a collection, check (CK-1, CK-2) — each script run as the command a user types, against the local upstream."""
+
+import csv
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from metrics import paths, registry
+
+SECRET = "sk-first-hour-0123456789"
+
+
+def script(*parts):
+    return str(paths.CODE.joinpath(*parts))
+
+
+def run(path, *args, stdin=None, env=None):
+    # a new session has no controlling terminal, so getpass reads the key from stdin as a piping script would
+    return subprocess.run([sys.executable, path, *args], capture_output=True, text=True, input=stdin,
+                          start_new_session=True, env=env, timeout=120)
+
+
+def init(*args, stdin=None):
+    return run(script("scripts", "init.py"), *args, stdin=stdin)
+
+
+@pytest.fixture
+def keyed():
+    from metrics.demo import Upstream
+    from tests.conftest import TEST_MODELS
+
+    with Upstream(models={name: dict(spec) for name, spec in TEST_MODELS.items()}, key=SECRET) as up:
+        yield up
+
+
+def test_in1_in2_in3_makes_the_folder_and_changes_nothing_the_second_time(home, tmp_path):
+    first = init(str(home))
+    lines = first.stdout.splitlines()
+    assert first.returncode == 0, first.stderr
+    assert lines[0].startswith(f"Data folder: {home.resolve()} (") and "nothing overwritten" in lines[0]
+    assert lines[1] == "BENCHWARMERS_HOME already names it."
+    assert all((home / part).is_dir() for part in paths.LAYOUT)
+    assert json.loads((home / "config" / "gateway.json").read_text())["max_calls"] == 5
+    (home / "config" / "gateway.json").write_text('{"max_calls": 3}\n')
+    again = init(str(home))
+    assert again.stdout.startswith(f"Data folder: {home.resolve()} (0 starter file(s) copied")
+    assert json.loads((home / "config" / "gateway.json").read_text()) == {"max_calls": 3}
+    other = init(str(tmp_path / "elsewhere"))
+    assert "which wins: set it to" in other.stdout.splitlines()[1]
+    assert (tmp_path / "elsewhere" / "config" / "gateway.json").exists()
+    assert "Next: add an endpoint: python scripts/init.py --endpoint NAME BASE_URL --key" in other.stdout
+
+
+def test_in4_key_asked_unechoed_stored_in_llm_and_never_in_the_data_folder(home, llmdir, keyed):
+    done = init(str(home), "--endpoint", "myprov", keyed.base_url, "--key", stdin=SECRET + "\n")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "API key for myprov: " in done.stderr
+    assert f"Endpoint myprov added: it lists {len(keyed.listing())} model(s)." in done.stdout
+    assert "The key was checked: the list needs it." in done.stdout
+    assert SECRET not in done.stdout + done.stderr
+    assert json.loads((llmdir / "keys.json").read_text())["myprov"] == SECRET
+    assert not [p for p in home.rglob("*") if p.is_file() and SECRET in p.read_text(errors="replace")]
+    assert json.loads((home / "config" / "endpoints.json").read_text())["myprov"]["key"] == "myprov"
+    assert "Next: onboard a model it serves: python scripts/onboard.py SERVED_NAME" in done.stdout.splitlines()[-1]
+
+
+def test_in4_in5_refusals(home, keyed):
+    wrong = init(str(home), "--endpoint", "myprov", keyed.base_url, "--key", stdin="sk-wrong-key-000000\n")
+    assert wrong.returncode == 1
+    assert f"Endpoint not added: {keyed.base_url}/models answered 401 — check the key; nothing saved." in wrong.stdout
+    assert not (home / "config" / "endpoints.json").exists()
+    nowhere = init(str(home), "--endpoint", "local", "http://127.0.0.1:9/v1")
+    assert nowhere.returncode == 1 and "could not list http://127.0.0.1:9/v1/models" in nowhere.stdout
+    bad = init(str(home), "--endpoint", "Bad Name", "ftp://x")
+    assert "name: 2-32 lower-case letters" in bad.stdout and "base URL must start http://" in bad.stdout
+    lone = init(str(home), "--key")
+    assert lone.returncode == 2 and "--key goes with --endpoint" in lone.stderr
+
+
+def test_in4_a_stored_key_is_used_without_asking(home, keyed):
+    from metrics import keys
+
+    keys.set_key("myprov", SECRET)
+    done = init(str(home), "--endpoint", "myprov", keyed.base_url)
+    assert done.returncode == 0 and "API key" not in done.stderr
+    assert "Endpoint myprov added" in done.stdout
+
+
+def onboard(*args, env=None):
+    return run(script("scripts", "onboard.py"), *args, env=env)
+
+
+@pytest.fixture
+def endpoint(home, upstream):
+    assert init(str(home), "--endpoint", "local", upstream.base_url).returncode == 0
+    return upstream
+
+
+def test_ob_onboard_probe_and_the_first_panel(home, llmdir, endpoint):
+    """OB-4, OB-6, OB-7, OB-9, OB-11 (suite not built: said why), OB-12; PF-5's row; then a collection and a panel."""
+    done = onboard("alpha")
+    out = done.stdout
+    assert done.returncode == 0, out + done.stderr
+    steps = [line.strip()[:5] for line in out.splitlines() if line.strip().startswith("[")]
+    assert steps == ["[1/5]", "[2/5]", "[3/5]", "[4/5]", "[5/5]"]
+    assert out.startswith("onboarding alpha from local  ->  alias alpha")
+    assert "[5/5] suite skipped: the review suite (suite/run.py) is not built yet" in out
+    assert "Where it lands:" in out and "wrote " in out
+    assert registry.registration("alpha")["model_name"] == "alpha"
+    assert (llmdir / "extra-openai-models.yaml").read_text() == registry.path().read_text()
+    rows = list(csv.DictReader(open(home / "perf" / "history.csv", encoding="utf-8")))
+    assert [(r["model"], r["prompt"], r["answered"]) for r in rows] == [("alpha", "tiny", "2"), ("alpha", "large", "2")]
+    note = next((home / "runs").glob("onboard-*.md")).read_text()
+    assert "## Onboarded `alpha` (alpha)" in note
+    again = onboard("alpha", "--skip-suite")
+    assert "[2/5] already registered — leaving the yaml alone" in again.stdout
+    assert "[5/5] suite skipped by request" in again.stdout
+    made = run(script("scripts", "collection.py"), "add", "first", "alpha", "--description", "my first panel")
+    assert made.returncode == 0 and "made bench/first: alpha" in made.stdout
+    import gateway as gateway_module
+    import urllib.request
+
+    server = gateway_module.serve("127.0.0.1", 0)
+    try:
+        body = json.dumps({"model": "bench/first", "messages": [{"role": "user", "content": "Is x = x + 1 right?"}]})
+        request = urllib.request.Request(f"http://127.0.0.1:{server.server_address[1]}/v1/chat/completions",
+                                         body.encode(), {"Content-Type": "application/json"})
+        reply = json.loads(urllib.request.urlopen(request, timeout=30).read())
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert endpoint.answer_for("alpha", "Is x = x + 1 right?") in reply["choices"][0]["message"]["content"]
+
+
+def test_ob10_a_model_that_does_not_answer_is_kept_with_its_issue(home, endpoint):
+    done = onboard("blank", "--skip-suite", env={**os.environ, "BENCH_ONBOARD_LOG": "runs/onboard-x.log"})
+    assert done.returncode == 0
+    assert "STOPPING: blank did not answer the availability probe" in done.stdout
+    assert "tiny: empty —" in done.stdout
+    issue = json.loads((home / "metrics" / "onboard-issues.json").read_text())["blank"]
+    assert issue["step"] == "availability probe" and issue["failure"] == "empty"
+    assert issue["log"] == "runs/onboard-x.log" and issue["endpoint"] == "local"
+    assert "blank" in registry.registrations()
+
+
+def test_ob2_ob4_alias_rule_and_not_served(home, endpoint):
+    registry.add_registration("alpha", "other/alpha", "local")
+    taken = onboard("alpha", "--skip-suite", "--ad-hoc")
+    assert "->  alias alpha-alt" in taken.stdout
+    assert json.loads((home / "config" / "model-roles.json").read_text())["ad_hoc"] == ["alpha-alt"]
+    missing = onboard("vendor/alpha-9")
+    assert missing.returncode == 1 and "vendor/alpha-9 is not served." in missing.stderr
+    assert "similar: alpha" in missing.stderr
+    nothing = subprocess.run([sys.executable, script("scripts", "onboard.py"), "alpha", "--endpoint", "nope"],
+                             capture_output=True, text=True)
+    assert nothing.returncode == 1 and "no endpoint 'nope'; known: local" in nothing.stderr
+
+
+def test_pf_percentiles_history_header_and_trend(home, bench):
+    """PF-4 nearest rank, PF-6 header rewrite, PF-7 counts token and trend; PF-2's one sample for `:free`."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("perf_run", script("perf", "run.py"))
+    perf = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(perf)
+    assert perf.percentile([], 0.5) == 0.0
+    # round(2.5) is 2 (banker's): index 2 of six values, never the interpolated 3.5
+    assert perf.percentile([6, 5, 4, 3, 2, 1], 0.5) == 3 and perf.percentile([1, 2, 3, 4, 5], 0.95) == 5
+    assert len(perf.PROMPTS["large"]) == 18158 and perf.PROMPTS["tiny"] == "Reply with exactly one word: ready"
+    history = home / "perf" / "history.csv"
+    history.write_text("timestamp,model,prompt,n,p50_s,answered\n2026-01-02T03:04:05,alpha,tiny,1,9.5,1\n")
+    registry.add_registration("gamma-free", "gamma:free", "demo")
+    bench.set_model("gamma:free", answer="ready")
+    done = run(script("perf", "run.py"), "--model", "alpha", "--model", "gamma-free", "-n", "2", "--tiny-only")
+    assert done.returncode == 0, done.stderr
+    rows = list(csv.DictReader(open(history, encoding="utf-8")))
+    assert list(rows[0]) == list(perf.COLUMNS)
+    assert rows[0]["p50_s"] == "9.5" and rows[0]["tokens_per_s"] == ""
+    assert [(r["model"], r["n"]) for r in rows[1:]] == [("alpha", "2"), ("gamma-free", "1")]
+    assert "2a/0r/0e/0t  (-" in done.stdout and "vs 2026-01-02)" in done.stdout
+    unknown = run(script("perf", "run.py"), "--model", "nobody")
+    assert unknown.returncode == 1 and "not registered: nobody" in unknown.stderr
+
+
+def test_collection_command_checks_everything_before_writing(home, bench):
+    collection = script("scripts", "collection.py")
+    bad = run(collection, "add", "Bad Name", "alpha", "nobody", "beta", "gamma", "slow", "seer")
+    assert bad.returncode == 1
+    for told in ("name: 2-32", "at most 5 members", "not registered: nobody"):
+        assert told in bad.stderr
+    assert not (home / "config" / "collections.json").exists()
+    assert run(collection, "add", "bench/pair", "alpha", "beta", "--reply", "merged").returncode == 0
+    assert json.loads((home / "config" / "collections.json").read_text())["pair"] == {
+        "members": ["alpha", "beta"], "reply": "merged"}
+    assert "bench/pair  alpha, beta" in run(collection, "list").stdout
+    assert run(collection, "remove", "pair").returncode == 0
+    assert run(collection, "remove", "pair").returncode == 1
+
+
+def test_ck1_ck2_check_runs_each_check_in_its_own_process(home):
+    done = run(script("scripts", "check.py"), "--quick", "--fixtures", "test_layers", "test_llm_backend", "test_nope")
+    lines = done.stdout.splitlines()
+    assert done.returncode == 0, done.stdout
+    assert lines[0].startswith("ok   test_layers  (")
+    assert lines[1] == "skip  test_llm_backend  (--quick: the real llm CLI)"
+    assert lines[2] == "skip  test_nope  (not in this checkout)"
+    assert lines[-1] == "all checks pass"
+
+
+def readme_blocks():
+    """The README's "Use a real provider" commands, block by block (a block: indented lines between blank ones)."""
+    text = (paths.CODE / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## Use a real provider"):text.index("## Using it")]
+    blocks, current = [], []
+    for line in section.splitlines():
+        if line.startswith("    "):
+            current.append(line.strip())
+        elif current:
+            blocks.append(current)
+            current = []
+    return blocks
+
+
+def free_port():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_readme_real_provider_commands_answer_a_panel(tmp_path, monkeypatch):
+    """Issue 16 item 3: each provider's README commands, as typed, the local upstream's URL in the provider's place."""
+    import re
+    import shlex
+    from metrics.demo import Upstream
+
+    blocks = readme_blocks()
+    providers, curl = blocks[:-1], blocks[-1]
+    assert len(providers) == 3 and all(len(b) == 4 for b in providers) and curl[0].startswith("curl ")
+    served = [b[1].split()[2] for b in providers]
+    with Upstream(models={name: {"answer": f"{name} says: no, it is fine."} for name in served}) as up:
+        for i, block in enumerate(providers):
+            monkeypatch.setenv("BENCHWARMERS_HOME", str(tmp_path / f"data{i}"))
+            monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+            port = free_port()
+            monkeypatch.setenv("BENCH_GATEWAY_PORT", str(port))
+            for command in block[:3]:
+                command = re.sub(r"https?://\S+/v1", up.base_url, command)
+                done = subprocess.run([sys.executable if w == "python" else w for w in shlex.split(command)],
+                                      capture_output=True, text=True, input="sk-readme-0123456789\n",
+                                      start_new_session=True, cwd=paths.CODE, timeout=120)
+                assert done.returncode == 0, command + "\n" + done.stdout + done.stderr
+            assert block[3] == "python gateway.py"
+            gateway = subprocess.Popen([sys.executable, "gateway.py"], cwd=paths.CODE, stdout=subprocess.PIPE,
+                                       stderr=subprocess.DEVNULL, text=True)
+            try:
+                assert gateway.stdout.readline().startswith(f"bench gateway on http://127.0.0.1:{port}/v1")
+                asked = subprocess.run(shlex.split(curl[0].replace("8123", str(port))), capture_output=True,
+                                       text=True, timeout=60)
+            finally:
+                gateway.terminate()
+                gateway.wait(30)
+            content = json.loads(asked.stdout)["choices"][0]["message"]["content"]
+            assert f"{served[i]} says: no, it is fine." in content
+
+
+def test_dead_ends_name_the_next_step(home):
+    """Issue 16 item 4: each message names something that exists, and what to run next."""
+    def module(*args):
+        return subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True, cwd=paths.CODE)
+
+    fresh = run(script("scripts", "sync_config.py"), "--check")
+    assert fresh.returncode == 1 and "python scripts/onboard.py SERVED_NAME" in fresh.stdout
+    keys_listed = module("metrics.gatekeys", "list")
+    assert keys_listed.stdout == "no gateway keys yet: python -m metrics.gatekeys create NAME\n"
+    told = module("metrics.paths", "--help")
+    assert told.returncode == 0 and "why it was chosen" in told.stdout
+    none = module("metrics.endpoints")
+    assert none.returncode == 1 and "python scripts/init.py --endpoint NAME BASE_URL --key" in none.stderr
+    assert "dashboard" not in none.stderr
+    for script_name in ("init.py", "onboard.py", "collection.py", "check.py"):
+        assert (paths.CODE / "scripts" / script_name).exists()  # every command the messages name is there
