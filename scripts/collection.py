@@ -4,73 +4,36 @@
     python scripts/collection.py list
     python scripts/collection.py remove NAME
 
-`add` creates or replaces `NAME` in the data folder's `config/collections.json`. Every check is made
-before anything is written, and all of them are said at once: the name (2-32 lower-case letters, digits
-or `-`), at least one member and at most `max_calls` (config/gateway.json), every member a registered
-model, a known reply mode. A collections.json that cannot be read is never written over.
+`add` creates or replaces `NAME` in the data folder's `config/collections.json` by the dashboard's own
+rules (`metrics.collectionedit.save`, CO-7): every check is made before anything is written, and all of
+them are said at once; a collections.json that cannot be read is never written over; the change is logged
+to `config/changes.jsonl` as by `cli`.
 
 Why a script: the first panel should not need a text editor or a browser; the dashboard's Collections
-editor makes the same file.
+editor makes the same file by the same function.
 """
 
 import argparse
-import datetime
 import sys
 
-from metrics import collections, endpoints, fileio, paths, registry
+from metrics import collectionedit, collections
 
-MAX_DESCRIPTION = 300
-
-
-def problems(name, members, reply, description):
-    found = []
-    if not endpoints.valid_name(name):
-        found.append("name: 2-32 lower-case letters, digits or '-', saying what it is for, e.g. reviewers")
-    if not members:
-        found.append("a collection needs at least one member")
-    most = collections.settings()["max_calls"]
-    if len(members) > most:
-        found.append(f"at most {most} members (max_calls in config/gateway.json)")
-    strangers = [m for m in members if m not in registry.registrations()]
-    if strangers:
-        found.append(f"not registered: {', '.join(strangers)} (registered: "
-                     f"{', '.join(registry.registered_models()) or 'none yet'}; onboard one with "
-                     "`python scripts/onboard.py SERVED_NAME`)")
-    if reply not in collections.REPLIES:
-        found.append(f"reply must be one of {', '.join(collections.REPLIES)}")
-    if len(description) > MAX_DESCRIPTION:
-        found.append(f"description: at most {MAX_DESCRIPTION} characters")
-    if collections.unreadable(collections.collections_path()):
-        found.append(f"{collections.collections_problem()}; this command will not write over it")
-    return found
+WHO = "cli"  # the `by` of its lines in config/changes.jsonl
 
 
-def log(field, old, new):
-    fileio.append_jsonl(paths.file("config", "changes.jsonl"),
-                        {"at": datetime.datetime.now().astimezone().isoformat(timespec="seconds"), "by": "cli",
-                         "alias": "", "field": field, "old": old, "new": new})
+def refused(errors):
+    sys.exit("collection not saved:\n" + "\n".join(f"  - {e}" for e in errors))
 
 
 def add(args):
-    name = args.name.removeprefix(collections.PREFIX)
     members = list(dict.fromkeys(args.members))
-    description = " ".join(args.description.split())
-    found = problems(name, members, args.reply, description)
-    if found:
-        sys.exit("collection not saved:\n" + "\n".join(f"  - {p}" for p in found))
-    entry = {"members": members, "reply": args.reply}
-    if description:
-        entry["description"] = description
-
-    def put(data):
-        old = data.get(name)
-        data[name] = entry
-        return old
-
-    old = fileio.update(collections.collections_path(), put)
-    log(f"collection {name}", old, entry)
-    print(f"{'replaced' if old else 'made'} bench/{name}: {', '.join(members)}"
-          f" (+ up to {collections.explorers_for(len(members))} explorer seat(s)); reply {args.reply}")
+    body = {"name": args.name, "members": members, "description": args.description, "reply": args.reply}
+    saved = collectionedit.save(body, WHO)
+    if not saved["ok"]:
+        refused(saved["errors"])
+    name = args.name.removeprefix(collections.PREFIX)
+    print(f"saved bench/{name}: {', '.join(members)} (+ up to {collections.explorers_for(len(members))} explorer "
+          f"seat(s)); reply {args.reply}")
     print(f"Ask it: any OpenAI-compatible client, base URL http://127.0.0.1:8123/v1, model bench/{name}"
           " (start the gateway with `python gateway.py`)")
     return 0
@@ -87,14 +50,10 @@ def listing(args):
 
 
 def remove(args):
-    name = args.name.removeprefix(collections.PREFIX)
-    if collections.unreadable(collections.collections_path()):
-        sys.exit(f"{collections.collections_problem()}; this command will not write over it")
-    old = fileio.update(collections.collections_path(), lambda data: data.pop(name, None))
-    if old is None:
-        sys.exit(f"no collection '{name}'; `python scripts/collection.py list` lists them")
-    log(f"collection {name}", old, None)
-    print(f"removed bench/{name}")
+    removed = collectionedit.remove({"name": args.name}, WHO)
+    if not removed["ok"]:
+        sys.exit("; ".join(removed["errors"]) + "; `python scripts/collection.py list` lists them")
+    print(f"removed bench/{args.name.removeprefix(collections.PREFIX)}")
     return 0
 
 
