@@ -15,6 +15,7 @@ connection and a stream ends at the close.
 """
 
 import argparse
+import errno
 import json
 import os
 import queue
@@ -222,6 +223,9 @@ class Handler(httpserver.Handler):
             claims[field] = value
         note = body.get("note") if isinstance(body.get("note"), str) else ""
         call = body.get("call") if isinstance(body.get("call"), str) else ""
+        if not call.strip():  # the first-hour issue: a missing id is the caller's slip, not an unknown call
+            return self.refuse(400, '"call" is required: the call id of the answer you judge (a seat\'s "call" in '
+                                    'the reply\'s bench, or the id under its section, such as p20261203-...member1)')
         if not gatekeys.sees_call(self.who, call):  # another collection's call reads as unknown to a scoped key
             return self.refuse(404, offload.UNKNOWN_CALL.format(call))
         try:
@@ -609,14 +613,21 @@ def main(argv=None):
         from metrics import demo  # only here: a server that serves real upstreams never loads the demo one
         upstream = demo.start_demo()
     collections.config_problems()  # a broken config file is said on stderr now, once, not at the first request
-    server = Server((address, port))
+    try:
+        server = Server((address, port))
+    except OSError as exc:  # the first-hour issue: a used port is a sentence, not a traceback
+        if upstream:
+            demo.stop_demo(upstream)
+        taken = exc.errno == errno.EADDRINUSE
+        sys.exit(f"gateway: port {port} on {address} is {'taken (another gateway?)' if taken else 'not usable'}: "
+                 f"{exc.strerror}; choose another with --port N or BENCH_GATEWAY_PORT")
     stop_on_signals(server)
     workers = httpserver.share(server, args.workers - 1) if args.workers > 1 else []
     threading.Thread(target=panel.warm_up, name="warm-up", daemon=True).start()
     if workers is not None:  # the parent (or the only process) announces the server
         host = f"[{address.strip('[]')}]" if ":" in address else address  # BENCH_BIND may come bracketed
         base = f"http://{host}:{server.server_address[1]}/v1"
-        names = ", ".join(f"bench/{n}" for n in collections.load())
+        names = ", ".join(collections.public_names())
         processes = f" ({args.workers} processes)" if workers else ""
         shown = names or collections.collections_problem() or "none yet"
         print(f"bench gateway on {base}{processes} — models: {shown}", flush=True)

@@ -934,7 +934,7 @@ def chosen():
 
 def choose(name):
     """Save the backend choice (BK-4): `""` when saved, else why it was refused. Applies from the next call.
-    No caller yet: the dashboard's settings and the `bench` CLI will call it."""
+    The dashboard's Settings page calls it (`settingsedit`)."""
     if name not in BACKENDS:
         return "client: one of llm, builtin"
     if os.environ.get("BENCH_CLIENT", "").strip():

@@ -104,10 +104,7 @@ def save(body, who):
         errors.append("tags are lower-case words joined by '-', up to 24 characters: " + ", ".join(bad))
     if len(c["tags"]) > MAX_TAGS:
         errors.append("at most 8 tags")
-    if c["reply"] not in collections.REPLIES:
-        errors.append("reply must be one of all, merged, route")
-    if c["merger"] and c["merger"] not in known:
-        errors.append(f"merger: '{c['merger']}' is not a chat model on the bench; leave it empty to choose by verdicts")
+    errors += collections.reply_errors(c["reply"], c["merger"], known)
     if collections.unreadable(collections.collections_path()):
         errors.append("config/collections.json is not valid JSON; fix it by hand first, or this save would "
                       "replace every collection in it")

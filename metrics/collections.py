@@ -363,14 +363,13 @@ def listed(may_call=None):
 
 
 def public_names():
-    """`bench/<name>` per collection in file order, no reply variants: the startup line (LST-3).
-    No caller yet but the tests: `gateway.main` still builds this line itself, and should call this."""
+    """`bench/<name>` per collection in file order, no reply variants: the startup line (LST-3)."""
     return [PREFIX + name for name in load()]
 
 
 def reply_errors(reply, merger, known_chat_models):
-    """The editor's checks of a collection's reply mode and merger (COL-7). Any chat model may merge.
-    No caller yet but the tests: the dashboard's Collections dialog will call it."""
+    """The editor's checks of a collection's reply mode and merger (COL-7): the dashboard's Collections dialog
+    and `scripts/collection.py` (both through `collectionedit.save`). Any chat model may merge."""
     errors = []
     if reply not in REPLIES:
         errors.append("reply must be one of " + ", ".join(REPLIES))

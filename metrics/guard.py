@@ -367,7 +367,7 @@ def session_cookie(now=None):
 
 def logout_cookie():
     """Improvement 8: the `Set-Cookie` value of `POST /logout`, which clears the session in the browser.
-    No caller yet: the dashboard (`serve.py`) will call it, as `dashboard_caller` and `login`."""
+    `serve.py` answers `POST /logout` with it."""
     return f"{COOKIE}=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict" + _secure()
 
 

@@ -140,7 +140,7 @@ def registration(alias):
 
 
 def registered_models():
-    """Aliases in file order (REG-5). No caller yet: the dashboard's models page and the CLI will call it."""
+    """Aliases in file order (REG-5): `perf/run.py`'s default models."""
     return list(registrations())
 
 

@@ -285,3 +285,25 @@ def test_dead_ends_name_the_next_step(home):
     assert "dashboard" not in none.stderr
     for script_name in ("init.py", "onboard.py", "collection.py", "check.py"):
         assert (paths.CODE / "scripts" / script_name).exists()  # every command the messages name is there
+
+
+def test_dead_ends_a_verdict_without_call_is_400_naming_the_field(gateway):
+    """The first-hour issue, item 4: a verdict without `call` is the caller's slip (400), not an unknown call."""
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(f"{gateway}/bench/verdict", json.dumps({"useful": True}).encode(),
+                                     {"Content-Type": "application/json"})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=10)
+    assert refused.value.code == 400
+    assert json.loads(refused.value.read())["error"]["message"].startswith('"call" is required')
+
+
+def test_dead_ends_a_taken_port_is_one_sentence_and_exit_1(port, home):
+    """The first-hour issue, item 4: a second gateway on a used port says so and how to choose another."""
+    env = {**os.environ, "BENCH_GATEWAY_PORT": str(port)}
+    done = subprocess.run([sys.executable, script("gateway.py")], env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert f"port {port} on 127.0.0.1 is taken" in done.stderr and "--port N or BENCH_GATEWAY_PORT" in done.stderr
