@@ -32,7 +32,8 @@ LAYERS = [
     ("access: who may call the servers",
      ["metrics.gatekeys", "metrics.guard", "metrics.httpserver"]),
     ("top: the servers, the commands, the demo upstream",
-     ["gateway", "serve", "metrics.launcher", "metrics.demo", "scripts.sync_config"]),
+     ["gateway", "serve", "metrics.launcher", "metrics.demo", "scripts.sync_config", "metrics.remote", "metrics.mcp_tools",
+      "metrics.mcp_server", "metrics.cli", "metrics.completion"]),
 ]
 
 
