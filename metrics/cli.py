@@ -299,6 +299,22 @@ def cmd_collections(args):
 
 # -- the parser ---------------------------------------------------------------------------------------------
 
+class Intermixed(argparse.ArgumentParser):
+    """A command's parser that takes its words and options in any order: plain argparse stops filling
+    `prompt` at the first option, so `bench ask core --merged "why?"` would refuse "why?"."""
+
+    mixing = False
+
+    def parse_known_args(self, args=None, namespace=None):
+        if self.mixing:  # parse_known_intermixed_args calls back here for each of its two passes
+            return super().parse_known_args(args, namespace)
+        self.mixing = True
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self.mixing = False
+
+
 def global_options(parser, suppress):
     """`--json` and `--url`, before or after the command: the subparsers' copies must not reset them."""
     default = argparse.SUPPRESS if suppress else None
@@ -332,7 +348,7 @@ def parser(prog="bench"):
                                        "type `benchwarmers`.")
     p.add_argument("--version", action="version", version=f"bench {__version__}")
     global_options(p, suppress=False)
-    sub = p.add_subparsers(dest="command", metavar="command", required=True)
+    sub = p.add_subparsers(dest="command", metavar="command", required=True, parser_class=Intermixed)
     ask = command(sub, "ask", cmd_ask, "put a prompt to every seat of a collection", """examples:
   bench ask core "Is this loop off by one? for i in range(1, len(xs)): ..."
   bench ask core "Review this change" -f app.py -f test_app.py

@@ -76,11 +76,11 @@ def usage(prog, env):
     def rows(pairs):
         return [f"  {prog} {label:<{width}}{summary}" for label, summary in pairs]
 
-    home = env.get("BENCHWARMERS_HOME", "").strip() or paths.default_home()
+    home = str(paths.default_home()).replace(str(Path.home()), "~", 1)
     return "\n".join([
         f"{prog}: ask a panel of models, judge its answers, and run the servers.", "", "Servers:", *rows(servers), "",
         "Commands (clients of a running server; --json and --url URL on any):", *rows(commands), "",
-        f"Data: {home} (BENCHWARMERS_HOME). BENCH_GATEWAY_PORT: the gateway's port.",
+        f"Data: BENCHWARMERS_HOME, else {home}. BENCH_GATEWAY_PORT: the gateway's port.",
         "BENCHWARMERS_URL, BENCHWARMERS_KEY, BENCHWARMERS_TIMEOUT: the server the commands use.",
         f"`{prog} <command> --help` shows its options and examples. Where another `bench` comes first on PATH,",
         "type `benchwarmers`."])
@@ -107,13 +107,13 @@ def plan(argv, env=None, cwd=None, argv0=None):
     cwd = cwd or os.getcwd()
     if argv and argv[0] in ("--version", "-v"):
         return {"say": __version__, "code": 0}
+    if cli_command(argv) in client_commands():
+        return {"script": "metrics.cli", "args": list(argv), "cwd": cwd, "first_run": False}
     command = argv[0] if argv and argv[0] and not argv[0].startswith("-") else None
     if command is None:
         if not argv or argv[0] in HELP:
             return {"say": usage(prog, env), "code": 0}
         return unknown(prog, env, argv[0])
-    if command in client_commands():
-        return {"script": "metrics.cli", "args": list(argv), "cwd": cwd, "first_run": False}
     if command not in SERVERS and command not in OWN:
         return unknown(prog, env, command)
     if any(arg in HELP for arg in argv):
@@ -127,6 +127,19 @@ def plan(argv, env=None, cwd=None, argv0=None):
     server = SERVERS[command]
     where = cwd if command == "mcp" else str(CODE)
     return {"script": server.module, "args": [*server.args, *argv[1:]], "cwd": where, "first_run": server.first_run}
+
+
+def cli_command(argv):
+    """The command word past the CLI's global options, which may come first (`bench --json ask ...`, §9)."""
+    i = 0
+    while i < len(argv):
+        if argv[i] == "--json" or argv[i].startswith("--url="):
+            i += 1
+        elif argv[i] == "--url":
+            i += 2
+        else:
+            return argv[i]
+    return None
 
 
 def unknown(prog, env, command):
