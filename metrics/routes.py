@@ -14,9 +14,9 @@ that matches wins (Gemini's catch-all `<collection>:<method>` follows its three 
 format is its first row's whatever the method, so Gemini's model paths come before `/v1/models/<model>`
 (`/v1/models/x:generateContent` speaks Gemini). The 404's help names the `listed` rows in table order.
 
-`serve.py` (the dashboard) and the MCP server extend this table instead of copying it:
+`serve.py` (the dashboard) extends this table instead of copying it, and so inherits the MCP rows:
 `extend(ROUTES, Route(...), ...)` keeps every gateway row, and a new row for a method and path the
-table has replaces that one. Their handlers subclass the gateway's, so
+table has replaces that one. Its handler subclasses the gateway's, so
 the gateway's handler names still resolve; a `Route` subclass may match paths its own way (the
 dashboard's raw-path quirks, RT-6) and name its own scope (the dashboard's admin login).
 """

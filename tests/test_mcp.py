@@ -111,6 +111,8 @@ def test_mcp21_initialize_list_ask_verdict(transport, gateway, bench_core, monke
             assert texts(judged) == [f"Recorded {call}: useful, 1 real, 0 false."]
             assert await client.session.send_ping() is not None
     asyncio.run(session())
+    calls = paths.file("runs", "gateway", "calls.jsonl").read_text(encoding="utf-8").splitlines()
+    assert json.loads(calls[-1])["key"] == "local"  # MCP-20: no key on this machine, the caller is local
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
@@ -313,6 +315,11 @@ def test_mcp16_mcp17_the_guard_runs_first(gateway, bench_core, monkeypatch):
     response = conn.getresponse()
     assert (response.status, response.getheader("Allow"), response.getheader("Mcp-Session-Id")) == (405, "POST", None)
     assert "one JSON-RPC message per request" in json.loads(response.read())["error"]["message"]
+    body = json.dumps(rpc("ping")).encode()
+    with socket.create_connection((host, int(port)), timeout=10) as sock:  # a body over the gateway's cap
+        sock.sendall(f"POST /mcp HTTP/1.0\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
+                     f"Content-Length: {10 ** 9}\r\n\r\n".encode() + body)
+        assert sock.recv(64).startswith(b"HTTP/1.0 413")
     monkeypatch.setenv("BENCHWARMERS_REQUIRE_KEYS", "1")
     for headers in ({}, {"Authorization": "Bearer "}):
         assert post(gateway, "/mcp", rpc("ping"), headers)[0] == 401
