@@ -32,8 +32,9 @@ from metrics import __version__, remote
 
 PREFIX = "bench/"
 PROGRESS_EVERY = 30.0  # seconds of silence on stderr before a long panel says how long it has run
-SECTION = re.compile(r"^## (?P<seat>.+?) — (?P<alias>.+)\n`(?P<call>[^`]+)` · (?P<status>\w+) · (?P<seconds>[\d.]+)s",
-                     re.MULTILINE)
+# a seat's section as the panel streams it (metrics.panel.section): its heading, then call id, status, seconds
+SECTION = re.compile(r"^## (?P<seat>.+?) — (?P<alias>.+)\n"
+                     r"`(?P<call>[^`]+)` · (?P<status>\w+) · (?P<seconds>[\d.]+)s", re.MULTILINE)
 SEATS = re.compile(r"· (\d+) members \+ (\d+) explorers")
 CALL_ID = re.compile(r"\bp\d{8}-\d{6}-[0-9a-f]{4,}\.[a-z]+\d*\b")  # as mcp_tools.CALL_ID; GATEWAY.md, "Panel ids"
 
@@ -174,8 +175,9 @@ def cmd_ask(args):
 class Asking:
     """One streamed panel: its text to stdout, its seats and elapsed time to stderr."""
 
-    def __init__(self, server):
+    def __init__(self, server, every=PROGRESS_EVERY):
         self.server = server
+        self.every = every
         self.started = time.monotonic()
         self.said = self.started
         self.text = ""
@@ -221,11 +223,11 @@ class Asking:
                 self.say(f"  {seat['seat']} {seat['alias']}: {seat['status']}, {seat['seconds']} s{of}")
 
     def tick(self):
-        """A panel that takes minutes says so every PROGRESS_EVERY seconds (keep-alives wake the reader)."""
+        """A panel that takes minutes says so every `every` seconds (the gateway's keep-alives wake the reader)."""
         elapsed = time.monotonic() - self.started
         if elapsed > self.server.timeout:
             raise Failed(*problem_message(remote.NoAnswer(self.server.base, self.server.timeout)))
-        if time.monotonic() - self.said >= PROGRESS_EVERY:
+        if time.monotonic() - self.said >= self.every:
             answered = f", {len(self.seen)} of {self.expected} seats answered" if self.expected else ""
             self.say(f"  still asking: {elapsed:.0f} s{answered}")
 
@@ -256,7 +258,8 @@ def cmd_record(args):
         return dump(reply)
     rows = [{"alias": alias, **row} for alias, row in sorted((reply.get("aliases") or {}).items())]
     if not rows:
-        return note(f"no verdicts yet in {collection_model(args.collection)}" + (f" on {args.task!r}" if args.task else ""))
+        on = f" on {args.task!r}" if args.task else ""
+        return note(f"no verdicts yet in {collection_model(args.collection)}{on}")
     print(table(rows, ["alias", "useful", "notUseful", "judged", "lastAt"]))
 
 
@@ -371,7 +374,8 @@ def parser(prog="bench"):
     useful.add_argument("--useful", dest="useful", action="store_true", default=None)
     useful.add_argument("--not-useful", dest="useful", action="store_false")
     verdict.add_argument("--note", help="one line on why")
-    verdict.add_argument("--real", action="append", default=[], metavar="CLAIM", help="a claim that proved true (repeat)")
+    verdict.add_argument("--real", action="append", default=[], metavar="CLAIM",
+                         help="a claim that proved true (repeat)")
     verdict.add_argument("--false", action="append", default=[], metavar="CLAIM",
                          help="a claim that proved untrue (repeat)")
     collections = command(sub, "collections", cmd_collections, "the collections you may call", """examples:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from metrics import __version__, cli, completion, demo, gatekeys, launcher
+from metrics import __version__, cli, completion, demo, gatekeys, launcher, remote
 
 ROOT = Path(__file__).resolve().parent.parent
 PROMPT = "Is this loop off by one?"
@@ -324,6 +324,15 @@ def test_zsh_completion_names_every_command():
     assert script.rstrip().endswith("compdef _benchwarmers bench benchwarmers")
     assert "'ask:put a prompt to every seat of a collection'" in script and "collections --names" in script
     assert all(f"'{name}:" in script for name in ("gateway", "demo", "mcp", *launcher.client_commands()))
+
+
+def test_a_long_panel_says_how_long_it_has_run(capsys):
+    """Issue 17 item 2: between seats, a long panel's elapsed time and seats so far go to stderr, never stdout."""
+    asking = cli.Asking(remote.Server(base="http://127.0.0.1:9"), every=0)
+    asking.piece("Bench bench/core p20260101-000000-abcd · 2 members + 1 explorers · explorer shape review\n")
+    asking.tick()
+    out, err = capsys.readouterr()
+    assert out.startswith("Bench bench/core") and err == "[0 s]  still asking: 0 s, 0 of 3 seats answered\n"
 
 
 def test_cli_table_cells():
