@@ -78,12 +78,6 @@ def parse(text):
         return None
 
 
-def is_request(message):
-    """A message that needs a reply: a valid one with an id, or any invalid one (MCP-4, MCP-5)."""
-    return not (isinstance(message, dict) and message.get("jsonrpc") == "2.0"
-                and isinstance(message.get("method"), str) and "id" not in message)
-
-
 def answer(message, conn):
     """The reply to one parsed JSON-RPC message, or None for a notification (MCP-3..6). Never raises."""
     id_ = message.get("id") if isinstance(message, dict) else None
