@@ -33,9 +33,11 @@ from metrics import (
     gatekeys,
     guard,
     httpserver,
+    mcp_server,
     offload,
     panel,
     paths,
+    remote,
     route_mode,
     routes,
 )
@@ -46,6 +48,12 @@ REPLY_WAIT = 2.0  # a stopping gateway's wait for the last replies to be written
 MAX_PENDING = 1000  # ids one `/bench/pending` may ask about (security review 4: no guessing in bulk)
 RECORD_QUERY = "?collection=bench/<name>[&task=<words in the verdicts' notes>]"
 CLIENT_GONE = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, TimeoutError)
+LOOPBACK_HEADERS = ("Authorization", "Host", "x-api-key", "x-goog-api-key")  # MCP-20: what the tools pass on
+
+
+def sse_event(message):
+    """One JSON-RPC message as a server-sent event (MCP-19)."""
+    return b"event: message\ndata: " + json.dumps(message).encode("ascii") + b"\n\n"
 
 
 def listing(may_call=None):
@@ -100,7 +108,7 @@ class Handler(httpserver.Handler):
             return self.refuse(*problem)
         if not self.identify():
             return
-        body = self.read_json()
+        body = self.read_body(guard.content_length(self.headers)) if self.route and self.route.raw else self.read_json()
         if body is None:
             return
         self.dispatch("POST", body)
@@ -183,10 +191,63 @@ class Handler(httpserver.Handler):
         self.send_json(200, entry)
 
     def mcp_get(self):
+        """MCP-17: no server-initiated stream (and no `Mcp-Session-Id`): every message is a POST."""
         self.send_json(405, {"error": {"message": f"POST {self.route.path}, one JSON-RPC message per request"}},
                        {"Allow": "POST"})
 
     # -- POST routes -----------------------------------------------------------
+
+    def mcp_post(self, body):
+        """MCP-18: one JSON-RPC message per request, answered by `metrics.mcp_server`; a notification is a 202,
+        a body that does not parse a 400, a tool call from a client that reads event streams an SSE stream."""
+        message = mcp_server.parse(body)  # the raw bytes (the row's `raw`): a parse error is JSON-RPC's own reply
+        if message is None:
+            return self.send_json(400, mcp_server.PARSE_ERROR)
+        conn = mcp_server.Conn(self.loopback())
+        accept = self.headers.get("Accept") or ""
+        if isinstance(message, dict) and message.get("method") == "tools/call" and "id" in message \
+                and "text/event-stream" in accept:
+            return self.mcp_stream(message, conn)
+        reply = mcp_server.answer(message, conn)
+        if reply is None:
+            return self.accepted()
+        self.send_json(200, reply)
+
+    def accepted(self):
+        """MCP-4: a notification's 202, with an empty body."""
+        try:
+            self.send_response(202)
+            self.send_header("Content-Length", "0")
+            self.send_cors()
+            self.end_headers()
+        except CLIENT_GONE:
+            pass
+
+    def mcp_stream(self, message, conn):
+        """MCP-19: the 200 at once, a progress notification (with a token) or a keep-alive comment every
+        KEEPALIVE seconds, then the reply as the last event. A caller who hangs up stops the writing only:
+        the tool's own request to this server goes on, so the panel finishes and every seat is recorded."""
+        token = mcp_server.progress_token(message)
+
+        def tick(seconds):
+            if token is None:
+                return self.write_now(b": keep-alive\n\n")
+            self.write_now(sse_event(mcp_server.progress(token, seconds)))
+
+        try:
+            self.open_stream("text/event-stream")
+            self.write_now(sse_event(mcp_server.answer_waiting(message, conn, tick)))
+        except CLIENT_GONE:
+            pass
+
+    def loopback(self):
+        """MCP-20: this very server, reached on the socket it listens on, with the caller's credentials (and its
+        Host, which the guard already accepted), so a key's scope and rate cap hold as on `/v1`."""
+        host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(self.server.server_address[0],
+                                                                          self.server.server_address[0])
+        host = f"[{host}]" if ":" in host else host
+        forwarded = tuple((name, self.headers[name]) for name in LOOPBACK_HEADERS if self.headers.get(name) is not None)
+        return remote.Server(base=f"http://{host}:{self.port}", timeout=remote.env_timeout(), forwarded=forwarded)
 
     def read_json(self):
         """GW-3 (4): exactly Content-Length bytes; `{}` when empty; 400 when not a JSON object."""

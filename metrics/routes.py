@@ -14,9 +14,9 @@ that matches wins (Gemini's catch-all `<collection>:<method>` follows its three 
 format is its first row's whatever the method, so Gemini's model paths come before `/v1/models/<model>`
 (`/v1/models/x:generateContent` speaks Gemini). The 404's help names the `listed` rows in table order.
 
-`serve.py` (the dashboard) and the MCP server extend this table instead of copying it:
+`serve.py` (the dashboard) extends this table instead of copying it, and so inherits the MCP rows:
 `extend(ROUTES, Route(...), ...)` keeps every gateway row, and a new row for a method and path the
-table has replaces that one (the MCP server's `POST /mcp`). Their handlers subclass the gateway's, so
+table has replaces that one. Its handler subclasses the gateway's, so
 the gateway's handler names still resolve; a `Route` subclass may match paths its own way (the
 dashboard's raw-path quirks, RT-6) and name its own scope (the dashboard's admin login).
 """
@@ -40,7 +40,7 @@ PLACEHOLDER = re.compile(r"<(\w+)>")
 class Route:
     method: str
     path: str
-    handler: str | None  # None: named here, answered by another server (MCP); this one answers as if unknown
+    handler: str | None  # None: named here, answered by another server; this one answers as if unknown
     fmt: str = "chat"
     aliases: tuple = ()  # more paths answered the same; outside a namespace they are no gateway route (ROUTE-4)
     gateway: bool = True
@@ -48,6 +48,7 @@ class Route:
     writes: bool = False
     listed: bool = True
     loose: bool = False  # runs of `/` collapsed before matching (MCP, §15.3)
+    raw: bool = False  # the handler reads the body itself (MCP: a body that is no JSON is its own JSON-RPC reply)
 
     def match(self, path, aliases=True):
         """The handler's keyword arguments when this row answers `path` (GW-1 form), else None."""
@@ -92,9 +93,9 @@ ROUTES = (
     Route("GET", "/v1beta/models/<name>", "gemini_model", fmt="gemini", listed=False),
     # open on both ports, before the Host check (OPEN-1, security improvement 21)
     Route("GET", "/health", "health", gateway=False, scope=OPEN, listed=False),
-    # the MCP server's transport (§15.3), not built yet: a GET is told to POST
+    # the MCP server's streamable HTTP transport (suite-cli-mcp.md MCP-15..20): POST one message; a GET is told to
     Route("GET", "/mcp", "mcp_get", aliases=("/v1/mcp",), listed=False, loose=True),
-    Route("POST", "/mcp", None, aliases=("/v1/mcp",), listed=False, loose=True),
+    Route("POST", "/mcp", "mcp_post", aliases=("/v1/mcp",), listed=False, loose=True, raw=True),
 )
 
 

@@ -96,8 +96,8 @@ def test_unknown_paths_are_404_with_the_help(gw):
     assert (status, reply["error"]["message"]) == (404, f"no such route; try {GET_HELP}")
     status, _, reply = request(gw, "POST", "/v1/nowhere", {})
     assert (status, reply["error"]["message"]) == (404, f"no such route; try {POST_HELP}")
-    status, _, reply = request(gw, "POST", "/mcp", {})  # the MCP server's row: not answered on this port yet
-    assert (status, reply["error"]["message"]) == (404, f"no such route; try {POST_HELP}")
+    status, _, reply = request(gw, "POST", "/mcp", {})  # the MCP server's row: JSON-RPC's own refusal (MCP-5)
+    assert (status, reply["error"]) == (200, {"code": -32600, "message": "invalid request"})
     status, _, reply = request(gw, "GET", "/v1beta/nowhere")  # an unknown path in Gemini's namespace
     assert status == 404 and reply["error"]["status"] == "NOT_FOUND"
 

@@ -1,0 +1,340 @@
+"""The `bench` CLI (suite-cli-mcp.md §9) and the launcher (§10), run as a user types them (`python -m
+metrics.launcher`, what the `bench` and `benchwarmers` console scripts call) against a real gateway on
+127.0.0.1: every built command's happy path and refusals, exit codes, the stdout/stderr split, `--json`,
+the server not running, Ctrl-C; the launcher's `plan()` (LN-1..7) and real runs (LN-8..10, `bench demo`);
+shell completion."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from metrics import __version__, cli, completion, demo, gatekeys, launcher, remote
+
+ROOT = Path(__file__).resolve().parent.parent
+PROMPT = "Is this loop off by one?"
+
+
+@pytest.fixture
+def core(bench):
+    demo.set_collection("core", ["alpha", "gamma"], description="code review")
+    demo.set_collection("crawl", ["slow"])
+    bench.set_model("slow", answer="Slow: done at last.", latency=2.6, context_window=32000)
+    return bench
+
+
+def bench_env(url=None, **extra):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "BENCHWARMERS_PROG": "bench", **extra}
+    if url is not None:
+        env["BENCHWARMERS_URL"] = url
+    return {k: v for k, v in env.items() if v is not None}
+
+
+def run(url, *args, stdin="", cwd=None, **extra):
+    """`bench <args>` as typed: `(exit code, stdout, stderr)`."""
+    done = subprocess.run([sys.executable, "-m", "metrics.launcher", *args], input=stdin, capture_output=True,
+                          text=True, env=bench_env(url, **extra), cwd=cwd or ROOT, timeout=60)
+    return done.returncode, done.stdout, done.stderr
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def last_prompt(upstream):
+    """The last user message a seat was sent."""
+    messages = upstream.requests[-1]["body"]["messages"]
+    return [m for m in messages if m["role"] == "user"][-1]["content"], messages
+
+
+# -- ask ------------------------------------------------------------------------------------------------------
+
+def test_ask_answer_on_stdout_seats_on_stderr(gateway, core, tmp_path):
+    """§9.2 ask, CLI-8: words and a file make the prompt; the answer goes to stdout, each seat as it finishes and
+    the seat table with the verdict hint to stderr."""
+    (tmp_path / "app.py").write_text("for i in range(1, len(xs)):\n    total += xs[i]\n\n", encoding="utf-8")
+    code, out, err = run(gateway, "ask", "bench/core", "Is", "this", "off", "by", "one?", "-f", "app.py", cwd=tmp_path)
+    assert code == 0, err
+    sent, _ = last_prompt(core)
+    assert sent == "Is this off by one?\n\n`app.py`:\n```\nfor i in range(1, len(xs)):\n    total += xs[i]\n```"
+    assert core.answer_for("alpha", sent) in out and core.answer_for("gamma", sent) in out
+    assert not any(line.startswith("call  ") for line in out.splitlines()) and "bench verdict <call>" not in out
+    assert "member alpha: ok" in err and "(2 of 2 seats)" in err
+    header = next(line for line in err.splitlines() if line.startswith("call"))
+    assert header.split() == ["call", "seat", "alias", "status", "seconds"]
+    assert "bench verdict <call> --useful|--not-useful" in err
+
+
+def test_ask_reads_stdin_with_a_system_message(gateway, core):
+    """CLI-8: `-` reads stdin (so does no word with a pipe); --system comes first."""
+    code, _, err = run(gateway, "ask", "core", "--system", "You review diffs.", "-", stdin="diff --git a b\n")
+    assert code == 0, err
+    sent, messages = last_prompt(core)
+    assert sent == "diff --git a b\n" and messages[0] == {"role": "system", "content": "You review diffs."}
+    code, _, _ = run(gateway, "ask", "core", stdin="piped words")
+    assert code == 0 and last_prompt(core)[0] == "piped words"
+
+
+def test_ask_refusals(gateway, core, tmp_path):
+    """CLI-8: nothing to ask → 2; an unreadable file → 1; an unknown collection → the server's 404, nothing on
+    stdout."""
+    code, out, err = run(gateway, "ask", "core")
+    assert (code, out, err) == (2, "", "bench: nothing to ask: give a prompt, -f FILE, or pipe one in\n")
+    code, out, err = run(gateway, "ask", "core", "x", "-f", str(tmp_path / "missing.py"))
+    assert (code, out) == (1, "") and err.startswith(f"bench: cannot read {tmp_path / 'missing.py'}: ")
+    code, out, err = run(gateway, "ask", "nowhere", PROMPT)
+    assert (code, out) == (1, "")
+    assert err.startswith("bench: POST /v1/chat/completions refused (404): ") and "bench/core" in err
+
+
+def test_ask_json_is_the_servers_reply_with_merged_and_with(gateway, core):
+    """`--json` (before or after the command) prints the server's reply whole; `--merged` and `--with` reach it."""
+    code, out, err = run(gateway, "--json", "ask", "core", PROMPT, "--merged", "--with", "nobody")
+    assert (code, err) == (0, "")
+    reply = json.loads(out)
+    assert reply["object"] == "chat.completion" and reply["bench"]["reply"] == "merged"
+    assert any("nobody" in skipped["alias"] for skipped in reply["bench"]["skipped"])
+    code, out, _ = run(gateway, "ask", "core", "--all", PROMPT, "--json")
+    assert code == 0 and "merger" not in json.loads(out)["bench"]
+
+
+def test_ask_timeout_is_exit_1(gateway, core):
+    """CLI-4: no answer within BENCHWARMERS_TIMEOUT → 1, saying how to wait longer."""
+    code, _, err = run(gateway, "ask", "crawl", PROMPT, "--json", BENCHWARMERS_TIMEOUT="1")
+    assert code == 1 and "in 1 s; set BENCHWARMERS_TIMEOUT for longer panels" in err
+
+
+def test_ctrl_c_is_130(gateway, core):
+    """§9: Ctrl-C (SIGINT to the terminal's process group: launcher and CLI) ends with 130."""
+    core.clear()
+    child = subprocess.Popen([sys.executable, "-m", "metrics.launcher", "ask", "crawl", PROMPT],
+                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=bench_env(gateway), start_new_session=True)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not core.requests:
+        time.sleep(0.05)  # the panel has reached the upstream: the CLI is waiting on it
+    os.killpg(child.pid, signal.SIGINT)
+    _, err = child.communicate(timeout=20)
+    assert child.returncode == 130 and "bench: stopped" in err
+
+
+# -- verdicts, records, pending, collections --------------------------------------------------------------------
+
+def panel_calls(gateway):
+    code, out, _ = run(gateway, "ask", "core", PROMPT, "--json")
+    assert code == 0
+    return [seat["call"] for seat in json.loads(out)["bench"]["seats"]]
+
+
+def test_verdict_record_and_pending(gateway, core, tmp_path):
+    """§9.2 verdict; `record` and `pending` read GET /bench/record and POST /bench/pending."""
+    calls = panel_calls(gateway)
+    transcript = tmp_path / "session.jsonl"
+    transcript.write_text(json.dumps({"said": " and ".join(calls)}) + "\n", encoding="utf-8")
+    code, out, err = run(gateway, "pending", "-f", str(transcript))
+    assert (code, out.split(), err) == (0, calls, "")
+    code, out, _ = run(gateway, "verdict", calls[0], "--useful", "--real", "a", "--false", "b", "--note", "checked")
+    assert (code, out) == (0, f"recorded {calls[0]}: useful, 1 real, 1 false\n")
+    assert run(gateway, "pending", *calls)[1].split() == calls[1:]
+    code, out, _ = run(gateway, "record", "core")
+    assert code == 0 and out.splitlines()[0].split() == ["alias", "useful", "notUseful", "judged", "lastAt"]
+    assert out.splitlines()[2].split()[:4] == ["alpha", "1", "0", "1"]
+    assert json.loads(run(gateway, "record", "core", "--task", "checked", "--json")[1])["aliases"]["alpha"]["judged"] == 1
+    code, out, err = run(gateway, "record", "core", "--task", "never said")
+    assert (code, out) == (0, "") and "no verdicts yet in bench/core" in err
+
+
+def test_verdict_refusals(gateway, core):
+    """§9.2: an unknown call → 1 naming it; exactly one of --useful/--not-useful (else 2); no ids for pending → 2."""
+    code, out, err = run(gateway, "verdict", "p20260101-000000-abcd.member1", "--not-useful")
+    assert (code, out) == (1, "") and "p20260101-000000-abcd.member1" in err and "(404)" in err
+    assert run(gateway, "verdict", "p20260101-000000-abcd.member1")[0] == 2
+    assert run(gateway, "verdict", "x", "--useful", "--not-useful")[0] == 2
+    assert run(gateway, "pending")[0] == 2
+
+
+def test_collections_table_json_names_and_url(gateway, core):
+    """§9.2 collections: the twins folded; `--json` the whole reply; `--url` before or after the command;
+    BENCHWARMERS_URL with `/v1` works (§9)."""
+    code, out, _ = run(gateway + "/v1/", "collections")
+    lines = out.splitlines()
+    assert code == 0 and lines[0].split() == ["name", "members", "explorers", "reply", "description"]
+    assert [line.split()[0] for line in lines[2:]] == ["core", "crawl"]
+    assert "alpha, gamma" in lines[2] and "code review" in lines[2]
+    reply = json.loads(run("http://127.0.0.1:9", "collections", "--json", "--url", gateway)[1])
+    assert "bench/core:merged" in [row["id"] for row in reply["data"]]
+    assert run("http://127.0.0.1:9", "--url", gateway, "collections", "--names")[1] == "core\ncrawl\n"
+
+
+def test_keys_required(gateway, core, monkeypatch):
+    """CLI-1, CLI-3: with keys required, no key → 1 saying to set BENCHWARMERS_KEY; the key in it → done; a
+    scoped key sees only its collections."""
+    monkeypatch.setenv("BENCHWARMERS_REQUIRE_KEYS", "1")
+    code, _, err = run(gateway, "collections")
+    assert code == 1 and err.rstrip().endswith("; set BENCHWARMERS_KEY (a gateway key)") and "(401)" in err
+    key = gatekeys.make("shell", collections=["crawl"])
+    assert run(gateway, "collections", "--names", BENCHWARMERS_KEY=key)[1] == "crawl\n"
+    code, _, err = run(gateway, "ask", "core", PROMPT, BENCHWARMERS_KEY=key)
+    assert code == 1 and "(403)" in err and "may call bench/crawl" in err
+
+
+def test_not_running_is_exit_3_naming_the_port(gateway, core):
+    """CLI-4: nothing listening → 3, `not running` and the port. With no URL set, the dashboard's port is tried,
+    then the gateway's (our decision, remote.py)."""
+    port = free_port()
+    code, out, err = run(f"http://127.0.0.1:{port}", "collections")
+    assert (code, out) == (3, "") and "not running" in err and str(port) in err
+    gateway_port = gateway.rsplit(":", 1)[1]
+    code, out, _ = run(None, "collections", "--names", BENCHWARMERS_URL=None, BENCH_PORT=str(port),
+                       BENCH_GATEWAY_PORT=gateway_port)
+    assert (code, out) == (0, "core\ncrawl\n")
+    other = free_port()
+    code, _, err = run(None, "collections", BENCHWARMERS_URL=None, BENCH_PORT=str(port), BENCH_GATEWAY_PORT=str(other))
+    assert code == 3 and str(port) in err and str(other) in err
+
+
+def test_help_and_version(gateway):
+    """CLI-10, LN-2, LN-4: a command's help has its examples; `bench --help` fits a screen; versions."""
+    code, out, _ = run(gateway, "ask", "--help")
+    assert code == 0 and "examples:" in out and "--merged" in out
+    code, out, _ = run(gateway, "--help")
+    assert code == 0 and len(out.splitlines()) <= 24 and max(map(len, out.splitlines())) <= 110
+    assert all(name in out for name in ("gateway", "mcp", "demo", "ask <collection> [prompt]", "BENCHWARMERS_HOME"))
+    assert run(gateway, "--version")[1] == f"{__version__}\n"
+    done = subprocess.run([sys.executable, "-m", "metrics.cli", "--version"], capture_output=True, text=True,
+                          env=bench_env(gateway))
+    assert done.stdout == f"bench {__version__}\n"
+
+
+# -- the launcher -----------------------------------------------------------------------------------------
+
+def test_ln1_to_ln6_plan():
+    """LN-1..6: what each command line means, decided without side effects."""
+    env = {"BENCHWARMERS_PROG": "bench"}
+    assert launcher.plan(["--version"], env) == launcher.plan(["-v"], env) == {"say": __version__, "code": 0}
+    assert launcher.plan([], env)["code"] == 0 and launcher.plan([], env)["say"].startswith("bench: ")
+    nope = launcher.plan(["nope"], env)
+    assert (nope["code"], nope["stderr"]) == (2, True) and nope["say"].startswith('bench: no command "nope"\n\n')
+    assert launcher.plan(["ask", "core", "hi", "--help"], env, cwd="/somewhere") == {
+        "script": "metrics.cli", "args": ["ask", "core", "hi", "--help"], "cwd": "/somewhere", "first_run": False}
+    assert launcher.plan(["gateway", "--port", "9"], env) == {
+        "script": "gateway", "args": ["--port", "9"], "cwd": str(launcher.CODE), "first_run": True}
+    assert launcher.plan(["demo"], env)["args"] == ["--demo"] and not launcher.plan(["demo"], env)["first_run"]
+    assert launcher.plan(["mcp"], env, cwd="/here") == {
+        "script": "metrics.mcp_server", "args": [], "cwd": "/here", "first_run": False}
+    assert launcher.plan(["gateway", "--port", "9", "-h"], env)["say"] == launcher.plan([], env)["say"]
+    assert launcher.plan([], {}, argv0="/usr/bin/benchwarmers")["say"].startswith("benchwarmers: ")
+    assert launcher.plan([], {}, argv0="/usr/bin/python3")["say"].startswith("benchwarmers: ")
+    assert launcher.plan(["completion"], env)["code"] == 2
+
+
+def test_ln7_child_environment(tmp_path):
+    """LN-7: the data folder always set, no bytecode, UTF-8, who launched it."""
+    child = launcher.child_env({"BENCHWARMERS_HOME": "~/bw", "PYTHONPATH": "/x"}, "bench")
+    assert child["BENCHWARMERS_HOME"] == str(Path("~/bw").expanduser())
+    assert (child["PYTHONDONTWRITEBYTECODE"], child["PYTHONUTF8"], child["BENCHWARMERS_LAUNCHER"]) == ("1", "1", "pip")
+    assert child["PYTHONPATH"] == os.pathsep.join([str(launcher.CODE), "/x"])
+    assert launcher.child_env({"BENCHWARMERS_LAUNCHER": "npm"}, "bench")["BENCHWARMERS_LAUNCHER"] == "npm"
+
+
+def test_ln5_ln10_unknown_command(gateway):
+    """LN-5, LN-10: `nope` exits 2 with nothing on stdout and `nope` on stderr."""
+    code, out, err = run(gateway, "nope")
+    assert (code, out) == (2, "") and '"nope"' in err
+
+
+def start_server(*args, **extra):
+    """`bench <args>` (a server) in its own process group; returns the process once it printed its base URL."""
+    child = subprocess.Popen([sys.executable, "-m", "metrics.launcher", *args], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=bench_env(None, **extra), start_new_session=True)
+    lines = []
+    while not any(" on http://" in line for line in lines):
+        line = child.stdout.readline()
+        assert line, (lines, child.stderr.read())
+        lines.append(line)
+    return child, lines
+
+
+def stop_server(child):
+    os.killpg(child.pid, signal.SIGINT)  # as Ctrl-C in its terminal: the launcher waits, the server drains
+    child.communicate(timeout=30)
+    return child.returncode
+
+
+def test_ln8_first_run_makes_the_data_folder(tmp_path):
+    """LN-8: `bench gateway` on a machine with no data folder says so and makes it; Ctrl-C ends it with 0."""
+    home = tmp_path / "fresh"
+    child, lines = start_server("gateway", "--port", "0", BENCHWARMERS_HOME=str(home))
+    assert lines[0] == f"First run: making your data folder at {home}\n"
+    assert all((home / part).is_dir() for part in ("config", "metrics", "runs"))
+    assert stop_server(child) == 0
+
+
+def test_bench_demo_then_ask_and_verdict(tmp_path):
+    """Issue 17: `bench demo`, then `bench ask demo "…"` and `bench verdict <call> --useful` work from a fresh
+    install (here: a data folder that does not exist yet, which the demo never makes)."""
+    home = tmp_path / "never"
+    child, lines = start_server("demo", "--port", "0", BENCHWARMERS_HOME=str(home))
+    try:
+        base = next(line for line in lines if " on http://" in line).split(" on ", 1)[1].split()[0]
+        code, out, err = run(base, "ask", "demo", "Is x++ ok?")
+        assert code == 0 and "## member — terse" in out
+        call = next(line.split()[0] for line in err.splitlines() if line.startswith("p2"))
+        assert run(base, "verdict", call, "--useful")[0:2] == (0, f"recorded {call}: useful, 0 real, 0 false\n")
+    finally:
+        assert stop_server(child) == 0
+    assert not home.exists()
+
+
+# -- completion --------------------------------------------------------------------------------------------
+
+def bash_complete(line, url):
+    """The words bash's completion offers for `line` (the cursor at its end), with `bench` on PATH."""
+    script = subprocess.run([sys.executable, "-m", "metrics.launcher", "completion", "bash"], capture_output=True,
+                            text=True, env=bench_env(url), check=True).stdout
+    words = line.split(" ")
+    program = f"""{script}
+bench() {{ {sys.executable} -m metrics.launcher "$@"; }}
+COMP_WORDS=({" ".join(repr(w) for w in words)}); COMP_CWORD={len(words) - 1}
+_benchwarmers_complete; printf '%s\\n' "${{COMPREPLY[@]}}" """
+    done = subprocess.run(["bash", "-c", program], capture_output=True, text=True, env=bench_env(url), cwd=ROOT,
+                          timeout=30)
+    return done.stdout.split()
+
+
+def test_bash_completion_commands_options_and_collections(gateway, core):
+    """Issue 17 item 3: commands, a command's options, and collection names from the server when reachable."""
+    assert bash_complete("bench co", gateway) == ["collections", "completion"]
+    assert "--merged" in bash_complete("bench ask core --m", gateway)
+    assert bash_complete("bench ask c", gateway) == ["core", "crawl"]
+    assert bash_complete("bench ask c", f"http://127.0.0.1:{free_port()}") == []  # no server: nothing, no error
+
+
+def test_zsh_completion_names_every_command():
+    """The zsh script offers each command with its summary, and collection names through `collections --names`."""
+    script = completion.script("zsh", launcher.completion_commands())
+    assert script.rstrip().endswith("compdef _benchwarmers bench benchwarmers")
+    assert "'ask:put a prompt to every seat of a collection'" in script and "collections --names" in script
+    assert all(f"'{name}:" in script for name in ("gateway", "demo", "mcp", *launcher.client_commands()))
+
+
+def test_a_long_panel_says_how_long_it_has_run(capsys):
+    """Issue 17 item 2: between seats, a long panel's elapsed time and seats so far go to stderr, never stdout."""
+    asking = cli.Asking(remote.Server(base="http://127.0.0.1:9"), every=0)
+    asking.piece("Bench bench/core p20260101-000000-abcd · 2 members + 1 explorers · explorer shape review\n")
+    asking.tick()
+    out, err = capsys.readouterr()
+    assert out.startswith("Bench bench/core") and err == "[0 s]  still asking: 0 s, 0 of 3 seats answered\n"
+
+
+def test_cli_table_cells():
+    """CLI-7: None and False empty, True `yes`, lists joined; no trailing space."""
+    assert cli.table([{"a": True, "b": None}, {"a": ["x", "y"], "b": False}], ["a", "b"]) == "a     b\n----  -\nyes\nx, y"
