@@ -650,6 +650,19 @@ def drain(server, grace):
     server.wait_closed(REPLY_WAIT)
 
 
+def listen(address, port, handler, setting, upstream=None):
+    """The server on `address:port`, or exit 1 with one sentence saying why not and how to choose another port
+    (`--port`, or the `setting` variable); a demo's upstream and throwaway folder go with it."""
+    try:
+        return Server((address, port), handler)
+    except OSError as exc:
+        if upstream:
+            from metrics import demo
+            demo.stop_demo(upstream)
+        taken = "taken (another server?)" if exc.errno == errno.EADDRINUSE else "not usable"
+        sys.exit(f"port {port} on {address} is {taken}: {exc.strerror}; choose another with --port N or {setting}")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description="Benchwarmers panel gateway")
     parser.add_argument("--demo", action="store_true", help="serve a throwaway demo bench on the local upstream")
@@ -674,14 +687,7 @@ def main(argv=None):
         from metrics import demo  # only here: a server that serves real upstreams never loads the demo one
         upstream = demo.start_demo()
     collections.config_problems()  # a broken config file is said on stderr now, once, not at the first request
-    try:
-        server = Server((address, port))
-    except OSError as exc:  # the first-hour issue: a used port is a sentence, not a traceback
-        if upstream:
-            demo.stop_demo(upstream)
-        taken = exc.errno == errno.EADDRINUSE
-        sys.exit(f"gateway: port {port} on {address} is {'taken (another gateway?)' if taken else 'not usable'}: "
-                 f"{exc.strerror}; choose another with --port N or BENCH_GATEWAY_PORT")
+    server = listen(address, port, Handler, "BENCH_GATEWAY_PORT", upstream)
     stop_on_signals(server)
     workers = httpserver.share(server, args.workers - 1) if args.workers > 1 else []
     threading.Thread(target=panel.warm_up, name="warm-up", daemon=True).start()

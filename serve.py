@@ -423,7 +423,7 @@ def main(argv=None):
         from metrics import demo  # only here: a server of real upstreams never loads the demo one
         upstream = demo.start_demo()
     paths.data()  # SRV-1: the data folder's layout, made at start
-    server = gateway.Server((address, port), Handler)
+    server = gateway.listen(address, port, Handler, "BENCH_PORT", upstream)
     gateway.stop_on_signals(server)
     # the first panel and the Gateway card's first read (the offload index) pay no one-off cost
     threading.Thread(target=panel.warm_up, name="warm-up", daemon=True).start()

@@ -1284,7 +1284,9 @@ def stop_demo(up):
 def snippets(base):
     """What the demo prints: a ready curl command and an OpenAI SDK call."""
     return f"""
-Data folder (thrown away): {os.environ.get("BENCHWARMERS_HOME", "")}
+Data folder (thrown away when this stops): {os.environ.get("BENCHWARMERS_HOME", "")}
+Commands in another terminal read it once it is named there too:
+  export BENCHWARMERS_HOME={os.environ.get("BENCHWARMERS_HOME", "")}
 
 Ask the panel with curl:
   curl -s {base}/chat/completions -H 'Content-Type: application/json' \\

@@ -8,12 +8,9 @@ Children run as `python -m <module>` with this interpreter, so a checkout and an
 An installed package never keeps data beside its code: the launcher always sets `BENCHWARMERS_HOME`
 for what it runs (the environment's value, else the per-user folder, DATA-4).
 
-Decisions where the spec names what is not built yet:
-- `serve` (the dashboard, LN-3's default) and `init` (scripts/init.py) join this table when they exist;
-  until then no command line reaches them, and a bare `bench` prints the usage.
-- A server's first run makes the data folder's layout (DATA-2) itself, which LN-8 hands to init.
-- `demo` runs the gateway's demo (`python gateway.py --demo`): its data folder is thrown away, so it
-  never counts as a first run.
+Decisions where the spec is silent:
+- `demo` runs the dashboard's demo (`python serve.py --demo`): the dashboard and the gateway on the demo
+  bench, in one command; its data folder is thrown away, so it never counts as a first run.
 - `paths` (where the data folder is, and why) and `completion bash|zsh` are the launcher's own.
 """
 
@@ -38,11 +35,11 @@ class Server:
 
 
 SERVERS = {
+    "serve": Server("serve", (), "the dashboard and the gateway, http://127.0.0.1:8122", True),
+    "demo": Server("serve", ("--demo",), "the same on a throwaway demo bench", False),
     "gateway": Server("gateway", (), "the panel gateway alone, http://127.0.0.1:8123/v1", True),
-    "demo": Server("gateway", ("--demo",), "a throwaway demo bench, http://127.0.0.1:8123/v1",
-                   False),
-    "mcp": Server("metrics.mcp_server", (), "the MCP server on stdio, for coding agents",
-                  False),
+    "mcp": Server("metrics.mcp_server", (), "the MCP server on stdio, for coding agents", False),
+    "init": Server("scripts.init", (), "make a data folder: [folder] [--endpoint NAME URL --key]", False),
 }
 OWN = {"paths": "where the data folder is, and why", "completion": "print a bash or zsh completion script"}
 OWN_SHOWN = [("paths", OWN["paths"]), ("completion bash|zsh", OWN["completion"])]
@@ -80,7 +77,7 @@ def usage(prog, env):
     return "\n".join([
         f"{prog}: ask a panel of models, judge its answers, and run the servers.", "", "Servers:", *rows(servers), "",
         "Commands (clients of a running server; --json and --url URL on any):", *rows(commands), "",
-        f"Data: BENCHWARMERS_HOME, else {home}. BENCH_GATEWAY_PORT: the gateway's port.",
+        f"Data: BENCHWARMERS_HOME, else {home}.", "Ports: BENCH_PORT (the dashboard), BENCH_GATEWAY_PORT (the gateway).",
         "BENCHWARMERS_URL, BENCHWARMERS_KEY, BENCHWARMERS_TIMEOUT: the server the commands use.",
         f"`{prog} <command> --help` shows its options and examples. Where another `bench` comes first on PATH,",
         "type `benchwarmers`."])
@@ -110,12 +107,13 @@ def plan(argv, env=None, cwd=None, argv0=None):
     if cli_command(argv) in client_commands():
         return {"script": "metrics.cli", "args": list(argv), "cwd": cwd, "first_run": False}
     command = argv[0] if argv and argv[0] and not argv[0].startswith("-") else None
-    if command is None:
-        if not argv or argv[0] in HELP:
-            return {"say": usage(prog, env), "code": 0}
-        return unknown(prog, env, argv[0])
+    if command is None:  # LN-3: the dashboard, with the whole argv
+        argv = ["serve", *argv]
+        command = "serve"
     if command not in SERVERS and command not in OWN:
         return unknown(prog, env, command)
+    if command == "init":  # LN-6: its own arguments and its own --help
+        return {"script": "scripts.init", "args": argv[1:], "cwd": cwd, "first_run": False}
     if any(arg in HELP for arg in argv):
         return {"say": usage(prog, env), "code": 0}
     if command == "completion":
@@ -170,7 +168,9 @@ def main(argv=None):
     home = Path(env["BENCHWARMERS_HOME"])
     if step["first_run"] and not home.exists():
         print(f"First run: making your data folder at {home}", flush=True)  # LN-8
-        paths.make(home)
+        made = subprocess.run([sys.executable, "-m", "scripts.init", str(home)], cwd=CODE, env=env).returncode
+        if made:
+            return made
     child = subprocess.Popen([sys.executable, "-m", step["script"], *step["args"]], cwd=step["cwd"], env=env)
     while True:  # LN-9: Ctrl-C reaches the child too, which decides; the launcher waits for its exit code
         try:

@@ -220,19 +220,25 @@ def test_ln1_to_ln6_plan():
     """LN-1..6: what each command line means, decided without side effects."""
     env = {"BENCHWARMERS_PROG": "bench"}
     assert launcher.plan(["--version"], env) == launcher.plan(["-v"], env) == {"say": __version__, "code": 0}
-    assert launcher.plan([], env)["code"] == 0 and launcher.plan([], env)["say"].startswith("bench: ")
+    serve = {"script": "serve", "args": [], "cwd": str(launcher.CODE), "first_run": True}
+    assert launcher.plan([], env) == launcher.plan(["serve"], env) == serve  # LN-3
+    assert launcher.plan(["--anything"], env) == {**serve, "args": ["--anything"]}
+    assert launcher.plan(["--help"], env)["code"] == 0 and launcher.plan(["--help"], env)["say"].startswith("bench: ")
+    assert launcher.plan(["init", "/x", "--help"], env, cwd="/here") == {
+        "script": "scripts.init", "args": ["/x", "--help"], "cwd": "/here", "first_run": False}  # LN-6
     nope = launcher.plan(["nope"], env)
     assert (nope["code"], nope["stderr"]) == (2, True) and nope["say"].startswith('bench: no command "nope"\n\n')
     assert launcher.plan(["ask", "core", "hi", "--help"], env, cwd="/somewhere") == {
         "script": "metrics.cli", "args": ["ask", "core", "hi", "--help"], "cwd": "/somewhere", "first_run": False}
     assert launcher.plan(["gateway", "--port", "9"], env) == {
         "script": "gateway", "args": ["--port", "9"], "cwd": str(launcher.CODE), "first_run": True}
-    assert launcher.plan(["demo"], env)["args"] == ["--demo"] and not launcher.plan(["demo"], env)["first_run"]
+    assert launcher.plan(["demo"], env) == {"script": "serve", "args": ["--demo"], "cwd": str(launcher.CODE),
+                                            "first_run": False}
     assert launcher.plan(["mcp"], env, cwd="/here") == {
         "script": "metrics.mcp_server", "args": [], "cwd": "/here", "first_run": False}
-    assert launcher.plan(["gateway", "--port", "9", "-h"], env)["say"] == launcher.plan([], env)["say"]
-    assert launcher.plan([], {}, argv0="/usr/bin/benchwarmers")["say"].startswith("benchwarmers: ")
-    assert launcher.plan([], {}, argv0="/usr/bin/python3")["say"].startswith("benchwarmers: ")
+    assert launcher.plan(["gateway", "--port", "9", "-h"], env)["say"] == launcher.plan(["-h"], env)["say"]
+    assert launcher.plan(["-h"], {}, argv0="/usr/bin/benchwarmers")["say"].startswith("benchwarmers: ")
+    assert launcher.plan(["-h"], {}, argv0="/usr/bin/python3")["say"].startswith("benchwarmers: ")
     assert launcher.plan(["completion"], env)["code"] == 2
 
 

@@ -307,3 +307,7 @@ def test_dead_ends_a_taken_port_is_one_sentence_and_exit_1(port, home):
                           timeout=60)
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert f"port {port} on 127.0.0.1 is taken" in done.stderr and "--port N or BENCH_GATEWAY_PORT" in done.stderr
+    env = {**os.environ, "BENCH_PORT": str(port)}
+    done = subprocess.run([sys.executable, script("serve.py"), "--demo"], env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 1 and "--port N or BENCH_PORT" in done.stderr and "Traceback" not in done.stderr

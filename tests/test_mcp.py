@@ -193,6 +193,24 @@ def test_mcp_http_paths_and_the_v1_alias(gateway, bench_core):
 
 # -- stdio by hand ------------------------------------------------------------------------------------------
 
+def test_mcp_http_on_the_dashboard_port(bench_core):
+    """§11.4: the dashboard's port answers `/mcp` with the gateway's rules, its tools calling back on that port."""
+    import serve
+
+    dashboard = serve.serve("127.0.0.1", 0)
+    board = f"http://127.0.0.1:{dashboard.server_address[1]}"
+
+    async def session():
+        async with connected("http", board, path="/v1/mcp") as client:
+            asked = await client.call_tool("ask", {"collection": "core", "prompt": PROMPT})
+            assert asked.is_error is False and bench_core.answer_for("gamma", PROMPT) in texts(asked)[0]
+    try:
+        asyncio.run(session())
+    finally:
+        dashboard.shutdown()
+        dashboard.server_close()
+
+
 def run_stdio(gateway, lines, *command, **env):
     """Feed `lines` to the stdio server and close its input: `(exit code, stdout lines, stderr)`."""
     done = subprocess.run([sys.executable, *(command or ["-m", "metrics.mcp_server"])],
