@@ -7,20 +7,21 @@ caller. Evidence (offloads, perf history, suite outputs, notes) is never deleted
 its record, and a rename is followed by every alias-keyed reader through alias-history.json.
 
 Decisions where the spec leaves room or where this build stops short:
-- Adding a question type to a decision model needs one live decision question (MP-7); the decision
-  client is not in this codebase yet, so adding one is refused with that reason; removing works.
+- Adding a question type to a decision model asks it one fixed question of that type (`PROBES`, MP-7)
+  through the Decisions API (`shape.decide`); an answer that is no object, or says `error`, is no answer.
 - IMP-9: restore refuses only when the same served name is registered again on the same endpoint.
 """
 
 import csv
 import datetime
 import io
+import json
 import re
 import subprocess
 import sys
 
-from metrics import (aliases, benchview, changes, client, collections, endpoints, fileio, paths, registry, roles,
-                     scoring)
+from metrics import (aliases, benchview, changes, client, collections, endpoints, fileio, keys, paths, registry, roles,
+                     scoring, shape)
 
 ALIAS = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{1,63}$")
 QUESTION_TYPES = ("noul", "choice", "score")
@@ -98,6 +99,31 @@ def _rename_errors(alias, new, found):
     return []
 
 
+# MP-7: one fixed question per type, about one fixed state, that a decision model taking the type answers.
+PROBE_STATE = "A pull request renames a variable in utils.py and adds a test; every check passed."
+PROBES = {
+    "noul": {"type": "noul", "instructions": "Does this change need a human reviewer's attention?"},
+    "choice": {"type": "choice", "instructions": "What kind of change is this?",
+               "criteria": {"refactor": "code reorganised, behaviour kept", "feature": "new behaviour"}},
+    "score": {"type": "score", "instructions": "How risky is this change, from 0 (none) to 1 (very)?"},
+}
+
+
+def question_probe(alias, kind):
+    """Why `alias` did not answer the `kind` probe question, or "" when it did (MP-7)."""
+    entry = fileio.read_json(paths.file("config", "decision-models.json")).get(alias)
+    if not isinstance(entry, dict):
+        return "it is not in config/decision-models.json"
+    try:
+        answers = shape.decide(alias, entry, PROBE_STATE, {f"probe_{kind}": PROBES[kind]})
+    except Exception as exc:
+        return shape.error_text(exc)
+    answer = answers.get(f"probe_{kind}")
+    if not isinstance(answer, dict) or answer.get("error"):
+        return f"its reply held no answer to it ({keys.cut(json.dumps(answer), 120)})"
+    return ""
+
+
 def change(body, who):
     """MP-6..8: `POST /api/model`."""
     found = benchview.directory()
@@ -118,8 +144,9 @@ def change(body, who):
         if not types or any(t not in QUESTION_TYPES for t in asked):
             errors.append("question types must be one or more of noul, choice, score")
         for added in (t for t in types if t not in entry["question_types"]):
-            errors.append(f"{alias} did not answer a {added} question: this dashboard cannot ask decision "
-                          "questions yet; not added")
+            failure = question_probe(alias, added)
+            if failure:
+                errors.append(f"{alias} did not answer a {added} question: {failure}; not added")
         if types == entry["question_types"]:
             types = None
     role_change = bool(new_role) and new_role != entry["role"]

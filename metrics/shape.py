@@ -46,7 +46,7 @@ def picker():
     return None
 
 
-def _error_text(exc):
+def error_text(exc):
     if isinstance(exc, urllib.error.HTTPError):
         try:
             body = json.loads(exc.read() or b"{}")
@@ -65,15 +65,15 @@ def _error_text(exc):
     return keys.clean(f"{type(exc).__name__}: {exc}")
 
 
-def ask(alias, entry, text):
-    """One Decisions API call; returns `answers.shape` as sent."""
+def decide(alias, entry, state, questions):
+    """One Decisions API call to the decision model `alias` (its `decision-models.json` entry): `questions`
+    ({name: {type, instructions, ...}}) about `state`; returns the reply's `answers` ({} when it sent none).
+    A 429 waits and tries again (RATE_LIMIT_WAITS); any other failure raises."""
     endpoint = endpoints.load().get(entry.get("via") or "") or {}
     url = (endpoint.get("decisions") or "").replace("{path}", entry.get("path") or "decisions")
     if not url.startswith(("http://", "https://")):
         raise ValueError(f"endpoint '{entry.get('via')}' has no Decisions API URL")
-    criteria = {name: roles.SHAPE_DESCRIPTIONS[name] for name in OPTIONS}
-    body = {"model": entry.get("served") or alias, "state": text[:INPUT_CAP],
-            "questions": {"shape": {"type": "choice", "instructions": INSTRUCTIONS, "criteria": criteria}}}
+    body = {"model": entry.get("served") or alias, "state": state[:INPUT_CAP], "questions": questions}
     headers = {"Content-Type": "application/json", **(endpoint.get("headers") or {})}
     secret = keys.key(endpoint.get("key") or "")
     if secret:
@@ -89,7 +89,16 @@ def ask(alias, entry, text):
             if exc.code != 429 or not waits:
                 raise
             time.sleep(waits.pop(0))
-    return ((reply.get("answers") or {}).get("shape") or {}) if isinstance(reply, dict) else {}
+    answers = reply.get("answers") if isinstance(reply, dict) else None
+    return answers if isinstance(answers, dict) else {}
+
+
+def ask(alias, entry, text):
+    """The shape question (SHP-4) put to a decision model; returns `answers.shape` as sent."""
+    criteria = {name: roles.SHAPE_DESCRIPTIONS[name] for name in OPTIONS}
+    answers = decide(alias, entry, text, {"shape": {"type": "choice", "instructions": INSTRUCTIONS,
+                                                    "criteria": criteria}})
+    return answers.get("shape") or {}
 
 
 def pick(text):
@@ -103,7 +112,7 @@ def pick(text):
     try:
         answer = ask(alias, entry, text)
     except Exception as exc:
-        return "general", f"{alias} failed ({keys.cut(_error_text(exc), 80)})"
+        return "general", f"{alias} failed ({keys.cut(error_text(exc), 80)})"
     choice = answer.get("choice") if isinstance(answer, dict) else None
     confidence = answer.get("confidence") if isinstance(answer, dict) else None
     if not isinstance(confidence, (int, float)) or isinstance(confidence, bool):

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import serve
-from metrics import changes, demo, fileio, gatekeys, gatewaycard, paths, themes
+from metrics import changes, demo, fileio, gatekeys, gatewaycard, modeledit, paths, themes
 
 ROOT = Path(__file__).resolve().parent.parent
 TOKEN = "a-very-long-admin-token-0123456789"
@@ -603,14 +603,19 @@ def test_access_log_names_the_caller_never_the_key_srv7(dash, monkeypatch, capsy
     assert capsys.readouterr().err == ""  # LOG-4: silent without a login
 
 
-def test_decision_models_retire_and_restore_whole_mp12_mp15(dash):
-    entry = {"served": "judge-1", "endpoint": "demo", "via": "decisions", "path": "/v1/decisions",
+def test_decision_models_retire_and_restore_whole_mp12_mp15(dash, bench):
+    entry = {"served": "judge-1", "endpoint": "demo", "via": "demo", "path": "decisions",
              "question_types": ["noul", "choice"], "onboarded": "2026-12-01"}
     fileio.write_atomic(paths.file("config", "decision-models.json"), json.dumps({"judge": entry}))
     models = {r["alias"]: r for r in call(dash, "GET", "/api/models")[2]["models"]}
     assert models["judge"]["kind"] == "decision" and models["judge"]["role"] == "decision"
-    assert call(dash, "POST", "/api/model", {"alias": "judge", "new_question_types": ["noul", "score"]})[2]["errors"] == [
-        "judge did not answer a score question: this dashboard cannot ask decision questions yet; not added"]
+    bench.set_model("judge-1", decisions={"probe_noul": {"answer": "no"}})  # MP-7: it cannot score
+    errors = call(dash, "POST", "/api/model", {"alias": "judge", "new_question_types": ["noul", "score"]})[2]["errors"]
+    assert errors == ["judge did not answer a score question: its reply held no answer to it (null); not added"]
+    bench.set_model("judge-1", decisions={"probe_score": {"score": 0.2}})
+    assert call(dash, "POST", "/api/model", {"alias": "judge", "new_question_types": ["noul", "score"]})[0] == 200
+    asked = [r["body"]["questions"] for r in bench.requests if r["model"] == "judge-1"][-1]
+    assert asked == {"probe_score": modeledit.PROBES["score"]}  # the live question, one per type added
     assert call(dash, "POST", "/api/model", {"alias": "judge", "new_question_types": ["noul"]})[0] == 200
     assert fileio.read_json(paths.file("config", "decision-models.json"))["judge"]["question_types"] == ["noul"]
     status, _, answer = call(dash, "POST", "/api/remove", {"alias": "judge"})
