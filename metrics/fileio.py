@@ -112,10 +112,12 @@ def dumps(data, indent=2):
     return json.dumps(data, indent=indent, ensure_ascii=False) + "\n"
 
 
-def _parse(path):
+def _parse(path, writing=False):
     """`(object, "")` from a JSON object file, else `({}, what is wrong)` as a phrase to follow the
     file's name. A missing file is no fault (its defaults apply). Deep nesting raises RecursionError
-    in json, not ValueError: it must read as a fault too, or one hand-made file stops the server."""
+    in json, not ValueError: it must read as a fault too, or one hand-made file stops the server.
+    `writing`: the system refusing the read (permissions, a folder in the file's place) is raised as
+    the data folder's fault (`WriteFailed`), as the write would be."""
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
@@ -124,6 +126,8 @@ def _parse(path):
     except UnicodeDecodeError:
         return {}, "is not UTF-8 text"
     except OSError as exc:
+        if writing:
+            raise refused(path, exc) from exc
         return {}, f"cannot be read ({exc.strerror or type(exc).__name__})"
     if not text.strip():
         return {}, "is empty"
@@ -140,18 +144,24 @@ def _parse(path):
     return data, ""
 
 
-def _load_object(path):
-    return _parse(path)[0]
+class Unreadable(RuntimeError):
+    """A JSON file a change would be written over cannot be read: writing would replace everything in it
+    (RESP-6, RESP-7). Its message names the file and what is wrong with it."""
 
 
 def update(path, change, indent=2, mode=None, **dump):
     """Locked read-change-write of a JSON object (LOCK-2); returns what `change` returns.
 
-    Writes only when the canonical JSON differs, so a no-op change touches nothing.
+    Writes only when the canonical JSON differs, so a no-op change touches nothing. A file that exists
+    but cannot be read as a JSON object is never written over (`Unreadable`): the change would replace
+    every entry in it with the one being made. An empty file holds nothing to lose and reads as `{}`.
     """
     path = Path(path)
     with lock(path):
-        data = _load_object(path)
+        data, problem = _parse(path, writing=True)
+        if problem and problem != "is empty":
+            raise Unreadable(f"{path.parent.name}/{path.name} {problem}; fix it by hand first (this change would "
+                             "replace everything in it)")
         before = json.dumps(data, sort_keys=True)
         result = change(data)
         if json.dumps(data, sort_keys=True) != before:

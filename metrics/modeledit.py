@@ -289,24 +289,27 @@ def remove(body, who):
               "endpoint": entry.get("endpoint") or "?"}
     if entry["ad_hoc"]:
         record["ad_hoc"] = True
+    options = None if decision else fileio.read_json(where("options")).get(alias)
     if decision:
         record["decision"] = dict(benchview.decision_models()[alias])
+    elif isinstance(options, dict):
+        record["options"] = options
+    # the retired record first: whatever fails after it, Restore can still bring the model back whole
+    fileio.update(where("retired"), lambda d: d.__setitem__(alias, record))
+    changed.append(shown("retired"))
+    if decision:
         fileio.update(where("decision"), lambda d: d.pop(alias, None))
         changed.append(shown("decision"))
     else:
         registry.remove_registration(alias)
         changed.append(shown("yaml"))
-        options = fileio.read_json(where("options")).get(alias)
         if isinstance(options, dict):
-            record["options"] = options
             fileio.update(where("options"), lambda d: d.pop(alias, None))
             changed.append(shown("options"))
     dropped = _drop_from_collections(alias, who)
     if dropped:
-        record["collections"] = dropped
+        fileio.update(where("retired"), lambda d: d[alias].__setitem__("collections", dropped))
         changed.append(shown("collections"))
-    fileio.update(where("retired"), lambda d: d.__setitem__(alias, record))
-    changed.append(shown("retired"))
 
     def forget(data):
         had = alias in (data.get("models") or {}) or alias in (data.get("ad_hoc") or [])

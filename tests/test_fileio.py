@@ -95,9 +95,20 @@ def test_lock2_update_writes_only_on_change(tmp_path):
     fileio.update(path, lambda d: None)
     assert os.stat(path).st_mtime_ns == before - 10**9
     assert path.read_text() == '{\n  "x": 1\n}\n'
-    path.write_text("[1, 2]")
-    fileio.update(path, lambda d: d.update(y=2))
+    path.write_text("")
+    fileio.update(path, lambda d: d.update(y=2))  # an empty file holds nothing to lose
     assert json.loads(path.read_text()) == {"y": 2}
+
+
+@pytest.mark.parametrize("text", ["[1, 2]", '{"kept": 1', "\xff\xfe"])
+def test_resp6_update_never_writes_over_a_file_it_cannot_read(tmp_path, text):
+    """RESP-6 applied to every writer (LOCK-2 tightened): an unreadable file is refused, never replaced."""
+    path = tmp_path / "config" / "retired.json"
+    path.parent.mkdir()
+    path.write_bytes(text.encode("latin-1"))
+    with pytest.raises(fileio.Unreadable, match=r"config/retired.json .*; fix it by hand first"):
+        fileio.update(path, lambda d: d.update(y=2))
+    assert path.read_bytes() == text.encode("latin-1")
 
 
 def test_lock3_atomic_replace_leaves_no_temp(tmp_path):

@@ -755,3 +755,16 @@ def test_skipped_members_show_on_the_card_without_a_verdict_gw2(dash):
     assert panel["seats"][0]["status"] == "error" and panel["owed"] == 1
     seat = call(dash, "GET", "/api/gateway-seat?call=p1.member1")[2]
     assert seat["error"] == "upstream 500" and seat["useful"] is None
+
+
+def test_resp6_writes_refuse_a_file_they_cannot_read(dash):
+    """RESP-6: a model write whose file is unreadable refuses, says which file, and leaves it as it was."""
+    for path, body, route in ((paths.file("config", "retired.json"), {"alias": "alpha"}, "/api/remove"),
+                              (paths.file("config", "model-roles.json"), {"alias": "alpha", "new_ad_hoc": True},
+                               "/api/model"),
+                              (paths.file("config", "gateway-keys.json"), {"name": "ui-key"}, "/api/gateway-key")):
+        path.write_text('{"kept": ')
+        status, _, answer = call(dash, "POST", route, body)
+        assert status == 400 and answer["ok"] is False, (route, answer)
+        assert f"config/{path.name} is not valid JSON" in answer["errors"][0]
+        assert path.read_text() == '{"kept": '
