@@ -24,7 +24,7 @@ PAGES = ["glance", "logs", "models", "collections", "settings", "info"]
 TOKEN = "a-very-long-admin-token-0123456789"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
     if not CHROMIUM:
         pytest.skip("no chromium on PATH (apt-get install chromium); the browser tests need one")

@@ -31,7 +31,7 @@ def init(*args, stdin=None):
 @pytest.fixture
 def keyed():
     from metrics.demo import Upstream
-    from tests.conftest import TEST_MODELS
+    from conftest import TEST_MODELS
 
     with Upstream(models={name: dict(spec) for name, spec in TEST_MODELS.items()}, key=SECRET) as up:
         yield up
