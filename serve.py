@@ -31,6 +31,7 @@ import dataclasses
 import html
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -43,6 +44,7 @@ from metrics import (__version__, benchview, changes, client, collectionedit, co
                      guard, jobs, modeledit, modelfacts, panel, paths, registry, routes, settingsedit, themes)
 
 UI = Path(__file__).resolve().parent / "ui"
+PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 ADMIN = "admin"  # the route's scope: the admin login when it is on (AUTH-4)
 STATIC = {"bench.css": "text/css; charset=utf-8", "bench.js": "text/javascript; charset=utf-8"}
 FAVICON = ("data:image/svg+xml," + urllib.parse.quote(
@@ -159,12 +161,17 @@ class Handler(gateway.Handler):
         if not self.signed_in(page=not path.startswith("/api/")):
             return
         route = self.dashboard_route("GET")
-        if route is None:
-            return self.page()
         try:
+            if route is None:
+                return self.page()
             getattr(self, route.handler)()
         except RuntimeError as exc:  # API-4 / IMP-3: an unreadable endpoints.json is said, never a dropped connection
             self.answer(400, {"ok": False, "errors": [str(exc)]})
+        except gateway.CLIENT_GONE:
+            pass
+        except Exception as exc:  # IMP-3: a file a person edited by hand that no reader expected is said, not a blank page
+            self.answer(500, {"ok": False, "errors": [f"the dashboard could not read its data ({type(exc).__name__}: "
+                                                      f"{exc}); a file under config/ may hold a value of the wrong type"]})
 
     def do_POST(self):
         """RT-5: gateway, /login, the write checks, the login, the route, the body, the operation."""
@@ -332,9 +339,8 @@ class Handler(gateway.Handler):
                  "style": (UI / "bench.css").read_text(encoding="utf-8"), "bench": bench,
                  "script": (UI / "bench.js").read_text(encoding="utf-8")}
         text = (UI / "index.html").read_text(encoding="utf-8")
-        for name, value in parts.items():
-            text = text.replace("{{" + name + "}}", value)
-        self.send_html(200, text)
+        # one pass over the template: a `{{script}}` inside the data (a retire reason, say) stays text
+        self.send_html(200, PLACEHOLDER.sub(lambda m: parts.get(m.group(1), m.group(0)), text))
 
     # -- answering ----------------------------------------------------------------
 

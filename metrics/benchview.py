@@ -82,6 +82,11 @@ def default_endpoint():
         return None
 
 
+def _text(value):
+    """A field of a file a person may edit by hand, as text: anything but a string reads as none."""
+    return value if isinstance(value, str) else ""
+
+
 def directory():
     """FILE-3: `{alias: {served, tag, role, ad_hoc, endpoint[, kind, question_types]}}`, chat models first."""
     model_roles = roles.load()
@@ -199,8 +204,9 @@ def glance(today=None):
     new = _new_aliases({e["served"]: a for a, e in found.items()}, today)
     out = []
     for alias in list(found) + [a for a in gone if a not in found]:
-        entry = found.get(alias) or {"served": gone[alias].get("served", ""), "tag": gone[alias].get("tag", ""),
-                                     "role": gone[alias].get("role", "general"), "ad_hoc": False}
+        record = gone.get(alias) or {}
+        entry = found.get(alias) or {"served": _text(record.get("served")), "tag": _text(record.get("tag")),
+                                     "role": _text(record.get("role")) or "general", "ad_hoc": False}
         decision = entry.get("kind") == "decision"
         info = {} if decision else (catalog.info(alias) or {})
         label, css, why = states[alias]
@@ -214,7 +220,7 @@ def glance(today=None):
         out.append({
             "alias": alias, "served": entry["served"], "tag": entry.get("tag", ""), "role": entry["role"],
             "decision": decision, "retired": alias in gone and alias not in found,
-            "retired_at": (gone.get(alias) or {}).get("at", "")[:10], "ad_hoc": entry.get("ad_hoc", False),
+            "retired_at": _text(record.get("at"))[:10], "ad_hoc": entry.get("ad_hoc", False),
             "status": label, "css": css, "why": why, "new": alias in new,
             "context": info.get("context_window"), "can": [word for cap, word in CAPS if info.get(cap) is True],
             "offloads": done.get("offloads", 0), "useful": done.get("useful", 0), "judged": done.get("judged", 0),
@@ -267,7 +273,8 @@ def onboard_issues(states=None):
         alias = aliases.follow(current, alias)
         if not isinstance(issue, dict) or alias not in registered or states.get(alias, ("", "ok"))[1] == "ok":
             continue
-        failure = issue.get("failure") if issue.get("failure") in FAILURES else "other"
+        failure = issue.get("failure") if isinstance(issue.get("failure"), str) and issue["failure"] in FAILURES \
+            else "other"
         label, css, reading = FAILURES[failure]
         found[alias] = {**issue, "failure": failure, "label": label, "css": css, "reading": reading}
     return found

@@ -31,6 +31,7 @@ from metrics import endpoints, fileio, paths, registry
 
 FIELDS = ("context_window", "max_output", "vision", "tools")
 CAPABILITIES = ("vision", "tools")
+LIMIT_AXES = ("rpm", "rpd", "tpm", "tpd")
 
 _listings = {}  # (endpoint name, listing url) -> {id: row}
 _generation = 0  # bumped whenever _listings changes, so a table built before it is dropped
@@ -177,7 +178,12 @@ def _record(alias):
 
     overrides = fileio.read_json(paths.file("config", "model-overrides.json")).get(alias)
     for field, value in (overrides.items() if isinstance(overrides, dict) else ()):
-        if field != "limits" and value is not None:
+        if field == "limits":  # the rate limits a person entered (MP-20): shown, and kept by the popup's save
+            entered = {axis: n for axis, n in value.items() if axis in LIMIT_AXES and _positive(n)} \
+                if isinstance(value, dict) else {}
+            if entered:
+                record["limits"], sources["limits"] = entered, "you"
+        elif value is not None:
             record[field] = value
             sources[field] = "you"
     record["sources"] = sources

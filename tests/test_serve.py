@@ -768,3 +768,41 @@ def test_resp6_writes_refuse_a_file_they_cannot_read(dash):
         assert status == 400 and answer["ok"] is False, (route, answer)
         assert f"config/{path.name} is not valid JSON" in answer["errors"][0]
         assert path.read_text() == '{"kept": '
+
+
+def test_shell1_imp3_hand_edited_data_never_breaks_the_page(dash):
+    """SHELL-1: `{{script}}` inside the data stays text; IMP-3: values of the wrong type in files a person edits by
+    hand give a page (or a said error), never a dropped connection."""
+    demo.set_collection("core", ["alpha", "beta"], description="see {{script}} here")
+    assert call(dash, "POST", "/api/remove", {"alias": "alpha", "reason": "see {{script}} here"})[0] == 200
+    status, _, page = call(dash, "GET", "/")
+    data = page.split("window.BENCH = ", 1)[1].split(";</script>", 1)[0]
+    assert status == 200 and json.loads(data)  # the page's data is whole JSON
+    assert "see {{script}} here" in data and page.count('show(store("bench.tab")') == 1  # the script, once
+    retired = fileio.read_json(paths.file("config", "retired.json"))
+    retired["alpha"]["at"] = 5
+    retired["ghost"] = {"served": None, "at": None}
+    fileio.write_atomic(paths.file("config", "retired.json"), json.dumps(retired))
+    fileio.write_atomic(paths.file("metrics", "onboard-issues.json"), json.dumps({"beta": {"failure": ["odd"]}}))
+    status, _, page = call(dash, "GET", "/")
+    assert status == 200 and "window.BENCH" in page, page
+    for route in ("/api/models", "/api/status"):
+        assert call(dash, "GET", route)[0] in (200, 500)  # answered, whatever the data
+
+
+def test_mp20_mp21_entered_limits_are_shown_and_kept_by_the_popups_save(dash):
+    """MP-20/MP-21: the rate limits a person entered reach the popup (source `you`), so saving another fact with
+    the limits as shown keeps them; the glance shows them too (MD-1)."""
+    fileio.write_atomic(paths.file("config", "model-overrides.json"), json.dumps({"alpha": {"limits": {"rpm": 30}}}))
+    facts = json.loads(call(dash, "GET", "/")[2].split("window.BENCH = ", 1)[1].split(";</script>", 1)[0])["facts"]
+    assert facts["alpha"]["limits"] == {"rpm": 30} and facts["alpha"]["sources"]["limits"] == "you"
+    shown = facts["alpha"]["limits"]
+    saved = call(dash, "POST", "/api/model-facts", {"alias": "alpha", "facts": {"context_window": 5000,
+                                                                                "limits": shown}})
+    assert saved[0] == 200
+    assert fileio.read_json(paths.file("config", "model-overrides.json"))["alpha"] == {
+        "context_window": 5000, "limits": {"rpm": 30}}
+    page = json.loads(call(dash, "GET", "/")[2].split("window.BENCH = ", 1)[1].split(";</script>", 1)[0])
+    glance = page["glance"]
+    rows = {r["alias"]: r for r in (glance["rows"] if isinstance(glance, dict) else glance)}
+    assert rows["alpha"]["limits"]["rpm"] == 30
