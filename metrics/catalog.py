@@ -178,11 +178,11 @@ def _record(alias):
 
     overrides = fileio.read_json(paths.file("config", "model-overrides.json")).get(alias)
     for field, value in (overrides.items() if isinstance(overrides, dict) else ()):
-        if field == "limits":  # the rate limits a person entered (MP-20): shown, and kept by the popup's save
+        if field == "limits":  # CAT-2's model half: the rate limits a person entered, shown and kept by the popup
             entered = {axis: n for axis, n in value.items() if axis in LIMIT_AXES and _positive(n)} \
                 if isinstance(value, dict) else {}
             if entered:
-                record["limits"], sources["limits"] = entered, "you"
+                record["limits"], sources["limits"] = entered, "you (this model)"
         elif value is not None:
             record[field] = value
             sources[field] = "you"

@@ -84,7 +84,8 @@ def test_overrides_always_win_cat1_cat4(up):
                                         "bare": {"vision": True, "max_output": 512}})
     seer = catalog.info("seer")
     assert seer["vision"] is False and seer["sources"]["vision"] == "you"  # beats the probe's true
-    assert seer["context_window"] == 1000 and seer["tools"] is False and "limits" not in seer
+    assert seer["context_window"] == 1000 and seer["tools"] is False
+    assert seer["limits"] == {"rpm": 3} and seer["sources"]["limits"] == "you (this model)"  # CAT-2
     assert catalog.cannot_see("seer") == "does not take images (says you)"
     assert catalog.cannot_see("bare") == "" and catalog.max_output("bare") == 512
     assert catalog.info("bare")["sources"] == {"vision": "you", "max_output": "you", "tools": "demo listing"}

@@ -795,7 +795,7 @@ def test_mp20_mp21_entered_limits_are_shown_and_kept_by_the_popups_save(dash):
     the limits as shown keeps them; the glance shows them too (MD-1)."""
     fileio.write_atomic(paths.file("config", "model-overrides.json"), json.dumps({"alpha": {"limits": {"rpm": 30}}}))
     facts = json.loads(call(dash, "GET", "/")[2].split("window.BENCH = ", 1)[1].split(";</script>", 1)[0])["facts"]
-    assert facts["alpha"]["limits"] == {"rpm": 30} and facts["alpha"]["sources"]["limits"] == "you"
+    assert facts["alpha"]["limits"] == {"rpm": 30} and facts["alpha"]["sources"]["limits"] == "you (this model)"
     shown = facts["alpha"]["limits"]
     saved = call(dash, "POST", "/api/model-facts", {"alias": "alpha", "facts": {"context_window": 5000,
                                                                                 "limits": shown}})

@@ -443,7 +443,7 @@
       return [c[0], sel, h("div", {cls: "field"}, h("label", {"for": "mf-" + c[0], text: c[1]}), sel)];
     });
     var cutoff = h("input", {id: "mf-knowledge_cutoff", maxLength: 20, value: mine("knowledge_cutoff") ? f.knowledge_cutoff : ""});
-    var own = (f.limits && src.limits === "you") ? f.limits : {};
+    var own = (f.limits && src.limits === "you (this model)") ? f.limits : {};
     var limits = ["rpm", "rpd", "tpm", "tpd"].map(function (k) {
       var box = h("input", {type: "number", min: 1, id: "mf-" + k, value: own[k] || ""});
       return [k, box, h("div", {cls: "field"}, h("label", {"for": "mf-" + k, text: "This model's " + k}), box)];
