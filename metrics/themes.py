@@ -32,6 +32,9 @@ PAIRS = [(t, g, 4.5) for t, g in (
     ("paper", "primary"))] + [("brand", "paper", 3.0)]  # paper on primary: our buttons (bench.css), beyond TH-7's list
 FLOOR_PAIRS = [("ink", "floor-ground", 4.5), ("muted", "floor-ground", 4.5), ("link", "floor-ground", 4.5)]
 SWATCH = ("paper", "band", "ink", "brand", "primary", "signal", "link", "err")
+# TH-5's status chip grounds: `--chip-<kind>` = this share of the token over --paper-2, worked out per theme here
+# (not by the browser's color-mix) so the contrast check reads the very colours the page shows.
+CHIPS = {"ok": ("primary", 13), "warn": ("signal", 35), "err": ("err", 11)}
 HEX = re.compile(r"#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})")
 
 
@@ -61,12 +64,30 @@ def merged(name):
 
 
 def css():
-    """TH-2: `:root{base}` then one `html[data-theme='<n>']{...}` per other theme."""
-    def block(selector, found):
-        return selector + "{" + "".join(f"{k}:{v};" for k, v in found.items()) + "}"
-    out = [block(":root", tokens(BASE))]
-    out += [block(f"html[data-theme='{n}']", tokens(n)) for n in names() if n != BASE]
+    """TH-2: `:root{base}` then one `html[data-theme='<n>']{...}` per other theme, each with its chip grounds."""
+    def block(selector, found, name):
+        return selector + "{" + "".join(f"{k}:{v};" for k, v in {**found, **chip_tokens(name)}.items()) + "}"
+    out = [block(":root", tokens(BASE), BASE)]
+    out += [block(f"html[data-theme='{n}']", tokens(n), n) for n in names() if n != BASE]
     return "\n".join(out)
+
+
+def mix(colour, ground, share):
+    """`colour` laid over `ground` at `share` percent, as `#rrggbb` (what CSS color-mix in srgb gives)."""
+    def channels(value):
+        h = value.lstrip("#")
+        h = "".join(c * 2 for c in h) if len(h) == 3 else h
+        return [int(h[i:i + 2], 16) for i in (0, 2, 4)]
+    return "#" + "".join(f"{round(a * share / 100 + b * (100 - share) / 100):02x}"
+                         for a, b in zip(channels(colour), channels(ground)))
+
+
+def chip_tokens(name):
+    """`{"--chip-ok": "#...", ...}` for theme `name` (TH-5), from CHIPS."""
+    found = merged(name)
+    ground = resolve(found, "paper-2")
+    return {f"--chip-{kind}": mix(resolve(found, token), ground, share) for kind, (token, share) in CHIPS.items()
+            if HEX.fullmatch(resolve(found, token)) and HEX.fullmatch(ground)}
 
 
 def settings_path():
@@ -124,9 +145,10 @@ def ratio(a, b):
 
 def problems(name):
     """TH-7 for one theme: each missing token or illegible pair, as a sentence."""
-    found = merged(name)
+    found = {**merged(name), **{k[2:]: v for k, v in chip_tokens(name).items()}}
     wrong = [f"{name}: --{t} is missing" for t in REQUIRED if t not in found]
-    pairs = PAIRS + (FLOOR_PAIRS if "floor-ground" in found else [])
+    pairs = PAIRS + [("ink", f"chip-{kind}", 4.5) for kind in CHIPS] + (
+        FLOOR_PAIRS if "floor-ground" in found else [])
     for text, ground, minimum in pairs:
         a, b = resolve(found, text), resolve(found, ground)
         if not (HEX.fullmatch(a) and HEX.fullmatch(b)):

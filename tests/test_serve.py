@@ -806,3 +806,11 @@ def test_mp20_mp21_entered_limits_are_shown_and_kept_by_the_popups_save(dash):
     glance = page["glance"]
     rows = {r["alias"]: r for r in (glance["rows"] if isinstance(glance, dict) else glance)}
     assert rows["alpha"]["limits"]["rpm"] == 30
+
+
+def test_th5_th7_chip_grounds_are_checked_as_the_page_shows_them(monkeypatch):
+    """TH-5/TH-7: the status chips' grounds are theme tokens the check reads; a warn ground too dark for ink in
+    the dark theme is caught (the reviewer's 3.49:1 at 55 %), the shipped 35 % passes."""
+    assert themes.problems("dark") == [] and "--chip-warn:" in themes.css()
+    monkeypatch.setitem(themes.CHIPS, "warn", ("signal", 55))
+    assert themes.problems("dark") == ["dark: --ink on --chip-warn is 3.49, under 4.5"]
