@@ -16,6 +16,7 @@ Decisions where the spec is silent:
 
 import csv
 import datetime
+import itertools
 import os
 import re
 
@@ -80,11 +81,6 @@ def default_endpoint():
         return endpoints.default()
     except RuntimeError:
         return None
-
-
-def _text(value):
-    """A field of a file a person may edit by hand, as text: anything but a string reads as none."""
-    return value if isinstance(value, str) else ""
 
 
 def directory():
@@ -365,9 +361,10 @@ def logs():
                       "seats": ", ".join(f"{s.get('alias')} {s.get('status')}" for s in seats if isinstance(s, dict))})
     changed = [{"at": str(c.get("at", "")), "by": str(c.get("by", "")), "alias": str(c.get("alias", "")),
                 "field": str(c.get("field", "")), "new": _text(c.get("new"))[:160]} for c in changes.recent(LOG_LINES)]
-    scheduled = [line.decode("utf-8", "replace") for line in tails.backwards(file("runs", "scheduler.log"))]
+    scheduled = [line.decode("utf-8", "replace")  # LG-1: the last lines only, however long the log
+                 for line in itertools.islice(tails.backwards(file("runs", "scheduler.log")), LOG_LINES)]
     runs = sorted((p.name for p in file("runs").glob("onboard-*.log")), reverse=True)[:30]
-    return {"calls": calls, "changes": changed, "scheduler": scheduled[:LOG_LINES], "onboarding": runs}
+    return {"calls": calls, "changes": changed, "scheduler": scheduled, "onboarding": runs}
 
 
 def _text(value):

@@ -374,8 +374,7 @@ def reply_errors(reply, merger, known_chat_models):
     if reply not in REPLIES:
         errors.append("reply must be one of " + ", ".join(REPLIES))
     if merger and merger not in known_chat_models:
-        errors.append(f"merger {merger!r} is not a chat model on the bench;"
-                      " leave it empty to have the merger chosen by verdicts")
+        errors.append(f"merger: {merger!r} is not a chat model on the bench; leave it empty to choose by verdicts")
     return errors
 
 

@@ -50,7 +50,7 @@ LAST_USED_EVERY = 60
 RATE_LOCK = 5
 
 BAD_NAME = "name: 2-32 lower-case letters, digits or '-', e.g. open-webui"
-BAD_LOCAL = "name: 'local' is how a call without a key is recorded; pick another name"
+BAD_LOCAL = "local is what a call without a key is recorded as; pick another name"
 BAD_COLLECTIONS = "collections: names such as core, as they follow bench/"
 BAD_RPM = "requests a minute: a whole number from 1 to 10000, or empty for no cap"
 TAKEN = "there is already a key named {}: revoke it first, or pick another name"

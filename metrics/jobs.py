@@ -65,15 +65,18 @@ def table(now=None):
 def save(body, who):
     """ST-9: `POST /api/scheduler {mode, jobs}`; only the jobs sent as false are written."""
     mode = body.get("mode")
-    if mode not in MODES:
-        return {"ok": False, "errors": ["mode: one of off, log-only, run"]}
     sent = body.get("jobs") if isinstance(body.get("jobs"), dict) else {}
+    errors = [] if mode in MODES else ["mode: one of off, log-only, run"]
     unknown = sorted(set(sent) - set(JOBS))
     if unknown:
-        return {"ok": False, "errors": ["no job called " + ", ".join(unknown)]}
+        errors.append("no job called " + ", ".join(unknown))
+    if errors:  # RESP-1: every error at once
+        return {"ok": False, "errors": errors}
     old_mode, old_on = state()
     off = {job: False for job, value in sent.items() if value is False}
-    fileio.update(path(), lambda data: data.update(mode=mode, jobs=off))
-    changes.log(who, "", "scheduler", {"mode": old_mode, "jobs": {j: False for j, v in old_on.items() if not v}},
-                {"mode": mode, "jobs": off})
+    old = {"mode": old_mode, "jobs": {j: False for j, v in old_on.items() if not v}}
+    new = {"mode": mode, "jobs": off}
+    if old != new:  # LOG-4: a change that changes nothing is not logged
+        fileio.update(path(), lambda data: data.update(mode=mode, jobs=off))
+        changes.log(who, "", "scheduler", old, new)
     return {"ok": True, "errors": []}

@@ -72,6 +72,8 @@ def save_facts(body, who):
             errors.append(f"{key}: at most {limit} characters")
         else:
             put[key] = text
+    if "limits" in facts and facts["limits"] is not None and not isinstance(facts["limits"], dict):
+        errors.append("limits must be an object of rpm, rpd, tpm and tpd")  # IMP-2: said, never ignored
     limits = facts.get("limits") if isinstance(facts.get("limits"), dict) else None
     kept_limits = {}
     for key in LIMITS if limits is not None else ():

@@ -49,7 +49,8 @@ def choose_client(body, who):
     problem = client.choose(name) if isinstance(name, str) else "client: one of llm, builtin"
     if problem:
         return {"ok": False, "errors": [problem]}
-    changes.log(who, "", "model client", old, name)
+    if old != name:  # LOG-4: a choice that changes nothing is not logged
+        changes.log(who, "", "model client", old, name)
     return {"ok": True, "errors": []}
 
 

@@ -281,7 +281,7 @@ def test_test4_key_making_storage_and_revocation(watch):
     assert stat.S_IMODE(os.stat(gatekeys.path()).st_mode) == 0o600
     for name, chosen, rpm, words in [
         ("A", None, None, "name: 2-32"), ("a", None, None, "name: 2-32"), ("x" * 33, None, None, "name: 2-32"),
-        ("-ab", None, None, "name: 2-32"), ("local", None, None, "'local'"),
+        ("-ab", None, None, "name: 2-32"), ("local", None, None, "local is what a call without a key is recorded as"),
         ("new", ["Core"], None, "collections: names such as core"), ("new", [1], None, "collections:"),
         ("new", None, 0, "requests a minute"), ("new", None, True, "requests a minute"),
         ("new", None, "5", "requests a minute"), ("new", None, 10_001, "requests a minute"),

@@ -239,7 +239,7 @@ def test_collection_editor_rules_collect_every_error_co7(dash):
     text = " | ".join(answer["errors"])
     for said in ("name: 2-32 lower-case letters", "not chat models on the bench: picker, nobody", "shape must be one of",
                  "description: at most 300 characters", "tags are lower-case words joined by '-'", "at most 8 tags",
-                 "reply must be one of all, merged, route", "merger 'ghost' is not a chat model on the bench"):
+                 "reply must be one of all, merged, route", "merger: 'ghost' is not a chat model on the bench"):
         assert said in text
     many = {"name": "many", "members": ["alpha", "beta", "gamma", "slow", "seer", "tiny"]}
     assert "at most 5 members" in call(dash, "POST", "/api/collection", many)[2]["errors"][0]
@@ -474,7 +474,8 @@ def test_theme_and_client_writes_and_the_caller_st2_st11(dash, monkeypatch):
     assert call(dash, "POST", "/api/client", {"client": "llm"})[2]["errors"][0].startswith("BENCH_CLIENT is set")
     monkeypatch.delenv("BENCH_CLIENT")
     assert call(dash, "POST", "/api/client", {"client": "other"})[2]["errors"] == ["client: one of llm, builtin"]
-    assert call(dash, "POST", "/api/client", {"client": "builtin"})[0] == 200
+    assert call(dash, "POST", "/api/client", {"client": "builtin"})[0] == 200  # the default: nothing to log
+    assert call(dash, "POST", "/api/client", {"client": "llm"})[0] == 200
     monkeypatch.setenv("BENCHWARMERS_ADMIN_TOKEN", TOKEN)
     assert call(dash, "POST", "/api/theme", {"theme": "rainforest"}, {"Cookie": login(dash)})[0] == 200
     assert [(c["field"], c["by"]) for c in change_lines()] == [("theme", "ui"), ("model client", "ui"), ("theme", "admin")]
