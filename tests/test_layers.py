@@ -37,6 +37,7 @@ LAYERS = [
     ("top: the servers, the commands, the demo upstream",
      ["gateway", "serve", "metrics.launcher", "metrics.demo", "scripts.sync_config",
       "scripts.init", "scripts.onboard", "scripts.check", "scripts.collection", "perf.run",
+      "suite.tasks", "suite.run",
       "metrics.remote", "metrics.mcp_tools", "metrics.mcp_server", "metrics.cli", "metrics.completion"]),
 ]
 
@@ -53,6 +54,8 @@ def project_files():
     for name in SCANNED:
         where = ROOT / name
         for path in sorted(where.rglob("*.py")) if where.is_dir() else [where]:
+            if "starter" in path.relative_to(ROOT).parts:  # suite/starter holds task fixtures: data, not modules
+                continue
             found[module_name(path)] = path
     return found
 
