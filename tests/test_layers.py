@@ -32,7 +32,7 @@ LAYERS = [
     ("access: who may call the servers",
      ["metrics.gatekeys", "metrics.guard", "metrics.httpserver"]),
     ("dashboard: what the dashboard reads and writes, one job a module",
-     ["metrics.tails", "metrics.changes", "metrics.themes", "metrics.jobs", "metrics.benchview", "metrics.gatewaycard",
+     ["metrics.tails", "metrics.changes", "metrics.themes", "metrics.jobs", "metrics.scheduler", "metrics.benchview", "metrics.gatewaycard",
       "metrics.collectionedit", "metrics.modeledit", "metrics.modelfacts", "metrics.settingsedit"]),
     ("top: the servers, the commands, the demo upstream",
      ["gateway", "serve", "metrics.launcher", "metrics.demo", "scripts.sync_config",
