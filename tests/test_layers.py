@@ -36,7 +36,7 @@ LAYERS = [
       "metrics.collectionedit", "metrics.modeledit", "metrics.modelfacts", "metrics.settingsedit"]),
     ("top: the servers, the commands, the demo upstream",
      ["gateway", "serve", "metrics.launcher", "metrics.demo", "scripts.sync_config",
-      "scripts.init", "scripts.onboard", "scripts.check", "scripts.collection", "perf.run",
+      "scripts.init", "scripts.onboard", "scripts.check", "scripts.list_served", "scripts.collection", "perf.run",
       "suite.tasks", "suite.run", "suite.seed",
       "metrics.remote", "metrics.mcp_tools", "metrics.mcp_server", "metrics.cli", "metrics.completion"]),
 ]
