@@ -40,6 +40,7 @@ import urllib.parse
 from pathlib import Path
 
 import gateway
+from metrics import scheduler
 from metrics import (__version__, benchview, changes, client, collectionedit, collections, endpoints, gatewaycard,
                      guard, jobs, modeledit, modelfacts, panel, paths, registry, routes, settingsedit, themes)
 
@@ -431,6 +432,7 @@ def main(argv=None):
     paths.data()  # SRV-1: the data folder's layout, made at start
     server = gateway.listen(address, port, Handler, "BENCH_PORT", upstream)
     gateway.stop_on_signals(server)
+    scheduler.start()  # §4: the recurring jobs run inside the dashboard; one loop per data folder (SCH-7)
     # the first panel and the Gateway card's first read (the offload index) pay no one-off cost
     threading.Thread(target=panel.warm_up, name="warm-up", daemon=True).start()
     print(banner(address, server.server_address[1]), flush=True)

@@ -40,6 +40,9 @@ Model spec keys (all optional):
   late_id bool (with tool_calls): a streamed call's id comes on its second delta (the first arguments
         piece), not on its head
   whole bool: a chat request asking to stream gets a plain JSON chat.completion (tool calls included)
+  replies {substring: answer}: a scripted suite model (issue 18). The first substring (in the spec's
+        order, case-sensitive) found in the last user message picks the answer; none found → the usual
+        answer. Suite tests script a model that finds a seeded bug, one that invents, and so on
 
 Decisions the brief left open (written down for the next engineer):
 - `fail: "drop"` on a stream sends a close-delimited body (Connection: close, no chunking) and closes
@@ -56,7 +59,7 @@ Decisions the brief left open (written down for the next engineer):
 - Listing rows carry each catalog fact under the names both CAT-7 (OpenRouter shape) and CAT-10
   (an endpoint's own listing) read; context and output sizes only when the spec gives them.
 - Usage adds `completion_tokens_details.reasoning_tokens` when there is reasoning, as providers do.
-- Precedence of the answer: a `tool_calls` model's tool results, then echo, then answer, then the notice
+- Precedence of the answer: a `tool_calls` model's tool results, then echo, then replies, then answer, then the notice
   text, then words, then the persona. Only a `tool_calls` model echoes tool results: the others answer
   as they always have.
 - Nothing is logged: request bodies (and image data) live only in `Upstream.requests`, in memory.
@@ -266,6 +269,9 @@ def check_spec(name, spec):
     for key in SWITCHES:
         if key in spec and not isinstance(spec[key], bool):
             raise ValueError(f"model {name!r}: {key} is true or false, not {spec[key]!r}")
+    replies = spec.get("replies", {})
+    if not isinstance(replies, dict) or not all(isinstance(v, str) for v in replies.values()):
+        raise ValueError(f"model {name!r}: replies is {{substring: answer text}}, not {replies!r}")
     if "say" in spec and not isinstance(spec["say"], str):
         raise ValueError(f"model {name!r}: say is a text, not {spec['say']!r}")
     for key in SCRIPTED:
@@ -357,6 +363,10 @@ def answer_text(name, spec, messages):
         return "Tool results: " + "; ".join(results)
     if spec.get("echo"):
         return json.dumps(messages)
+    asked = part_text(last_user(messages).get("content"))
+    for needle, reply in (spec.get("replies") or {}).items():
+        if needle in asked:
+            return reply
     if "answer" in spec:
         return spec["answer"]
     if spec.get("fail") == "notice":

@@ -1,9 +1,8 @@
 """The scheduler's settings as the dashboard shows and saves them (dashboard.md ST-8, ST-9; suite-cli-mcp.md §4).
 
 `config/scheduler.json` holds `{"mode": "off"|"log-only"|"run", "jobs": {name: false}}`: only switched-off
-jobs are written, so a job added later starts on. The scheduler that reads it every tick is its own issue;
-until it exists the job table here (names, times, what each does) is the one place they are written down,
-and the mode is saved for it (the Settings card says so).
+jobs are written, so a job added later starts on. The job table here (names, times, what each does, the
+command, §4) is the one place they are written down: `metrics/scheduler.py` runs them from it.
 """
 
 import datetime
@@ -14,14 +13,15 @@ MODES = {"off": "Off", "log-only": "Log only", "run": "Run"}
 # name: (weekday or None for daily, hours, what it does, what it runs)
 JOBS = {
     "availability": (None, (5,), "the 4-call probe of every model; failures start the retirement countdown",
-                     "perf/run.py --prompts tiny"),
+                     "perf/run.py -n 1 --tiny-only --timeout 90 --client builtin"),
     "catalog": (None, (6,), "refreshes context windows, prices and limits from the public catalogs",
-                "scripts/catalog.py --refresh"),
-    "suite-free": (None, (6,), "the internal suite on free models only", "suite/run.py --free"),
-    "deprecations": (None, (8,), "reads providers' deprecation notices and raises alerts", "scripts/deprecations.py"),
-    "perf": (0, (7,), "the full performance probe (Mondays)", "perf/run.py"),
-    "capabilities": (6, (7,), "probes tools, vision and structured output (Sundays)", "scripts/capabilities.py"),
-    "suite": (None, (3, 9, 15, 21), "the internal suite on every model", "suite/run.py"),
+                "metrics/catalog.py"),
+    "suite-free": (None, (6,), "the internal suite on one free model", "suite/run.py --next-free"),
+    "deprecations": (None, (8,), "notices models going away, retires what is clearly gone, raises alerts",
+                     "scripts/check_deprecations.py --quiet"),
+    "perf": (0, (7,), "the full performance probe (Mondays)", "perf/run.py -n 3 --timeout 90 --client builtin"),
+    "capabilities": (6, (7,), "probes tools and reasoning (Sundays)", "metrics/probe_caps.py --gap 30"),
+    "suite": (None, (3, 9, 15, 21), "the internal suite on the paid model that needs it most", "suite/run.py --next"),
 }
 
 

@@ -93,6 +93,7 @@ def next_step(added):
 def main(argv=None):
     args = parse(argv)
     from metrics import fileio, paths  # after parsing: --help needs no data folder
+    from suite import tasks as suite_tasks
 
     env = os.environ.get("BENCHWARMERS_HOME", "").strip()
     chosen = args.folder or env
@@ -100,7 +101,7 @@ def main(argv=None):
     os.environ["BENCHWARMERS_HOME"] = str(folder)  # IN-1: before anything reads DATA
     paths.reload()
     told = pointer_line(folder, env, paths, fileio)
-    copied = paths.make(folder)
+    copied = paths.make(folder) + suite_tasks.copy_starter(folder)  # IN-2, ST-3: the starter tasks too
     print(f"Data folder: {folder} ({copied} starter file(s) copied, nothing overwritten).")
     print(told)
     added, status = False, 0

@@ -8,8 +8,6 @@ and the catalog refreshed; a four-call availability probe (`perf/run.py`); the r
 It never decides whether work goes to the model: the router does, from the evidence gathered.
 
 Decisions where the contract is silent or the product is not all there yet:
-- The review suite (`suite/run.py`) is not built yet: step 5 says so and how the model is measured
-  meanwhile (the probe's perf history and the verdicts), and onboarding carries on to its report.
 - A listing entry without `supported_endpoints` is taken for a chat model; if it only answers the
   Decisions API, the availability probe says so (its calls fail) and the issue is recorded.
 - There is no Open WebUI hub adapter yet, so step 3 refreshes no provider tags; the catalog is
@@ -226,10 +224,6 @@ def suite(alias, skip):
         print("  [5/5] suite skipped by request")
         return "suite skipped by request"
     runner = CODE / "suite" / "run.py"
-    if not runner.exists():
-        print("  [5/5] suite skipped: the review suite (suite/run.py) is not built yet; the probe's perf history "
-              "and your verdicts are the evidence meanwhile")
-        return "suite skipped: not built yet"
     print("  [5/5] running the internal suite...", flush=True)
     command = [child_python(), str(runner), "--model", alias, "--timeout", "300"]
     try:

@@ -101,14 +101,16 @@ def endpoint(home, upstream):
 
 
 def test_ob_onboard_probe_and_the_first_panel(home, llmdir, endpoint):
-    """OB-4, OB-6, OB-7, OB-9, OB-11 (suite not built: said why), OB-12; PF-5's row; then a collection and a panel."""
+    """OB-4, OB-6, OB-7, OB-9, OB-11 (the starter tasks init copied), OB-12; PF-5's row; then a collection and a panel."""
     done = onboard("alpha")
     out = done.stdout
     assert done.returncode == 0, out + done.stderr
     steps = [line.strip()[:5] for line in out.splitlines() if line.strip().startswith("[")]
     assert steps == ["[1/5]", "[2/5]", "[3/5]", "[4/5]", "[5/5]"]
     assert out.startswith("onboarding alpha from local  ->  alias alpha")
-    assert "[5/5] suite skipped: the review suite (suite/run.py) is not built yet" in out
+    assert "[5/5] running the internal suite..." in out
+    assert "    ## claim-label-prefers-regex — " in out and "alpha" in out.split("[5/5]")[1]
+    assert (home / "suite" / "tasks" / "list-refusal-markers" / "output" / "alpha.md").exists()
     assert "Where it lands:" in out and "wrote " in out
     assert registry.registration("alpha")["model_name"] == "alpha"
     assert (llmdir / "extra-openai-models.yaml").read_text() == registry.path().read_text()

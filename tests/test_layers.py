@@ -32,11 +32,12 @@ LAYERS = [
     ("access: who may call the servers",
      ["metrics.gatekeys", "metrics.guard", "metrics.httpserver"]),
     ("dashboard: what the dashboard reads and writes, one job a module",
-     ["metrics.tails", "metrics.changes", "metrics.themes", "metrics.jobs", "metrics.benchview", "metrics.gatewaycard",
+     ["metrics.tails", "metrics.changes", "metrics.themes", "metrics.jobs", "metrics.scheduler", "metrics.benchview", "metrics.gatewaycard",
       "metrics.collectionedit", "metrics.modeledit", "metrics.modelfacts", "metrics.settingsedit"]),
     ("top: the servers, the commands, the demo upstream",
      ["gateway", "serve", "metrics.launcher", "metrics.demo", "scripts.sync_config",
-      "scripts.init", "scripts.onboard", "scripts.check", "scripts.collection", "perf.run",
+      "scripts.init", "scripts.onboard", "scripts.check", "scripts.list_served", "scripts.collection", "perf.run",
+      "suite.tasks", "suite.run", "suite.seed",
       "metrics.remote", "metrics.mcp_tools", "metrics.mcp_server", "metrics.cli", "metrics.completion"]),
 ]
 
@@ -53,6 +54,8 @@ def project_files():
     for name in SCANNED:
         where = ROOT / name
         for path in sorted(where.rglob("*.py")) if where.is_dir() else [where]:
+            if "starter" in path.relative_to(ROOT).parts:  # suite/starter holds task fixtures: data, not modules
+                continue
             found[module_name(path)] = path
     return found
 
