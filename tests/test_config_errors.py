@@ -126,7 +126,12 @@ def test_every_route_naming_a_collection_answers_503_naming_the_file(gateway, be
         assert expected in json.dumps(reply, ensure_ascii=False)
     assert not seat_requests(bench)
     assert call(gateway, "GET", "/health") == (200, {"ok": True, "problems": [expected]})
-    demo.set_collection("core", ["alpha"])  # update() rewrites the unreadable file as a fresh object
+    if text.strip():  # RESP-6: no writer replaces a broken file that holds something; an empty one holds nothing
+        with pytest.raises(fileio.Unreadable):
+            demo.set_collection("core", ["alpha"])
+        assert collections.collections_path().read_text() == text
+        collections.collections_path().unlink()  # the person mends it (here: starts it afresh)
+    demo.set_collection("core", ["alpha"])
     assert chat(gateway)[0] == 200
     assert call(gateway, "GET", "/health") == (200, {"ok": True})
 
