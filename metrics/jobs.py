@@ -3,6 +3,10 @@
 `config/scheduler.json` holds `{"mode": "off"|"log-only"|"run", "jobs": {name: false}}`: only switched-off
 jobs are written, so a job added later starts on. The job table here (names, times, what each does, the
 command, §4) is the one place they are written down: `metrics/scheduler.py` runs them from it.
+
+Decision: `catalog` runs `scripts/refresh_catalog.py` (the public-feed refresh, CAT-6..12, the operations
+issue's), not §4's `metrics/catalog.py`, whose module here only reads the catalog: run, it would exit 0
+having refreshed nothing. Until a job's program is part of the install, the scheduler logs it as skipped.
 """
 
 import datetime
@@ -15,7 +19,7 @@ JOBS = {
     "availability": (None, (5,), "the 4-call probe of every model; failures start the retirement countdown",
                      "perf/run.py -n 1 --tiny-only --timeout 90 --client builtin"),
     "catalog": (None, (6,), "refreshes context windows, prices and limits from the public catalogs",
-                "metrics/catalog.py"),
+                "scripts/refresh_catalog.py"),
     "suite-free": (None, (6,), "the internal suite on one free model", "suite/run.py --next-free"),
     "deprecations": (None, (8,), "notices models going away, retires what is clearly gone, raises alerts",
                      "scripts/check_deprecations.py --quiet"),

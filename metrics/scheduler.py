@@ -159,8 +159,15 @@ class Scheduler:
             self.lock_fd = None
 
     def run_job(self, job, due):
-        """SCH-4: the job as a child, cwd CODE, output captured, 2 h cap."""
+        """SCH-4: the job as a child, cwd CODE, output captured, 2 h cap. A job whose program is not in this
+        checkout (its issue not built yet) is said as such, never run to a failed exit."""
         started = time.monotonic()
+        program = paths.CODE / command(job)[0]
+        if not program.exists():
+            self.log(f"skipped {job} (due {due}): {command(job)[0]} is not part of this install yet")
+            with self.guard:
+                self.running.pop(job, None)
+            return
         try:
             done = subprocess.run([child_python(), *command(job)], cwd=paths.CODE, capture_output=True,
                                   timeout=RUN_LIMIT_S, env={**os.environ, "PYTHONIOENCODING": "utf-8"})
