@@ -327,9 +327,9 @@
     Object.keys(groups).sort().forEach(function (c) {
       var rows = groups[c].sort(function (a, b) { return a.alias < b.alias ? -1 : 1; }).map(function (r) {
         var lim = function (k) { return r.limits && r.limits[k] ? thousands(r.limits[k]) : "—"; };
-        return h("tr", {}, td([h("a", {cls: "model", href: "#", "data-alias": r.alias, text: r.alias}), r.decision ? chip("decision") : null]),
+        return h("tr", {}, td([h("a", {cls: "model", href: "#", "data-alias": r.alias, text: r.alias}), r.decision ? [" ", chip("decision")] : null]),
           td(r.endpoint ? chip(r.endpoint, "via", "reached through the " + r.endpoint + " endpoint") : "?"),
-          td(r.context ? thousands(Math.floor(r.context / 1000)) + "k" : "?", {cls: "num", "data-sort": r.context || -1}),
+          td(r.context ? thousands(Math.floor(r.context / 1000)) + "k" : r.decision ? "—" : "?", {cls: "num", "data-sort": r.context || -1}),
           td(r.max_output ? thousands(r.max_output) : "—", {cls: "num"}),
           td(r.input && r.input.length ? r.input.join(", ") : "—"),
           td(lim("rpm"), {cls: "num"}), td(lim("rpd"), {cls: "num"}), td(lim("tpm"), {cls: "num"}), td(lim("tpd"), {cls: "num"}));
