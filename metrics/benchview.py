@@ -188,6 +188,9 @@ def _new_aliases(names_by_served, today):
             alias = names_by_served.get(line.get("new"))
             if alias:
                 found.add(alias)
+    for alias, entry in decision_models().items():  # GL-1: a decision model is new by its own `onboarded` date
+        if str(entry.get("onboarded") or "")[:10] >= since:
+            found.add(alias)
     return found
 
 
@@ -198,6 +201,7 @@ def glance(today=None):
     work = offload.summary()
     recall = history.suite_recall(paths.data())
     new = _new_aliases({e["served"]: a for a, e in found.items()}, today)
+    deciders = decision_models()
     out = []
     for alias in list(found) + [a for a in gone if a not in found]:
         record = gone.get(alias) or {}
@@ -212,21 +216,27 @@ def glance(today=None):
         if done.get("useful"):
             answers.append(done.get("last_date") or "")
         connection = (entry.get("tag") or "").split("/", 1)[0]
+        if decision:  # GL-4, MD-1: a decision model's connection is the hub or endpoint it goes through
+            connection = _text((deciders.get(alias) or {}).get("via")) or entry.get("endpoint") or ""
         suite = recall.get(alias)
+        sources = info.get("sources") if isinstance(info.get("sources"), dict) else {}
+        modalities = info.get("modalities") if isinstance(info.get("modalities"), dict) else {}
+        inputs = info.get("input_modalities") or modalities.get("input")
         out.append({
             "alias": alias, "served": entry["served"], "tag": entry.get("tag", ""), "role": entry["role"],
             "decision": decision, "retired": alias in gone and alias not in found,
             "retired_at": _text(record.get("at"))[:10], "ad_hoc": entry.get("ad_hoc", False),
             "status": label, "css": css, "why": why, "new": alias in new,
-            "context": info.get("context_window"), "can": [word for cap, word in CAPS if info.get(cap) is True],
+            "context": info.get("context_window"), "context_source": _text(sources.get("context_window")),
+            "question_types": entry.get("question_types") or [], "can": [word for cap, word in CAPS if info.get(cap) is True],
             "offloads": done.get("offloads", 0), "useful": done.get("useful", 0), "judged": done.get("judged", 0),
             "suite": f"{suite[0]}/{suite[1]}" if suite and suite[1] else "",
+            "suite_tasks": suite[2] if suite and suite[1] and len(suite) > 2 else 0,
             "reply": float(tiny[-1].get("p50_s") or 0) if tiny else None,
             "last": max(answers) if answers else "",
             "connection": connection or ("unknown" if alias in gone else ""),
             "price": "unknown" if decision else price(alias, entry["served"], connection, info),
-            "max_output": info.get("max_output"), "input": info.get("modalities", {}).get("input")
-            if isinstance(info.get("modalities"), dict) else None,
+            "max_output": info.get("max_output"), "input": inputs if isinstance(inputs, list) else None,
             "limits": {k: (info.get("limits") or {}).get(k) for k in ("rpm", "rpd", "tpm", "tpd")},
             "endpoint": entry.get("endpoint") or "",
         })

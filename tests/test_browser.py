@@ -6,6 +6,7 @@ context on its own dashboard. Screenshots of every page land in tests/artifacts/
 A test skips, saying why, only where no browser can be had.
 """
 
+import datetime
 import json
 import shutil
 from pathlib import Path
@@ -195,12 +196,63 @@ def test_retire_and_restore_from_the_popup_mp3_mp5(page, dash):
         "model_id: gamma" in paths.file("config", "extra-openai-models.yaml").read_text(encoding="utf-8")
 
 
-def test_switch_theme_without_reload_st1(page):
+def test_decision_rows_glance_cells_and_the_profile_gl1_gl4_md1_mp3(page, dash, bench):
+    today = datetime.date.today().isoformat()
+    fileio.write_atomic(paths.file("config", "decision-models.json"), json.dumps({"judge": {
+        "served": "judge-1", "endpoint": "demo", "via": "demo", "path": "decisions", "question_types": ["noul"],
+        "onboarded": today}}))
+    fileio.write_atomic(paths.file("config", "model-overrides.json"), json.dumps({"alpha": {
+        "context_window": 64000, "input_modalities": ["text", "image"], "output_modalities": ["text"],
+        "release_date": "2025-06-01", "open_weights": True, "cost": {"input": 0.15, "output": 0.6}}}))
+    page.reload()
+    alpha = "#tab-glance tr:has(a[data-alias=alpha])"
+    assert page.text_content(f"{alpha} td:nth-child(4)") == "64k*"
+    assert page.get_attribute(f"{alpha} td:nth-child(4) span", "title") == "you"
+    judge = "#tab-glance tr:has(a[data-alias=judge])"
+    assert page.text_content(f"{judge} td:nth-child(3)") == "decision · noul"
+    assert page.get_attribute(judge, "data-connection") == "demo"
+    assert page.is_visible(f"{judge} .chip:has-text('new')")
+    shoot(page, "glance-decision-row")
+    tab(page, "models")
+    headings = page.eval_on_selector_all("#tab-models h2", "hs => hs.map(h => h.textContent)")
+    assert not [t for t in headings if t.startswith("decision")]  # MD-1: grouped under its connection
+    assert page.is_visible("#tab-models .card:has(h2:has-text('demo ·')) a[data-alias=judge]")
+    shoot(page, "models-grouped")
+    page.click("#tab-models a.model[data-alias=alpha]")
+    page.wait_for_selector("#model-dialog[open] #md-profile")
+    assert page.eval_on_selector_all("#md-modalities .chip", "cs => cs.map(c => c.textContent)") == ["text", "image", "text"]
+    assert "you" in page.text_content("#md-modalities")
+    profile = page.text_content("#md-profile")
+    assert "released 2025-06-01" in profile and "open weights" in profile
+    assert "$0.15 in / $0.60 out per 1M tokens" in profile
+    assert page.query_selector("#model-dialog input[data-question-type]") is None  # chat models have none
+    shoot(page, "model-popup-profile")
+    page.keyboard.press("Escape")
+    page.click("#tab-models a.model[data-alias=judge]")
+    page.wait_for_selector("#model-dialog[open] #md-types")
+    assert page.is_checked("#md-qt-noul") and not page.is_checked("#md-qt-score")
+    assert page.evaluate(UNNAMED, "#model-dialog") == []
+    shoot(page, "model-popup-decision")
+    bench.set_model("judge-1", decisions={"probe_score": {"score": 0.2}})
+    page.focus("#md-qt-choice")
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.id") == "md-qt-score"  # reachable by keyboard
+    page.keyboard.press("Space")
+    page.click("#model-dialog button:has-text('Save')")
+    page.wait_for_selector("#model-dialog .done:has-text('Done:')")
+    assert fileio.read_json(paths.file("config", "decision-models.json"))["judge"]["question_types"] == ["noul", "score"]
+
+
+def test_switch_theme_without_reload_st1(page, dash):
+    page.goto(dash + "/?theme=rainforest")  # a preview: the radio still marks the saved theme
+    assert page.get_attribute("html", "data-theme") == "rainforest"
     tab(page, "settings")
+    assert page.is_checked("#theme-hardwood") and not page.is_checked("#theme-rainforest")
     page.check("#theme-dark")
     page.wait_for_selector("text=Saved: Rainforest Dark is the theme from now on.")
     assert page.get_attribute("html", "data-theme") == "dark"
     assert fileio.read_json(paths.file("config", "ui.json")) == {"theme": "dark"}
+    assert page.url == dash + "/"  # the ?theme preview left the address once a theme was saved
     shoot(page, "settings-dark")
     page.select_option("#sch-mode", "run")
     page.uncheck("#scheduler-card input[aria-label='Run perf']")
@@ -312,6 +364,10 @@ def test_first_run_banner_shell3(browser, bench):
         tab_page.click("#first-go")
         tab_page.wait_for_selector("#collection-dialog[open] #cd-name")
         assert tab_page.get_attribute("#t-collections", "aria-selected") == "true"
+        paths.file("config", "extra-openai-models.yaml").write_text("", encoding="utf-8")  # endpoints, no models
+        tab_page.goto(f"http://127.0.0.1:{srv.server_address[1]}/")
+        assert tab_page.get_attribute("#first-run", "data-step") == "onboard"
+        assert tab_page.text_content("#first-title") == "Onboard your first model"
         paths.file("config", "endpoints.json").unlink()
         tab_page.goto(f"http://127.0.0.1:{srv.server_address[1]}/")
         assert tab_page.get_attribute("#first-run", "data-step") == "endpoint"

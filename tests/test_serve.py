@@ -2,6 +2,7 @@
 security.md §3-8, §12-14). Each test starts `serve.serve()` on 127.0.0.1 port 0 over a bench whose models
 answer from the local upstream (tests/conftest.py)."""
 
+import datetime
 import http.client
 import json
 import os
@@ -317,6 +318,26 @@ def test_gateway_keys_made_scoped_and_revoked_st5_st6(dash, monkeypatch):
                       ("gateway key", "estate", None)]
 
 
+def test_scoped_and_paced_keys_and_the_preflight_on_the_dashboard_port_test14(dash, monkeypatch):
+    monkeypatch.setenv("BENCHWARMERS_REQUIRE_KEYS", "1")
+    made = call(dash, "POST", "/api/gateway-key", {"name": "seer-app", "collections": ["vision"], "rpm": "1"})[2]
+    bearer = {"Authorization": f"Bearer {made['key']}"}
+    status, _, body = call(dash, "POST", "/v1/chat/completions",
+                           {"model": "bench/core", "messages": [{"role": "user", "content": "hi"}]}, bearer)
+    assert status == 403 and "bench/vision" in json.dumps(body) and "bench/core" in json.dumps(body)
+    paced = {"model": "bench/vision", "messages": [{"role": "user", "content": "hi"}]}
+    assert call(dash, "POST", "/v1/chat/completions", paced, bearer)[0] == 200
+    status, resp, _ = call(dash, "POST", "/v1/chat/completions", paced, bearer)
+    assert status == 429 and int(resp.getheader("Retry-After")) >= 1
+    monkeypatch.setenv("BENCH_ALLOWED_ORIGINS", "http://app.example:5173")
+    status, resp, _ = call(dash, "OPTIONS", "/v1/chat/completions", headers={
+        "Origin": "http://app.example:5173", "Access-Control-Request-Method": "POST"})
+    assert status == 204 and resp.getheader("Access-Control-Allow-Origin") == "http://app.example:5173"
+    assert resp.getheader("Vary") == "Origin" and "POST" in resp.getheader("Access-Control-Allow-Methods")
+    status, resp, _ = call(dash, "OPTIONS", "/api/stamp", headers={"Origin": "http://app.example:5173"})
+    assert status == 501 and resp.getheader("Access-Control-Allow-Origin") is None  # the dashboard's own routes: no CORS
+
+
 # -- the gateway card, the verdict dialog (GW-1..6, RT-25) ------------------------------------------------------------
 
 def ask(port, collection="core", key=None):
@@ -409,6 +430,17 @@ def test_model_change_refusals_change_nothing_test1(dash):
     assert change_lines() == []
 
 
+def test_a_name_in_retired_json_is_never_reused_test1(dash):
+    assert call(dash, "POST", "/api/remove", {"alias": "gamma"})[0] == 200
+    before = paths.file("config", "extra-openai-models.yaml").read_text(encoding="utf-8")
+    lines = len(change_lines())
+    status, _, answer = call(dash, "POST", "/api/model", {"alias": "alpha", "new_alias": "gamma"})
+    assert status == 400 and answer["changed"] == [] and answer["errors"] == [
+        "'gamma' was removed from the bench; a retired name is never reused, because the run notes still say it"]
+    assert paths.file("config", "extra-openai-models.yaml").read_text(encoding="utf-8") == before
+    assert len(change_lines()) == lines
+
+
 def test_model_role_ad_hoc_and_rename_test1(dash):
     status, _, answer = call(dash, "POST", "/api/model",
                              {"alias": "alpha", "new_role": "code", "new_ad_hoc": True, "new_alias": "alpha-2"})
@@ -448,6 +480,34 @@ def test_retire_and_restore_keep_collections_test2_test3(dash):
     assert found["core"]["members"] == ["beta", "alpha"] and found["merged"]["merger"] == "alpha"
     assert "alpha" not in fileio.read_json(paths.file("config", "retired.json"))
     assert change_lines()[-1]["field"] == "restored" and change_lines()[-1]["new"] == "alpha"
+
+
+def test_restore_edge_cases_and_a_lone_member_test2_test3(dash):
+    demo.set_collection("solo", ["gamma"])
+    demo.set_collection("doomed", ["gamma", "beta"])
+    assert call(dash, "POST", "/api/remove", {"alias": "gamma"})[0] == 200
+    found = fileio.read_json(paths.file("config", "collections.json"))
+    assert found["solo"]["members"] == [] and found["doomed"]["members"] == ["beta"]  # TEST-2: a lone member leaves []
+    assert fileio.read_json(paths.file("config", "retired.json"))["gamma"]["collections"] == {
+        "doomed": ["members"], "solo": ["members"]}
+    fileio.update(paths.file("config", "collections.json"), lambda d: d.pop("doomed"))  # deleted since: ignored
+    fileio.update(paths.file("config", "collections.json"),
+                  lambda d: d["solo"].__setitem__("members", ["alpha", "beta", "seer", "merger", "tiny"]))
+    lines = len(change_lines())
+    status, _, answer = call(dash, "POST", "/api/restore", {"alias": "gamma"})
+    assert status == 200 and "config/collections.json" not in answer["changed"]
+    found = fileio.read_json(paths.file("config", "collections.json"))
+    assert "doomed" not in found  # a deleted collection is not brought back
+    assert found["solo"]["members"] == ["alpha", "beta", "seer", "merger", "tiny"]  # full (max_calls 5): left as is
+    assert [c["field"] for c in change_lines()[lines:]] == ["restored"]
+    # a model in no collection, retired with no reason: collections.json is neither touched nor reported
+    shown = paths.file("config", "collections.json").read_text(encoding="utf-8")
+    status, _, answer = call(dash, "POST", "/api/remove", {"alias": "blank"})
+    assert status == 200 and "config/collections.json" not in answer["changed"]
+    assert fileio.read_json(paths.file("config", "retired.json"))["blank"]["why"] == "retired by hand"
+    status, _, answer = call(dash, "POST", "/api/restore", {"alias": "blank"})
+    assert status == 200 and "config/collections.json" not in answer["changed"]
+    assert paths.file("config", "collections.json").read_text(encoding="utf-8") == shown
 
 
 def test_retry_answers_or_says_why_mp18(dash):
@@ -569,6 +629,25 @@ def test_status_vocabulary_and_glance_rows_gl1_gl2_gl3(dash):
     assert glance["seer"]["new"] is True and glance["alpha"]["new"] is False  # IMP-6: a quick onboarding counts
     assert glance["beta"]["css"] == "warn" and glance["slow"]["css"] == "err" and glance["alpha"]["css"] == "ok"
     assert glance["alpha"]["price"] == "free"  # a `local` connection
+
+
+def test_glance_cells_context_source_decision_rows_and_suite_tasks_gl1_gl4(dash, monkeypatch):
+    from metrics import history
+    today = datetime.date.today()
+    fileio.write_atomic(paths.file("config", "decision-models.json"), json.dumps({
+        "judge": {"served": "judge-1", "endpoint": "demo", "via": "hubby", "path": "decisions",
+                  "question_types": ["noul", "score"], "onboarded": today.isoformat()},
+        "elder": {"served": "elder-1", "endpoint": "demo", "via": "demo", "question_types": ["choice"],
+                  "onboarded": (today - datetime.timedelta(days=30)).isoformat()}}))
+    fileio.write_atomic(paths.file("config", "model-overrides.json"), json.dumps({"alpha": {"context_window": 64000}}))
+    monkeypatch.setattr(history, "suite_recall", lambda folder: {"beta": (3, 4, 2)})
+    glance = {r["alias"]: r for r in bench_of(dash)["glance"]}
+    assert glance["alpha"]["context"] == 64000 and glance["alpha"]["context_source"] == "you"
+    assert glance["beta"]["context_source"] != "you"
+    assert glance["judge"]["connection"] == "hubby" and glance["elder"]["connection"] == "demo"  # GL-4: their via
+    assert glance["judge"]["question_types"] == ["noul", "score"]
+    assert glance["judge"]["new"] is True and glance["elder"]["new"] is False  # GL-1: `onboarded` within 7 days
+    assert (glance["beta"]["suite"], glance["beta"]["suite_tasks"]) == ("3/4", 2)
 
 
 def test_page_data_escapes_script_ends_shell9(dash):
@@ -727,6 +806,20 @@ def test_a_fresh_install_answers_every_read_test13(home):
             assert call(port, "GET", path)[2]["ok"] is True, path
         assert call(port, "POST", "/api/collection", {"name": "core", "members": ["x"]})[2]["errors"] == [
             "not chat models on the bench: x"]
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
+def test_first_run_step_onboard_when_endpoints_but_no_models_shell3(bench):
+    paths.file("config", "extra-openai-models.yaml").write_text("", encoding="utf-8")
+    srv = serve.serve("127.0.0.1", 0)
+    port = srv.server_address[1]
+    try:
+        assert bench_of(port)["first_run"] == "onboard"
+        fileio.write_atomic(paths.file("config", "decision-models.json"), json.dumps(
+            {"judge": {"served": "judge-1", "endpoint": "demo", "via": "demo", "question_types": ["noul"]}}))
+        assert bench_of(port)["first_run"] == "collection"  # a decision model is a model on the bench too
     finally:
         srv.shutdown()
         srv.server_close()

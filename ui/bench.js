@@ -268,17 +268,18 @@
       var rate = r.judged ? r.useful / r.judged : -1;
       var helped = r.judged ? [h("span", {cls: "meter" + (rate < 0.5 ? " low" : "")},
         h("span", {style: "width:" + Math.max(4, Math.round(rate * 100)) + "%"})), r.useful + "/" + r.judged] : "not judged";
-      var context = r.context ? thousands(Math.floor(r.context / 1000)) + "k" : h("span", {cls: "muted", title: "unknown: fill it in the model popup", text: r.decision ? "—" : "?"});
+      var context = r.context ? h("span", {title: r.context_source || null, text: thousands(Math.floor(r.context / 1000)) + "k" + (r.context_source === "you" ? "*" : "")})
+        : r.decision ? "—" : h("span", {cls: "muted", title: "unknown: fill it in the model popup", text: "?"});
       var tr = h("tr", {cls: r.retired ? "retired" : "", "data-connection": r.connection, "data-status": r.status.replace(/ in \d+d$/, ""),
         "data-role": r.role, "data-price": r.price},
         td(nameCell(r)),
         td([chip(r.status, r.css, r.why), r.new ? chip("new", "new", "onboarded this week") : null, stoppedChip(r.alias)], {"data-sort": {err: 0, warn: 1, "": 2, ok: 3}[r.css]}),
-        td(r.decision ? "decision" : r.role),
+        td(r.decision ? "decision" + (r.question_types && r.question_types.length ? " · " + r.question_types.join(", ") : "") : r.role),
         td(context, {cls: "num", "data-sort": r.context || -1}),
         td(r.can.length ? r.can.map(function (c) { return chip(c); }) : "—"),
         td(r.offloads, {cls: "num"}),
         td(helped, {"data-sort": rate, cls: "nowrap"}),
-        td(r.suite || "—", {"data-sort": r.suite ? eval0(r.suite) : -1}),
+        td(r.suite || "—", {"data-sort": r.suite ? eval0(r.suite) : -1, title: r.suite ? r.suite_tasks + " task" + (r.suite_tasks === 1 ? "" : "s") : null}),
         td(r.reply === null ? "—" : r.reply.toFixed(1) + "s", {cls: "num", "data-sort": r.reply === null ? 99999 : r.reply}),
         td(r.last || "never", {"data-sort": r.last || "0"}));
       return tr;
@@ -318,7 +319,7 @@
   function drawModels() {
     var sec = $("#tab-models"), groups = {};
     B.glance.filter(function (r) { return !r.retired; }).forEach(function (r) {
-      var c = r.decision ? "decision" : (r.connection || r.endpoint || "?");
+      var c = r.connection || r.endpoint || "?";
       (groups[c] = groups[c] || []).push(r);
     });
     add(sec, h("div", {cls: "card"}, h("h2", {text: "Models"}),
@@ -326,9 +327,9 @@
     Object.keys(groups).sort().forEach(function (c) {
       var rows = groups[c].sort(function (a, b) { return a.alias < b.alias ? -1 : 1; }).map(function (r) {
         var lim = function (k) { return r.limits && r.limits[k] ? thousands(r.limits[k]) : "—"; };
-        return h("tr", {}, td([h("a", {cls: "model", href: "#", "data-alias": r.alias, text: r.alias}), r.decision ? chip("decision") : null]),
+        return h("tr", {}, td([h("a", {cls: "model", href: "#", "data-alias": r.alias, text: r.alias}), r.decision ? [" ", chip("decision")] : null]),
           td(r.endpoint ? chip(r.endpoint, "via", "reached through the " + r.endpoint + " endpoint") : "?"),
-          td(r.context ? thousands(Math.floor(r.context / 1000)) + "k" : "?", {cls: "num", "data-sort": r.context || -1}),
+          td(r.context ? thousands(Math.floor(r.context / 1000)) + "k" : r.decision ? "—" : "?", {cls: "num", "data-sort": r.context || -1}),
           td(r.max_output ? thousands(r.max_output) : "—", {cls: "num"}),
           td(r.input && r.input.length ? r.input.join(", ") : "—"),
           td(lim("rpm"), {cls: "num"}), td(lim("rpd"), {cls: "num"}), td(lim("tpm"), {cls: "num"}), td(lim("tpd"), {cls: "num"}));
@@ -371,6 +372,7 @@
     var roleText = h("p", {cls: "muted", text: B.roles[m.role] || ""});
     roleSel.addEventListener("change", function () { roleText.textContent = B.roles[roleSel.value] || ""; });
     var adhoc = h("input", {type: "checkbox", id: "md-adhoc", checked: !!m.ad_hoc});
+    var types = decision ? questionTypeBoxes(m.question_types || []) : null;
     var save = h("button", {type: "button", cls: "btn", text: "Save"});
     save.addEventListener("click", function () {
       var newAlias = aliasBox.value.trim();
@@ -378,7 +380,9 @@
       go.then(function (yes) {
         if (!yes) return;
         save.disabled = true;
-        post("/api/model", {alias: alias, new_alias: newAlias, new_role: roleSel.value, new_ad_hoc: adhoc.checked}).then(function (r) {
+        var body = {alias: alias, new_alias: newAlias, new_role: roleSel.value, new_ad_hoc: adhoc.checked};
+        if (types) body.new_question_types = types.boxes.filter(function (b) { return b.checked; }).map(function (b) { return b.value; });
+        post("/api/model", body).then(function (r) {
           if (r.ok) { said.textContent = ""; done.textContent = "Done: " + r.changed.join(", ") + (r.sync ? " · " + r.sync : "") + ". Closing…"; setTimeout(function () { d.close(); location.reload(); }, 2000); }
           else { said.textContent = errorsText(r.errors); save.disabled = false; }
         });
@@ -409,6 +413,7 @@
       h("div", {cls: "field"}, h("label", {"for": "md-alias", text: "Alias"}), aliasBox,
         h("span", {cls: "muted", text: decision ? "Letters, digits, dot, dash, underscore; unused, never a retired name. The decision client calls it by this name." : "Letters, digits, dot, dash, underscore; unused, never a retired name."}), warn),
       h("div", {cls: "field"}, h("label", {"for": "md-role", text: "Role"}), roleSel, roleText),
+      types ? types.set : null,
       profile(alias, f),
       decision ? null : factsSection(alias, f, said, done), decision ? null : optionsSection(alias, f, said, done),
       h("div", {cls: "field"}, h("label", {}, adhoc, " Ad hoc only"), h("span", {cls: "muted", text: "An ad hoc model is never chosen automatically (explorer, merger); it sits only where a collection names it."})),
@@ -424,8 +429,15 @@
       .filter(function (c) { return f[c[0]] === true; }).map(function (c) { return c[1]; });
     var parts = [f.context_window ? "context " + thousands(f.context_window) + " tokens" : "context unknown",
       f.max_output ? "output up to " + thousands(f.max_output) : null, can.length ? "can: " + can.join(", ") : "can: nothing known",
-      f.knowledge_cutoff ? "knows up to " + f.knowledge_cutoff : null, row.price ? "price: " + row.price : null];
-    return h("p", {cls: "muted", id: "md-profile", text: parts.filter(Boolean).join(" · ")});
+      f.knowledge_cutoff ? "knows up to " + f.knowledge_cutoff : null,
+      f.release_date || f.released ? "released " + (f.release_date || f.released) : null,
+      f.open_weights === true ? "open weights" : f.open_weights === false ? "closed weights" : null,
+      listPrice(f.cost) ? "list price " + listPrice(f.cost) : row.price ? "price: " + row.price : null];
+    var src = f.sources || {}, mods = f.modalities && typeof f.modalities === "object" ? f.modalities : {};
+    var chips = [modalityChips("Input", f.input_modalities || mods.input, src.input_modalities || src.modalities),
+      modalityChips("Output", f.output_modalities || mods.output, src.output_modalities || src.modalities)].filter(Boolean);
+    return h("div", {id: "md-profile"}, chips.length ? h("p", {cls: "chips", id: "md-modalities"}, chips) : null,
+      h("p", {cls: "muted", text: parts.filter(Boolean).join(" · ")}));
   }
   /* MP-20: the user's own facts fill the boxes; the sources' values are placeholders. */
   function factsSection(alias, f, said, done) {
@@ -475,6 +487,32 @@
     });
     return h("details", {}, h("summary", {text: "Call options"}), h("div", {cls: "field"}, h("label", {"for": "mo-max", text: "Max tokens per answer"}), box,
       f.max_output ? h("span", {cls: "muted", text: "At most its max output, " + thousands(f.max_output) + "."}) : null), save);
+  }
+
+  /* MP-3: a decision model's question types, one labelled checkbox each (MP-7 proves a type being added live). */
+  var QUESTION_TYPES = [["noul", "yes/no: a probability of yes"], ["choice", "one option from a set"], ["score", "a level on an ordered scale"]];
+  function questionTypeBoxes(now) {
+    var boxes = QUESTION_TYPES.map(function (q) {
+      return h("input", {type: "checkbox", id: "md-qt-" + q[0], value: q[0], checked: now.indexOf(q[0]) >= 0, "data-question-type": ""});
+    });
+    var set = h("fieldset", {cls: "field", id: "md-types"}, h("legend", {text: "Question types"}),
+      QUESTION_TYPES.map(function (q, i) { return h("label", {"for": "md-qt-" + q[0]}, boxes[i], " " + q[0] + " ", h("span", {cls: "muted", text: "(" + q[1] + ")"})); }),
+      h("span", {cls: "muted", text: "A type you add is proven first by one live test question; removing one needs no call."}));
+    return {set: set, boxes: boxes};
+  }
+  /* MP-3's profile line: modality chips and list price, each only when the catalog record states it. */
+  function modalityChips(label, mods, source) {
+    if (!Array.isArray(mods) || !mods.length) return null;
+    return h("span", {cls: "mods"}, label + ": ", mods.map(function (x) { return chip(String(x), "", source ? label + " from " + source : null); }),
+      source ? h("span", {cls: "muted", text: " (" + source + ")"}) : null, " ");
+  }
+  function listPrice(cost) {
+    if (!cost || typeof cost !== "object") return null;
+    var i = cost.input, o = cost.output;
+    if (typeof i !== "number" || typeof o !== "number") return null;
+    if (i === 0 && o === 0) return "free";
+    var money = function (n) { var t = String(+n.toFixed(4)), dp = (t.split(".")[1] || "").length; return "$" + (dp === 1 ? n.toFixed(2) : t); };
+    return money(i) + " in / " + money(o) + " out per 1M tokens (a free tier may still apply)";
   }
 
   /* -- Collections (CO-1..11) ------------------------------------------------------------------ */
@@ -752,7 +790,7 @@
     loadSettings().then(function (r) {
       var themeSaid = h("p", {role: "status", cls: "done"});
       var cards = r.themes.map(function (t) {
-        var radio = h("input", {type: "radio", name: "theme", value: t.name, id: "theme-" + t.name, checked: t.name === B.theme});
+        var radio = h("input", {type: "radio", name: "theme", value: t.name, id: "theme-" + t.name, checked: t.name === (r.theme || B.theme)});
         radio.addEventListener("change", function () {
           document.documentElement.setAttribute("data-theme", t.name);
           post("/api/theme", {theme: t.name}).then(function (res) {
