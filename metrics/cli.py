@@ -329,8 +329,8 @@ def cmd_collections(args):
     if args.names:
         return print("\n".join(row["name"] for row in rows))
     if not rows:
-        return note("no collections yet: make one on the dashboard's Collections page, or in the data folder's "
-                    "config/collections.json")
+        return note("no collections yet: make one with `bench collection save NAME --members a,b` (or on the "
+                    "dashboard's Collections page)")
     print(table(rows, ["name", "members", "explorers", "reply", "description"]))
 
 
@@ -416,7 +416,8 @@ def cmd_models(args):
         return dump({**reply, "models": rows})
     if not rows:
         return note("no models")
-    print(table(rows, ["alias", "role", "status", "connection", "endpoint", "served", *(["retired"] if args.all else [])]))
+    columns = ["alias", "role", "status", "connection", "endpoint", "served"]
+    print(table(rows, columns + ["retired"] if args.all else columns))
 
 
 def model_write(args, path, body, action):
@@ -440,7 +441,8 @@ def cmd_model_max_tokens(args):
 
 
 def cmd_model_retire(args):
-    confirm(args, f"retire {args.alias} (it leaves every collection; `bench model restore {args.alias}` brings it back)")
+    confirm(args, f"retire {args.alias} (it leaves every collection; "
+                  f"`bench model restore {args.alias}` brings it back)")
     model_write(args, "/api/remove", {"reason": args.reason or ""}, "retire")
 
 
