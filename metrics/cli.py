@@ -8,11 +8,20 @@ Results go to stdout and everything else (notes, progress, the seat table, error
 `bench ask core "..." > answer.md` keeps only the answer. Exit codes: 0 done, 1 refused or failed,
 2 bad usage, 3 no server reachable, 130 Ctrl-C.
 
-The commands here are those the gateway's own routes answer (§9.2 `ask`, `verdict`, `collections`, and
-`record` and `pending` for `GET /bench/record` and `POST /bench/pending`, which §9.2 does not list but a
-script judging panels needs). The commands that read the dashboard's `/api/...` routes (status, models,
-model, candidates, onboard, dismiss, collection, endpoints, endpoint, keys, key, settings) join the parser
-with the dashboard: until then a command that could only fail is not offered.
+Commands: those the gateway's own routes answer (§9.2 `ask`, `verdict`, `collections`, and `record` and
+`pending` for `GET /bench/record` and `POST /bench/pending`, which §9.2 does not list but a script judging
+panels needs), and those that manage the bench through the dashboard's `/api/...` routes (`status`,
+`models`, `model`, `collection`, `keys`, `key`, `settings`). `endpoints`, `endpoint`, `candidates`,
+`onboard` and `dismiss` join the parser with the dashboard's Endpoints and onboarding routes: until then
+a command that could only fail is not offered.
+
+Decisions where §9 is silent:
+- A dashboard refusal with `--json`: the refusal is printed whole on stdout and the command still fails
+  (exit 1, its errors on stderr), so a script reads the server's own reply either way.
+- Empty tables (`no models`, `no gateway keys`) say so on stderr: stdout holds only rows.
+- `keys` shows a key's hint as `bwk_…<hint>` and an unscoped key's collections as `all`, as the dashboard does.
+- `settings scheduler` with no mode and no job named shows the mode and the jobs, and writes nothing.
+- A dashboard route is never retried on the gateway's own port (remote.py's fallback): it has none.
 
 Why argparse and not click (llm's choice): the core is standard library only, and argparse's
 subparsers give the same shape, one front door with one subcommand per action and each command's
@@ -20,6 +29,7 @@ help on its own parser.
 """
 
 import argparse
+import dataclasses
 import json
 import re
 import sys
@@ -84,18 +94,28 @@ def collection_model(name):
 
 # -- talking to the server ---------------------------------------------------------------------------------
 
+def older(base, path):
+    """CLI-2, CLI-3: the server predates the route this command needs."""
+    return (f"the server at {base} has no {path.split('?', 1)[0]}: it is older than this bench ({__version__}). "
+            "Upgrade it, or use its dashboard for this.")
+
+
 def problem_message(exc):
-    """CLI-3, CLI-4: what a server's refusal or absence means, and the exit code it earns."""
+    """CLI-2, CLI-3, CLI-4: what a server's refusal or absence means, and the exit code it earns."""
     if isinstance(exc, remote.Unreachable):
         where = exc.base + (f" (nor at {exc.also})" if exc.also else "")
-        return (f"Benchwarmers is not running at {where} ({exc.reason}). Start it with `bench gateway` (or its "
+        return (f"Benchwarmers is not running at {where} ({exc.reason}). Start it with `bench serve` (or its "
                 "service), or set BENCHWARMERS_URL."), 3
     if isinstance(exc, remote.NoAnswer):
         return f"no answer from {exc.base} in {exc.seconds:g} s; set BENCHWARMERS_TIMEOUT for longer panels", 1
     if isinstance(exc, remote.NotJSON):
+        if exc.html and exc.path.startswith("/api/"):  # an older dashboard answers an unknown GET with its page
+            return older(exc.base, exc.path), 1
         return (f"{exc.base}{exc.path} did not answer JSON; is BENCHWARMERS_URL a Benchwarmers server?"), 1
     payload = exc.payload if isinstance(exc.payload, dict) else {}
     errors = payload.get("errors")
+    if exc.status == 404 and errors == ["unknown endpoint"]:
+        return older(exc.base, exc.path), 1
     if isinstance(errors, list) and errors:
         message = "; ".join(str(e) for e in errors)
     else:
@@ -107,9 +127,23 @@ def problem_message(exc):
 
 
 def request(args, method, path, body=None):
-    """The reply's JSON, or Failed with the CLI's wording."""
+    """The reply's JSON, or Failed with the CLI's wording.
+
+    A dashboard route is asked of the URL given (or the dashboard's port) only: the gateway's own port has
+    no dashboard routes, so falling back to it would turn "not running" into a confusing refusal. A dashboard
+    refusal (`{"ok": false, "errors": [...]}`, any status but 401) is returned as the reply (CLI-3);
+    `dashboard()` turns it into the command's failure."""
+    gateway = path.startswith(remote.GATEWAY_PREFIXES)
+    server = args.server if gateway else dataclasses.replace(args.server, fallback="")
     try:
-        return remote.call(args.server, method, path, body)
+        return remote.call(server, method, path, body)
+    except remote.Refused as exc:
+        payload = exc.payload
+        refusal = (not gateway and exc.status != 401 and isinstance(payload, dict) and payload.get("ok") is False
+                   and isinstance(payload.get("errors"), list) and payload["errors"] != ["unknown endpoint"])
+        if refusal:
+            return payload
+        raise Failed(*problem_message(exc)) from None
     except remote.Problem as exc:
         raise Failed(*problem_message(exc)) from None
 
@@ -295,9 +329,240 @@ def cmd_collections(args):
     if args.names:
         return print("\n".join(row["name"] for row in rows))
     if not rows:
-        return note("no collections yet: make one on the dashboard's Collections page, or in the data folder's "
-                    "config/collections.json")
+        return note("no collections yet: make one with `bench collection save NAME --members a,b` (or on the "
+                    "dashboard's Collections page)")
     print(table(rows, ["name", "members", "explorers", "reply", "description"]))
+
+
+# -- managing the bench: the dashboard's routes (§9.2) ---------------------------------------------------------
+
+def dashboard(args, method, path, body=None):
+    """A dashboard route's reply when it is `ok`. A refusal fails with its errors joined (CLI-3); with `--json`
+    the refusal is printed whole first, so a script reads the server's own reply either way (our decision)."""
+    reply = request(args, method, path, body)
+    if isinstance(reply, dict) and reply.get("ok") is False:
+        if args.json:
+            dump(reply)
+        raise Failed("; ".join(str(e) for e in reply.get("errors") or []) or "refused")
+    return reply
+
+
+def done(args, reply, default):
+    """CLI-7: an action's reply whole with `--json`; else its note (or `default`) on stdout, and on stderr each
+    warning and the registry-sync report (MP-9: whether the llm CLI has the change too) as `note: ...`."""
+    if args.json:
+        return dump(reply)
+    print(reply.get("note") or default)
+    for warning in [*(reply.get("warnings") or []), reply.get("sync")]:
+        if warning:
+            note(f"note: {warning}")
+
+
+def confirm(args, what):
+    """CLI-5: `--yes` proceeds; without a terminal on stdin it is a usage error; else `<what>? [y/N]` on
+    stderr, and only `y` or `yes` goes on. Called before anything is sent."""
+    if args.yes:
+        return
+    if not sys.stdin.isatty():
+        raise Failed(f"{what}: add --yes to do this without a terminal to ask in", 2)
+    sys.stderr.write(f"{what}? [y/N] ")
+    sys.stderr.flush()
+    if sys.stdin.readline().strip().lower() not in ("y", "yes"):
+        raise Failed("left as it was")
+
+
+def csv(text):
+    """§9.2: comma-split, trimmed, empties dropped."""
+    return [part.strip() for part in (text or "").split(",") if part.strip()]
+
+
+def bare(name):
+    """CLI-9: a collection's name as the dashboard keeps it, without `bench/`."""
+    return name.strip().removeprefix(PREFIX)
+
+
+def cmd_status(args):
+    """§9.2 status: the server, its bench and who may use it."""
+    reply = dashboard(args, "GET", "/api/status")
+    if args.json:
+        return dump(reply)
+    count = reply.get("endpoints") or 0
+    endpoints = (f"{count} (default {reply.get('default_endpoint')})" if count else
+                 "none yet: add one where the server runs with `bench init --endpoint NAME BASE_URL --key`")
+    auth = "admin token set" if reply.get("auth") else "none (this machine only)"
+    rows = [("gateway", reply.get("gateway")), ("data", reply.get("data")),
+            ("models", f"{reply.get('models', 0)} chat, {reply.get('decision_models', 0)} decision, "
+                       f"{reply.get('retired', 0)} retired"),
+            ("collections", reply.get("collections", 0)), ("endpoints", endpoints),
+            ("client", f"{reply.get('client')}    scheduler {reply.get('scheduler')}"),
+            ("auth", auth + (", gateway keys required" if reply.get("keys_required") else ""))]
+    onboarding = reply.get("onboarding") or {}
+    if onboarding.get("items"):
+        state = "running" if onboarding.get("running") else "finished"
+        rows.append(("onboarding", f"{state}, {onboarding['items']} in the queue"))
+    print(f"Benchwarmers {reply.get('version')} at {args.server.base}")
+    print("\n".join(f"  {label:<13}{value}" for label, value in rows))
+
+
+def cmd_models(args):
+    """§9.2 models: the bench's models, filtered here (the route has no query)."""
+    reply = dashboard(args, "GET", "/api/models")
+    find = (args.find or "").lower()
+    rows = [row for row in reply.get("models") or [] if isinstance(row, dict)
+            and (args.all or not row.get("retired"))
+            and find in f"{row.get('alias', '')} {row.get('served', '')}".lower()
+            and (args.role is None or row.get("role") == args.role)]
+    if args.json:
+        return dump({**reply, "models": rows})
+    if not rows:
+        return note("no models")
+    columns = ["alias", "role", "status", "connection", "endpoint", "served"]
+    print(table(rows, columns + ["retired"] if args.all else columns))
+
+
+def model_write(args, path, body, action):
+    done(args, dashboard(args, "POST", path, {"alias": args.alias, **body}), f"{action}: {args.alias} done")
+
+
+def cmd_model_rename(args):
+    model_write(args, "/api/model", {"new_alias": args.new}, "rename")
+
+
+def cmd_model_role(args):
+    model_write(args, "/api/model", {"new_role": args.role}, "role")
+
+
+def cmd_model_ad_hoc(args):
+    model_write(args, "/api/model", {"new_ad_hoc": args.state == "on"}, "ad-hoc")
+
+
+def cmd_model_max_tokens(args):
+    model_write(args, "/api/model-options", {"max_tokens": args.tokens}, "max-tokens")
+
+
+def cmd_model_retire(args):
+    confirm(args, f"retire {args.alias} (it leaves every collection; "
+                  f"`bench model restore {args.alias}` brings it back)")
+    model_write(args, "/api/remove", {"reason": args.reason or ""}, "retire")
+
+
+def cmd_model_restore(args):
+    model_write(args, "/api/restore", {}, "restore")
+
+
+def cmd_model_retry(args):
+    """MP-18: one fresh call; what it did (`<alias> answered in 1.2s`, the alerts it cleared) is the line."""
+    reply = dashboard(args, "POST", "/api/retry", {"alias": args.alias})
+    done(args, reply, "; ".join(str(c) for c in reply.get("changed") or []) or f"retry: {args.alias} done")
+
+
+def tokens(text):
+    """`model max-tokens A N|none`: a whole number, or `none` (or empty) for the endpoint's own (§13.16: exit 2)."""
+    if text.strip().lower() in ("", "none"):
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of tokens; give one, or none") from None
+
+
+def collection_of(args, name):
+    """`(the collection's entry or None, every name)` from GET /api/collections."""
+    rows = [row for row in dashboard(args, "GET", "/api/collections").get("collections") or [] if isinstance(row, dict)]
+    return next((row for row in rows if row.get("name") == name), None), [str(row.get("name")) for row in rows]
+
+
+def cmd_collection_show(args):
+    """§9.2 collection show: the dashboard's whole entry, as JSON with or without `--json`."""
+    name = bare(args.name)
+    entry, names = collection_of(args, name)
+    if entry is None:
+        raise Failed(f"no collection '{name}'; have: {', '.join(names) or 'none'}")
+    dump(entry)
+
+
+def cmd_collection_rm(args):
+    name = bare(args.name)
+    confirm(args, f"remove bench/{name} (callers asking for it will get an error)")
+    done(args, dashboard(args, "POST", "/api/collection/remove", {"name": name}), f"removed bench/{name}")
+
+
+def cmd_collection_save(args):
+    """§9.2 collection save: what is given replaces, the rest keeps the collection's values (a new one: no
+    members, reply `all`); `--remove` takes members out, then each `--add` not already a member joins."""
+    name = bare(args.name)
+    current = collection_of(args, name)[0] or {}
+    members = csv(args.members) if args.members is not None else [str(m) for m in current.get("members") or []]
+    removed = set(csv(args.remove))
+    members = [m for m in members if m not in removed] + [m for m in dict.fromkeys(csv(args.add)) if m not in members]
+    body = {"name": name, "members": members,
+            "shape": (current.get("shape") or "") if args.shape is None else args.shape,
+            "description": (current.get("description") or "") if args.description is None else args.description,
+            "tags": list(current.get("tags") or []) if args.tags is None else csv(args.tags),
+            "reply": args.reply or current.get("reply") or "all",
+            "merger": (current.get("merger") or "") if args.merger is None else args.merger}
+    done(args, dashboard(args, "POST", "/api/collection", body), f"saved collection {name}: {', '.join(members)}")
+
+
+def cmd_keys(args):
+    """§9.2 keys: whether keys are asked, then each key's name, hint and limits; never a key or its hash."""
+    reply = dashboard(args, "GET", "/api/gateway-keys")
+    if args.json:
+        return dump(reply)
+    print("gateway keys are " + ("required" if reply.get("required") else "not required on this machine"))
+    rows = [{**row, "hint": f"bwk_…{row.get('hint', '')}", "collections": row.get("collections") or "all"}
+            for row in reply.get("keys") or [] if isinstance(row, dict)]
+    if not rows:
+        return note("no gateway keys: make one with `bench key create NAME`")
+    print(table(rows, ["name", "hint", "collections", "rpm", "created", "last_used"]))
+
+
+def cmd_key_create(args):
+    """§9.2 key create: the key alone on stdout (so `$(bench key create x)` holds it), the warning on stderr."""
+    body = {"name": args.name, "collections": [bare(c) for c in csv(args.collections)], "rpm": args.rpm}
+    reply = dashboard(args, "POST", "/api/gateway-key", body)
+    if args.json:
+        dump(reply)
+    else:
+        print(reply.get("key"))
+    note(f"note: the key {reply.get('name')} is shown this once (the server keeps only its hash); callers send it "
+         "as `Authorization: Bearer <key>`, and `bench` reads it from BENCHWARMERS_KEY")
+
+
+def cmd_key_revoke(args):
+    confirm(args, f"revoke the gateway key {args.name} (callers using it are refused at once)")
+    done(args, dashboard(args, "POST", "/api/gateway-key/remove", {"name": args.name}), f"revoked {args.name}")
+
+
+def cmd_settings_gateway(args):
+    body = {"max_calls": args.max_calls, "max_explorers": args.max_explorers}
+    done(args, dashboard(args, "POST", "/api/gateway-settings", body),
+         f"gateway settings: at most {args.max_calls} calls a request, {args.max_explorers} explorers")
+
+
+def cmd_settings_client(args):
+    done(args, dashboard(args, "POST", "/api/client", {"client": args.client}),
+         f"client: {args.client} from the next model call")
+
+
+def cmd_settings_scheduler(args):
+    """§9.2 settings scheduler: the jobs start from the server's whole map. With no mode and no job named,
+    the current state is shown and nothing is written (our decision: a save that changes nothing would
+    still be logged as a change)."""
+    status = dashboard(args, "GET", "/api/status")
+    jobs = {str(job): bool(on) for job, on in (status.get("scheduler_jobs") or {}).items()}
+    if args.mode is None and not args.on and not args.off:
+        if args.json:
+            return dump({"scheduler": status.get("scheduler"), "scheduler_jobs": jobs})
+        print(f"scheduler {status.get('scheduler')}")
+        return print(table([{"job": job, "on": on} for job, on in jobs.items()], ["job", "on"]))
+    jobs.update({job: True for job in csv(args.on)})
+    jobs.update({job: False for job in csv(args.off)})
+    mode = args.mode or status.get("scheduler")
+    on = ", ".join(job for job, value in jobs.items() if value) or "none"
+    off = ", ".join(job for job, value in jobs.items() if not value) or "none"
+    done(args, dashboard(args, "POST", "/api/scheduler", {"mode": mode, "jobs": jobs}),
+         f"scheduler {mode}; on: {on}; off: {off} (it applies within a minute)")
 
 
 # -- the parser ---------------------------------------------------------------------------------------------
@@ -309,7 +574,7 @@ class Intermixed(argparse.ArgumentParser):
     mixing = False
 
     def parse_known_args(self, args=None, namespace=None):
-        if self.mixing:  # parse_known_intermixed_args calls back here for each of its two passes
+        if self.mixing or self._subparsers:  # intermixed parsing calls back here; a group's action is a subparser
             return super().parse_known_args(args, namespace)
         self.mixing = True
         try:
@@ -327,20 +592,37 @@ def global_options(parser, suppress):
 
 
 def command(sub, name, func, summary, epilog):
+    """A command (or, with no `func`, a group of actions) with its help, examples and the global options."""
     parser = sub.add_parser(name, help=summary, description=summary, epilog=epilog,
                             formatter_class=argparse.RawDescriptionHelpFormatter)
     global_options(parser, suppress=True)
-    parser.set_defaults(func=func)
+    if func:
+        parser.set_defaults(func=func)
     return parser
 
 
-# (name, one-line summary) of every command, as the launcher's usage lists them
+def group(sub, name, summary, epilog):
+    """A command made of actions (`bench model role ...`), each with its own help."""
+    return command(sub, name, None, summary, epilog).add_subparsers(dest="action", metavar="action", required=True,
+                                                                   parser_class=Intermixed)
+
+
+def action(sub, name, func, summary, example):
+    """One action of a group (`bench model role ...`): the global options are accepted after it too (§9)."""
+    return command(sub, name, func, summary, "example:\n  " + example)
+
+
+def confirmable(parser):
+    parser.add_argument("-y", "--yes", action="store_true", help="do it without asking")
+
+
+# (commands, one-line summary), as the launcher's usage lists them: one screen for every command
 COMMANDS = [
     ("ask <collection> [prompt]", "put a prompt to every seat of a collection"),
     ("verdict <call> --useful|--not-useful", "record whether a seat's answer was useful"),
-    ("collections", "the collections you may call"),
-    ("record <collection>", "each model's verdicts in a collection"),
-    ("pending <call>... [-f FILE]", "which seats still have no verdict"),
+    ("record <collection> | pending <call>", "verdicts so far | seats still without one"),
+    ("status | models | collections | keys", "the server, its models, collections, gateway keys"),
+    ("model | collection | key | settings", "change them (each lists its actions with --help)"),
 ]
 
 
@@ -392,6 +674,99 @@ def parser(prog="bench"):
   bench pending -f ~/.claude/projects/x/session.jsonl   the ids an agent's transcript holds""")
     pending.add_argument("calls", nargs="*", metavar="call")
     pending.add_argument("-f", "--file", action="append", default=[], metavar="FILE", help="read call ids from a file")
+    command(sub, "status", cmd_status, "the server, its bench and who may use it", """examples:
+  bench status
+  bench status --json | jq .scheduler_jobs""")
+    models = command(sub, "models", cmd_models, "the bench's models", """examples:
+  bench models
+  bench models --find gpt --role review
+  bench models --all                   retired ones too""")
+    models.add_argument("--all", action="store_true", help="retired models too")
+    models.add_argument("--find", metavar="S", help="alias or served name contains S (any case)")
+    models.add_argument("--role", metavar="R", help="only this role")
+    model = group(sub, "model", "change a model: its alias, role, ad hoc, max tokens; retire it", """examples:
+  bench model role alpha review
+  bench model retire alpha --reason "answers in Chinese"
+  bench model restore alpha""")
+    rename = action(model, "rename", cmd_model_rename, "give a model a new alias (records old → new)",
+                    "bench model rename gpt4 gpt-4.1")
+    rename.add_argument("alias")
+    rename.add_argument("new", metavar="NEW", help="the new alias; a retired name is never reused")
+    role = action(model, "role", cmd_model_role, "give a model another role", "bench model role alpha review")
+    role.add_argument("alias")
+    role.add_argument("role", metavar="ROLE", help="one of the roles the dashboard's model popup lists")
+    ad_hoc = action(model, "ad-hoc", cmd_model_ad_hoc, "never seat a model as an explorer unasked (on|off)",
+                    "bench model ad-hoc alpha on")
+    ad_hoc.add_argument("alias")
+    ad_hoc.add_argument("state", choices=("on", "off"))
+    max_tokens = action(model, "max-tokens", cmd_model_max_tokens, "cap a model's answer length",
+                     "bench model max-tokens alpha 4096\n  bench model max-tokens alpha none    the endpoint's own")
+    max_tokens.add_argument("alias")
+    max_tokens.add_argument("tokens", metavar="N|none", type=tokens)
+    retire = action(model, "retire", cmd_model_retire, "take a model off the bench (its evidence stays)",
+                    'bench model retire alpha --reason "gone from the provider"\n  bench model retire alpha -y')
+    retire.add_argument("alias")
+    retire.add_argument("--reason", help="why (default: retired by hand)")
+    confirmable(retire)
+    restore = action(model, "restore", cmd_model_restore, "bring a retired model back as it was",
+                     "bench model restore alpha")
+    restore.add_argument("alias")
+    retry = action(model, "retry", cmd_model_retry, "one fresh call to a model that an alert says is retiring",
+                   "bench model retry alpha")
+    retry.add_argument("alias")
+    collection = group(sub, "collection", "show, save or remove a collection", """examples:
+  bench collection show core
+  bench collection save core --add delta --remove beta
+  bench collection rm core -y""")
+    show = action(collection, "show", cmd_collection_show, "a collection as JSON", "bench collection show core")
+    show.add_argument("name", help="core or bench/core")
+    rm = action(collection, "rm", cmd_collection_rm, "remove a collection (its callers start failing)",
+                "bench collection rm core -y")
+    rm.add_argument("name")
+    confirmable(rm)
+    save = action(collection, "save", cmd_collection_save, "make or change a collection: what is given replaces",
+                  'bench collection save reviewers --members alpha,beta --description "second opinions"\n'
+                  "  bench collection save core --add delta --remove beta --reply merged")
+    save.add_argument("name")
+    save.add_argument("--members", metavar="CSV", help="the members, replacing the current ones")
+    save.add_argument("--add", metavar="CSV", help="members to add")
+    save.add_argument("--remove", metavar="CSV", help="members to take out")
+    save.add_argument("--shape", metavar="S", help="the explorers' shape (empty: automatic)")
+    save.add_argument("--description", metavar="D", help="what it is for (300 characters)")
+    save.add_argument("--tags", metavar="CSV", help="tags, replacing the current ones")
+    save.add_argument("--reply", choices=("all", "merged", "route"), help="every answer, one merged, or one routed")
+    save.add_argument("--merger", metavar="A", help="the model that merges (empty: chosen by verdicts)")
+    command(sub, "keys", cmd_keys, "the gateway keys: names, scopes, caps, last use (never a key)", """examples:
+  bench keys""")
+    key = group(sub, "key", "make or revoke a gateway key", """examples:
+  export BENCHWARMERS_KEY=$(bench key create shell --collections core --rpm 60)
+  bench key revoke shell -y""")
+    create = action(key, "create", cmd_key_create, "make a key: printed alone on stdout, shown this once",
+                    "bench key create open-webui --collections core,vision --rpm 60")
+    create.add_argument("name", help="2-32 lower-case letters, digits or '-'")
+    create.add_argument("--collections", metavar="CSV", help="the collections it may call (default: all)")
+    create.add_argument("--rpm", type=int, metavar="N", help="requests a minute (default: no cap)")
+    revoke = action(key, "revoke", cmd_key_revoke, "revoke a key: its callers are refused at once",
+                    "bench key revoke open-webui")
+    revoke.add_argument("name")
+    confirmable(revoke)
+    settings = group(sub, "settings", "the gateway's limits, the model client, the scheduler", """examples:
+  bench settings gateway --max-calls 5 --max-explorers 2
+  bench settings client builtin
+  bench settings scheduler run --off perf""")
+    limits = action(settings, "gateway", cmd_settings_gateway, "calls a request may make, and explorer seats",
+                    "bench settings gateway --max-calls 5 --max-explorers 2")
+    limits.add_argument("--max-calls", type=int, required=True, metavar="N", help="1-10 seats a request")
+    limits.add_argument("--max-explorers", type=int, required=True, metavar="N", help="0-2 explorer seats")
+    client = action(settings, "client", cmd_settings_client, "how models are called: llm or builtin",
+                    "bench settings client llm")
+    client.add_argument("client", metavar="llm|builtin")
+    scheduler = action(settings, "scheduler", cmd_settings_scheduler,
+                       "the scheduler's mode and jobs (none given: shown)",
+                       "bench settings scheduler\n  bench settings scheduler run --off perf,suite --on catalog")
+    scheduler.add_argument("mode", nargs="?", choices=("off", "log-only", "run"))
+    scheduler.add_argument("--on", metavar="CSV", help="jobs to switch on")
+    scheduler.add_argument("--off", metavar="CSV", help="jobs to switch off")
     return p
 
 

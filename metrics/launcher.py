@@ -14,6 +14,7 @@ Decisions where the spec is silent:
 - `paths` (where the data folder is, and why) and `completion bash|zsh` are the launcher's own.
 """
 
+import argparse
 import dataclasses
 import os
 import subprocess
@@ -42,7 +43,7 @@ SERVERS = {
     "init": Server("scripts.init", (), "make a data folder: [folder] [--endpoint NAME URL --key]", False),
 }
 OWN = {"paths": "where the data folder is, and why", "completion": "print a bash or zsh completion script"}
-OWN_SHOWN = [("paths", OWN["paths"]), ("completion bash|zsh", OWN["completion"])]
+OWN_SHOWN = [("paths | completion bash|zsh", "where the data folder is, and why | shell completion")]
 HELP = ("-h", "--help")
 
 
@@ -84,13 +85,18 @@ def usage(prog, env):
 
 
 def completion_commands():
-    """What the completion scripts offer: every command with its summary and options."""
-    commands = [(name, server.summary, ["--help"]) for name, server in SERVERS.items()]
+    """What the completion scripts offer: every command with its summary, options and actions (with theirs)."""
+    commands = [(name, server.summary, ["--help"], {}) for name, server in SERVERS.items()]
     for name, parser in client_commands().items():
-        options = sorted({o for a in parser._actions for o in a.option_strings if o.startswith("--")})
-        commands.append((name, parser.description, options))
-    commands += [(name, summary, []) for name, summary in OWN.items()]
+        groups = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        actions = {action: long_options(sub) for action, sub in groups[0].choices.items()} if groups else {}
+        commands.append((name, parser.description, long_options(parser), actions))
+    commands += [(name, summary, [], {}) for name, summary in OWN.items()]
     return commands
+
+
+def long_options(parser):
+    return sorted({o for a in parser._actions for o in a.option_strings if o.startswith("--")})
 
 
 def plan(argv, env=None, cwd=None, argv0=None):

@@ -47,11 +47,11 @@ class NoAnswer(Problem):
 
 
 class Refused(Problem):
-    """An HTTP error status; `payload` is the body's JSON when it was JSON, else None."""
+    """An HTTP error status from the server at `base`; `payload` is the body's JSON when it was JSON, else None."""
 
-    def __init__(self, method, path, status, reason, body):
+    def __init__(self, base, method, path, status, reason, body):
         super().__init__(f"{method} {path} refused ({status})")
-        self.method, self.path, self.status, self.reason, self.body = method, path, status, reason, body
+        self.base, self.method, self.path, self.status, self.reason, self.body = base, method, path, status, reason, body
         try:
             self.payload = json.loads(body)
         except ValueError:
@@ -163,7 +163,7 @@ def _send(base, method, path, data, headers, timeout):
         return urllib.request.urlopen(request, timeout=timeout)
     except urllib.error.HTTPError as exc:
         with exc:
-            raise Refused(method, path, exc.code, exc.reason, exc.read()) from None
+            raise Refused(base, method, path, exc.code, exc.reason, exc.read()) from None
     except urllib.error.URLError as exc:
         if isinstance(exc.reason, (TimeoutError, socket.timeout)):
             raise NoAnswer(base, timeout) from None

@@ -4,8 +4,11 @@ metrics.launcher`, what the `bench` and `benchwarmers` console scripts call) aga
 the server not running, Ctrl-C; the launcher's `plan()` (LN-1..7) and real runs (LN-8..10, `bench demo`);
 shell completion."""
 
+import argparse
+import io
 import json
 import os
+import pty
 import signal
 import socket
 import subprocess
@@ -15,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from metrics import __version__, cli, completion, demo, gatekeys, launcher, remote
+from metrics import __version__, cli, collections, completion, demo, fileio, gatekeys, launcher, paths, remote
 
 ROOT = Path(__file__).resolve().parent.parent
 PROMPT = "Is this loop off by one?"
@@ -304,8 +307,7 @@ def test_bench_demo_then_ask_and_verdict(tmp_path):
 
 def bash_complete(line, url):
     """The words bash's completion offers for `line` (the cursor at its end), with `bench` on PATH."""
-    script = subprocess.run([sys.executable, "-m", "metrics.launcher", "completion", "bash"], capture_output=True,
-                            text=True, env=bench_env(url), check=True).stdout
+    script = completion.script("bash", launcher.completion_commands())
     words = line.split(" ")
     program = f"""{script}
 bench() {{ {sys.executable} -m metrics.launcher "$@"; }}
@@ -317,11 +319,17 @@ _benchwarmers_complete; printf '%s\\n' "${{COMPREPLY[@]}}" """
 
 
 def test_bash_completion_commands_options_and_collections(gateway, core):
-    """Issue 17 item 3: commands, a command's options, and collection names from the server when reachable."""
-    assert bash_complete("bench co", gateway) == ["collections", "completion"]
+    """Issue 17 item 3: commands, a command's actions and options, and collection names from the server when
+    reachable; `bench completion bash` prints the script."""
+    script = completion.script("bash", launcher.completion_commands())
+    assert run(gateway, "completion", "bash")[1].strip() == script.strip()
+    assert bash_complete("bench co", gateway) == ["collections", "collection", "completion"]
     assert "--merged" in bash_complete("bench ask core --m", gateway)
     assert bash_complete("bench ask c", gateway) == ["core", "crawl"]
     assert bash_complete("bench ask c", f"http://127.0.0.1:{free_port()}") == []  # no server: nothing, no error
+    assert bash_complete("bench model re", gateway) == ["rename", "retire", "restore", "retry"]
+    assert bash_complete("bench collection show c", gateway) == ["core", "crawl"]
+    assert bash_complete("bench model retire alpha --", gateway) == ["--help", "--json", "--reason", "--url", "--yes"]
 
 
 def test_zsh_completion_names_every_command():
@@ -344,3 +352,212 @@ def test_a_long_panel_says_how_long_it_has_run(capsys):
 def test_cli_table_cells():
     """CLI-7: None and False empty, True `yes`, lists joined; no trailing space."""
     assert cli.table([{"a": True, "b": None}, {"a": ["x", "y"], "b": False}], ["a", "b"]) == "a     b\n----  -\nyes\nx, y"
+
+
+# -- managing the bench through the dashboard's routes (§9.2) ----------------------------------------------------
+
+@pytest.fixture
+def dash(core):
+    """The real dashboard (which answers the gateway routes too) on a free port of 127.0.0.1: its base URL."""
+    import serve
+
+    srv = serve.serve("127.0.0.1", 0)
+    yield f"http://127.0.0.1:{srv.server_address[1]}"
+    srv.shutdown()
+    srv.server_close()
+
+
+@pytest.fixture
+def bench_cli(capsys, monkeypatch):
+    """`bench <args>` in this process (cli.main, as the launcher's child runs it), stdin a pipe holding `stdin`:
+    `(exit code, stdout, stderr)`."""
+
+    def typed(*args, stdin=""):
+        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+        try:
+            code = cli.main(list(args))
+        except SystemExit as exc:  # argparse's usage errors
+            code = exc.code
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return typed
+
+
+def config(name):
+    return fileio.read_json(paths.file("config", name))
+
+
+def test_status_human_and_json(dash, bench_cli):
+    """§9.2 status, CLI-11: `--json` is the server's reply (gateway on this port, collections counted, every
+    job, auth); the human lines say the same; `--json` before or after the command."""
+    port = dash.rsplit(":", 1)[1]
+    code, out, err = bench_cli("--url", dash, "status", "--json")
+    reply = json.loads(out)
+    assert (code, err) == (0, "") and reply["gateway"].endswith(f":{port}/v1") and reply["collections"] == 2
+    assert reply["scheduler_jobs"] and reply["auth"] is False
+    assert json.loads(bench_cli("--json", "status", "--url", dash)[1]) == reply
+    code, out, _ = bench_cli("status", "--url", dash)
+    lines = out.splitlines()
+    assert code == 0 and lines[0] == f"Benchwarmers {reply['version']} at {dash}"
+    assert f"  models       {reply['models']} chat, 0 decision, 0 retired" in lines
+    assert f"  endpoints    1 (default {reply['default_endpoint']})" in lines
+    assert "  auth         none (this machine only)" in lines and "  client       builtin    scheduler off" in lines
+
+
+def test_models_filters_and_model_writes(dash, bench_cli):
+    """§9.2 models and model …: filters, the table, `--json` with the filtered rows; role, ad hoc, max tokens,
+    rename, retire (confirmed), restore, retry; the server's refusals exit 1 with its words; a bad number is
+    a usage error (§13.16)."""
+    code, out, _ = bench_cli("--url", dash, "models", "--find", "ALP")
+    lines = out.splitlines()
+    assert code == 0 and lines[0].split() == ["alias", "role", "status", "connection", "endpoint", "served"]
+    assert [line.split()[0] for line in lines[2:]] == ["alpha"]
+    code, out, err = bench_cli("--url", dash, "model", "role", "alpha", "code", "--json")
+    assert (code, err) == (0, "") and json.loads(out)["changed"] == ["config/model-roles.json"]
+    code, out, _ = bench_cli("--url", dash, "models", "--role", "code", "--json")
+    assert [row["alias"] for row in json.loads(out)["models"]] == ["alpha"]
+    assert bench_cli("--url", dash, "model", "ad-hoc", "alpha", "on")[1] == "ad-hoc: alpha done\n"
+    assert config("model-roles.json")["ad_hoc"] == ["alpha"]
+    code, out, _ = bench_cli("--url", dash, "model", "max-tokens", "alpha", "4096")
+    assert code == 0 and out.strip() and config("model-options.json")["alpha"] == {"max_tokens": 4096}
+    assert bench_cli("--url", dash, "model", "max-tokens", "alpha", "none")[0] == 0
+    assert "alpha" not in config("model-options.json")
+    code, out, err = bench_cli("--url", dash, "model", "max-tokens", "alpha", "lots")
+    assert (code, out) == (2, "") and "'lots' is not a whole number" in err
+    code, out, err = bench_cli("--url", dash, "model", "rename", "gamma", "gamma-2")
+    assert (code, out, err) == (0, "rename: gamma done\n", "note: synced to the llm CLI\n")
+    code, out, err = bench_cli("--url", dash, "model", "role", "nobody", "code")
+    assert (code, out, err) == (1, "", "bench: 'nobody' is not a registered alias\n")
+    code, out, err = bench_cli("--url", dash, "model", "retire", "alpha")
+    assert (code, out) == (2, "") and err.startswith("bench: retire alpha (") and "add --yes" in err
+    assert bench_cli("--url", dash, "models", "--find", "alpha")[1].splitlines()[2].startswith("alpha ")
+    assert bench_cli("--url", dash, "model", "retire", "alpha", "--reason", "too slow", "-y")[0] == 0
+    assert config("retired.json")["alpha"]["why"] == "too slow"
+    code, out, _ = bench_cli("--url", dash, "models", "--all", "--find", "alpha")
+    assert code == 0 and out.splitlines()[0].split()[-1] == "retired" and out.splitlines()[2].rstrip().endswith("yes")
+    assert bench_cli("--url", dash, "models", "--find", "alpha")[2] == "no models\n"
+    assert bench_cli("--url", dash, "model", "restore", "alpha")[1] == "restore: alpha done\n"
+    code, out, _ = bench_cli("--url", dash, "model", "retry", "alpha")
+    assert code == 0 and out.startswith("alpha answered in ")
+
+
+def test_collection_show_save_and_rm(dash, bench_cli):
+    """§9.2 collection …, CLI-9, CLI-11: save makes and changes (what is given replaces, the rest kept), show
+    prints the entry as JSON, rm asks first (no terminal, no --yes → 2 and it survives); refusals exit 1."""
+    code, out, _ = bench_cli("--url", dash, "collection", "save", "bench/second", "--members", "alpha, beta",
+                             "--description", "second opinions", "--tags", "review,fast")
+    assert (code, out) == (0, "saved collection second: alpha, beta\n")
+    code, out, _ = bench_cli("--url", dash, "collection", "save", "second", "--add", "gamma,alpha", "--remove", "beta")
+    assert (code, out) == (0, "saved collection second: alpha, gamma\n")
+    saved = collections.load()["second"]
+    assert (saved["members"], saved["description"], saved["tags"]) == (["alpha", "gamma"], "second opinions",
+                                                                       ["review", "fast"])
+    code, out, _ = bench_cli("--url", dash, "collection", "show", "bench/second")
+    assert code == 0 and json.loads(out)["members"] == ["alpha", "gamma"] and json.loads(out)["name"] == "second"
+    code, out, err = bench_cli("--url", dash, "collection", "show", "nope")
+    assert (code, out, err) == (1, "", "bench: no collection 'nope'; have: core, crawl, second\n")
+    code, out, err = bench_cli("--url", dash, "collection", "rm", "second")
+    assert (code, out) == (2, "") and "add --yes to do this without a terminal" in err
+    assert "second" in collections.load()
+    code, out, err = bench_cli("--url", dash, "--json", "collection", "save", "empty")
+    assert (code, err) == (1, "bench: a collection needs at least one member\n")
+    assert json.loads(out)["ok"] is False and "empty" not in collections.load()
+    assert bench_cli("--url", dash, "collection", "rm", "second", "--yes")[1] == "removed bench/second\n"
+    assert "second" not in collections.load()
+
+
+def test_keys_create_list_and_revoke(dash, bench_cli):
+    """§9.2 keys, key …, CLI-11: the key alone on stdout and `shown this once` on stderr; the list never holds
+    the key or its hash; revoking asks first."""
+    code, out, err = bench_cli("--url", dash, "keys")
+    assert (code, out, err) == (0, "gateway keys are not required on this machine\n",
+                                "no gateway keys: make one with `bench key create NAME`\n")
+    code, key, err = bench_cli("--url", dash, "key", "create", "shell", "--collections", "bench/core", "--rpm", "60")
+    assert code == 0 and key.startswith("bwk_") and len(key.strip()) == 47 and "shown this once" in err
+    code, out, _ = bench_cli("--url", dash, "keys", "--json")
+    listed = json.loads(out)
+    assert listed["keys"][0]["name"] == "shell" and key.strip() not in out
+    assert "sha256" not in out and gatekeys.digest(key.strip()) not in out
+    table = bench_cli("--url", dash, "keys")[1].splitlines()
+    assert table[1].split() == ["name", "hint", "collections", "rpm", "created", "last_used"]
+    assert table[3].split()[:4] == ["shell", f"bwk_…{key.strip()[-4:]}", "core", "60"]
+    code, out, err = bench_cli("--url", dash, "key", "create", "shell")
+    assert (code, out) == (1, "") and "there is already a key named shell" in err
+    assert bench_cli("--url", dash, "key", "revoke", "shell")[0] == 2
+    assert bench_cli("--url", dash, "key", "revoke", "shell", "-y")[1] == "revoked shell\n"
+    assert json.loads(bench_cli("--url", dash, "keys", "--json")[1])["keys"] == []
+
+
+def test_settings_gateway_client_and_scheduler(dash, bench_cli):
+    """§9.2 settings …: both gateway limits required; the client is the server's to validate; the scheduler's
+    jobs start from the server's map (and with nothing given, are shown)."""
+    assert bench_cli("--url", dash, "settings", "gateway", "--max-calls", "4", "--max-explorers", "1")[0] == 0
+    assert (config("gateway.json")["max_calls"], config("gateway.json")["max_explorers"]) == (4, 1)
+    assert bench_cli("--url", dash, "settings", "gateway", "--max-calls", "4")[0] == 2
+    code, _, err = bench_cli("--url", dash, "settings", "gateway", "--max-calls", "1", "--max-explorers", "0")
+    assert code == 1 and "these collections have more members than 1" in err
+    code, _, err = bench_cli("--url", dash, "settings", "client", "llm")
+    assert code == 1 and err.startswith("bench: BENCH_CLIENT is set in this server's environment")
+    code, out, _ = bench_cli("--url", dash, "settings", "scheduler", "log-only", "--off", "perf,suite")
+    assert code == 0 and out.startswith("scheduler log-only; on: ") and "off: perf, suite" in out
+    status = json.loads(bench_cli("--url", dash, "status", "--json")[1])
+    assert status["scheduler"] == "log-only" and status["scheduler_jobs"]["perf"] is False
+    assert status["scheduler_jobs"]["catalog"] is True
+    code, out, _ = bench_cli("--url", dash, "settings", "scheduler")
+    assert code == 0 and out.startswith("scheduler log-only\njob") and "perf" in out
+    code, _, err = bench_cli("--url", dash, "settings", "scheduler", "--on", "nope")
+    assert (code, err) == (1, "bench: no job called nope\n")
+
+
+def test_older_server_and_stopped_server(core, bench_cli):
+    """CLI-2, CLI-3, CLI-4: a route this server does not have is "older than this bench" for a GET (the page)
+    and a POST (404 unknown endpoint); once the server stops, 3 naming the port."""
+    import serve
+
+    srv = serve.serve("127.0.0.1", 0)
+    base = f"http://127.0.0.1:{srv.server_address[1]}"
+    args = argparse.Namespace(server=remote.Server(base=base), json=False)
+    for method in ("GET", "POST"):
+        with pytest.raises(cli.Failed) as refused:
+            cli.dashboard(args, method, "/api/no-such-route", None if method == "GET" else {})
+        assert str(refused.value) == (f"the server at {base} has no /api/no-such-route: it is older than this bench "
+                                      f"({__version__}). Upgrade it, or use its dashboard for this.")
+    srv.shutdown()
+    srv.server_close()
+    code, out, err = bench_cli("--url", base, "keys")
+    assert (code, out) == (3, "") and "not running" in err and base in err
+
+
+def test_admin_token_and_gateway_keys_as_typed(dash, monkeypatch):
+    """CLI-1, CLI-3, CLI-11 (real runs): with an admin token on the server, none sent → 1 naming
+    BENCHWARMERS_ADMIN_TOKEN; a gateway key is not the token; the token → `admin token set`; the gateway routes
+    then want BENCHWARMERS_KEY. BENCHWARMERS_URL with `/v1` works."""
+    token = "an-admin-token-long-enough-0123456789"
+    monkeypatch.setenv("BENCHWARMERS_ADMIN_TOKEN", token)
+    key = gatekeys.make("shell")
+    code, out, err = run(dash + "/v1", "status", BENCHWARMERS_ADMIN_TOKEN=None)
+    assert (code, out) == (1, "") and err.rstrip().endswith("; set BENCHWARMERS_ADMIN_TOKEN") and "(401)" in err
+    code, _, err = run(dash, "status", BENCHWARMERS_ADMIN_TOKEN=key)
+    assert code == 1 and "not the admin token" in err
+    code, out, _ = run(dash + "/v1/", "status", BENCHWARMERS_ADMIN_TOKEN=token)
+    assert code == 0 and "  auth         admin token set, gateway keys required" in out.splitlines()
+    code, _, err = run(dash, "collections", BENCHWARMERS_ADMIN_TOKEN=token)
+    assert code == 1 and "set BENCHWARMERS_KEY" in err
+
+
+def test_confirmation_on_a_terminal(dash):
+    """CLI-5 (real runs on a pseudo-terminal): the question on stderr, nothing sent before it; only y/yes goes on."""
+    for answer, code, said in (("n", 1, "bench: left as it was\n"), ("yes", 0, "")):
+        leader, follower = pty.openpty()
+        child = subprocess.Popen([sys.executable, "-m", "metrics.launcher", "collection", "rm", "crawl"],
+                                 stdin=follower, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                 env=bench_env(dash))
+        os.close(follower)
+        os.write(leader, f"{answer}\n".encode())
+        out, err = child.communicate(timeout=30)
+        os.close(leader)
+        assert child.returncode == code
+        assert err == "remove bench/crawl (callers asking for it will get an error)? [y/N] " + said
+        assert ("crawl" in collections.load()) is (answer == "n")
+        assert out == ("" if answer == "n" else "removed bench/crawl\n")
