@@ -24,7 +24,7 @@ PAGES = ["glance", "logs", "endpoints", "models", "collections", "settings", "in
 TOKEN = "a-very-long-admin-token-0123456789"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")  # all browser tests live here; Playwright's loop must be gone before test_mcp's asyncio.run
 def browser():
     if not CHROMIUM:
         pytest.skip("no chromium on PATH (apt-get install chromium); the browser tests need one")
