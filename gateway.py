@@ -77,6 +77,15 @@ def health_report():
     return payload
 
 
+def format_note(ask, name, bench):
+    """FMT-15a: a panel answers in prose whatever `response_format` asks for; a client expecting JSON is told
+    why in `bench.notes`, and where structured output is had (route mode passes the field on)."""
+    if ask.passthrough.get("response_format") not in (None, {"type": "text"}):
+        bench.setdefault("notes", []).append(
+            "response_format is ignored by a panel: several models answer in markdown, so the reply is not JSON; "
+            f"for structured output ask one member with route mode (bench/{name}:route)")
+
+
 class Handler(httpserver.Handler):
     """Parse (the route), check (Host, then who is calling; or the write checks), dispatch (the route's
     handler) — each step one method below, in the order a request meets them."""
@@ -390,6 +399,7 @@ class Handler(httpserver.Handler):
             content, bench = panel.run(name, messages, ask.nominees, reply, self.who)
         except Exception as exc:  # IMP-1: every failure is answered, never a dropped connection
             return self.refuse(*errors.refusal(exc))
+        format_note(ask, name, bench)
         payload, headers = api.reply(content, shown, bench, formats.usage(messages, content),
                                      time.monotonic() - started)
         self.send_json(200, payload, headers)
@@ -536,6 +546,7 @@ class Handler(httpserver.Handler):
                 elif isinstance(event, panel.Done):
                     if not streamed:
                         writer.text(event.content)
+                    format_note(ask, name, event.bench)
                     return writer.end(event.bench)
                 elif isinstance(event, panel.Failed):
                     status, message = errors.refusal(event.exc)[:2]  # headers cannot follow a 200

@@ -22,8 +22,9 @@ Decisions where the spec leaves room, or where an improvement changes it:
   `window.BENCH`; the script draws the tables from that JSON and from the APIs (one request per page load).
 - No fonts are shipped (OFF-2 allows none: the CSS fallback stacks apply), so `/fonts/<file>` is 404;
   `/ui/<file>` serves the two named page files.
-- Connect, onboarding, endpoints, quotas, Discover, benchmarks and the scheduler are other issues: their
-  routes are not here yet (an unknown POST is 404, an unknown GET the page).
+- Connect (sign-in), quotas, Discover, benchmarks and the scheduler are other issues: their routes are not
+  here yet (an unknown POST is 404, an unknown GET the page). Endpoints and onboarding are
+  (`metrics.endpointedit`, `metrics.onboarding`).
 """
 
 import argparse
@@ -40,9 +41,9 @@ import urllib.parse
 from pathlib import Path
 
 import gateway
-from metrics import scheduler
-from metrics import (__version__, benchview, changes, client, collectionedit, collections, endpoints, gatewaycard,
-                     guard, jobs, modeledit, modelfacts, panel, paths, registry, routes, settingsedit, themes)
+from metrics import (__version__, benchview, changes, client, collectionedit, collections, endpointedit, endpoints,
+                     gatewaycard, guard, jobs, modeledit, modelfacts, onboarding, panel, paths, registry, routes,
+                     scheduler, settingsedit, themes)
 
 UI = Path(__file__).resolve().parent / "ui"
 PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
@@ -82,6 +83,11 @@ DASHBOARD = (
     Page("GET", "/api/logs", "api_logs"),
     Page("GET", "/api/settings", "api_settings"),
     Page("GET", "/api/gateway-seat", "api_seat", query=True),
+    Page("GET", "/api/endpoints", "api_endpoints"),
+    Page("GET", "/api/connections", "api_connections"),
+    Page("GET", "/api/candidates", "api_candidates"),
+    Page("GET", "/api/onboard-queue", "api_queue"),
+    Page("GET", "/api/onboard", "api_onboard_log", query=True),
     Page("GET", "/ui/", "static"),
     Page("GET", "/fonts/", "static"),
     Page("POST", "/api/model", "write", writes=True),
@@ -100,6 +106,15 @@ DASHBOARD = (
     Page("POST", "/api/theme", "write", writes=True),
     Page("POST", "/api/scheduler", "write", writes=True),
     Page("POST", "/api/own-client-free", "write", writes=True),
+    Page("POST", "/api/endpoint", "write", writes=True),
+    Page("POST", "/api/endpoint/remove", "write", writes=True),
+    Page("POST", "/api/endpoint/default", "write", writes=True),
+    Page("POST", "/api/connection-limits", "write", writes=True),
+    Page("POST", "/api/dismiss", "write", writes=True),
+    Page("POST", "/api/onboard", "write", writes=True),
+    Page("POST", "/api/onboard-queue", "write", writes=True),
+    Page("POST", "/api/onboard-queue/stop", "write", writes=True),
+    Page("POST", "/api/onboard-queue/clear", "write", writes=True),
 )
 WRITES = {
     "/api/model": modeledit.change, "/api/remove": modeledit.remove, "/api/restore": modeledit.restore,
@@ -109,7 +124,12 @@ WRITES = {
     "/api/verdict": lambda body, who: gatewaycard.verdict(body), "/api/gateway-key": settingsedit.make_key,
     "/api/gateway-key/remove": settingsedit.revoke_key, "/api/client": settingsedit.choose_client,
     "/api/theme": settingsedit.choose_theme, "/api/scheduler": jobs.save,
-    "/api/own-client-free": settingsedit.save_own_client,
+    "/api/own-client-free": settingsedit.save_own_client, "/api/endpoint": endpointedit.save,
+    "/api/endpoint/remove": endpointedit.remove, "/api/endpoint/default": endpointedit.make_default,
+    "/api/connection-limits": endpointedit.save_limits, "/api/dismiss": onboarding.dismiss,
+    "/api/onboard": onboarding.onboard_now, "/api/onboard-queue": onboarding.QUEUE.add,
+    "/api/onboard-queue/stop": lambda body, who: onboarding.QUEUE.stop(),
+    "/api/onboard-queue/clear": lambda body, who: onboarding.QUEUE.clear(),
 }
 
 
@@ -259,7 +279,7 @@ class Handler(gateway.Handler):
         self.answer(200, {"stamp": benchview.stamp()})
 
     def api_status(self):
-        self.answer(200, benchview.status_api(self.port, VERSION[0]))
+        self.answer(200, {**benchview.status_api(self.port, VERSION[0]), "onboarding": onboarding.QUEUE.summary()})
 
     def api_models(self):
         self.answer(200, benchview.models_api())
@@ -306,6 +326,23 @@ class Handler(gateway.Handler):
         if found is None:
             return self.answer(404, {"ok": False, "errors": [f"no gateway seat with call id '{call}'"]})
         self.answer(200, found)
+
+    def api_endpoints(self):
+        self.answer(200, endpointedit.view())
+
+    def api_connections(self):
+        self.answer(200, endpointedit.connections_view())
+
+    def api_candidates(self):
+        """OB-6..10: `ok: false` with no endpoint or nothing reachable, still a 200 (the page says why)."""
+        self.answer(200, onboarding.candidates())
+
+    def api_queue(self):
+        self.answer(200, onboarding.QUEUE.state())
+
+    def api_onboard_log(self):
+        query = urllib.parse.parse_qs(self.path.partition("?")[2])
+        self.answer(200, onboarding.log_view((query.get("log") or [""])[0]))
 
     def static(self):
         """TH-8: only named files; anything else (another name, a query, a path) is 404."""

@@ -385,6 +385,10 @@ def choose_message(model, may_call=None):
     `may_call` filters the list for a scoped key, as `listed()` does; None lists all.
     """
     first = f"{model!r} is not a collection here." if model else "No collection was named."
+    head, colon, tail = model.rpartition(":") if isinstance(model, str) else ("", "", "")
+    if colon and resolve(head) is not None:
+        first += (f" {':' + tail!r} is not a reply mode: after a collection's name put "
+                  + ", ".join(f":{r}" for r in REPLIES) + " or nothing.")
     lines = []
     for name, c in sorted(load().items()):
         if may_call is not None and not may_call(name):

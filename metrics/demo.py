@@ -1278,6 +1278,7 @@ def start_demo():
     """The offline demo: the demo upstream and a throwaway data folder whose `demo` collection it serves."""
     os.environ["BENCHWARMERS_HOME"] = tempfile.mkdtemp(prefix="benchwarmers-demo-")
     os.environ["BENCH_CLIENT"] = "builtin"
+    os.environ["BENCHWARMERS_DEMO"] = "1"  # the reply footer's verdict command names this folder
     paths.reload()
     up = Upstream().start()
     register(up)

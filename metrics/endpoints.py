@@ -37,9 +37,9 @@ GEMINI_PAGE_SIZE = 1000
 LIST_TIMEOUT = 30
 
 NO_ENDPOINTS = (
-    "no endpoints configured: run `python scripts/init.py --endpoint NAME BASE_URL --key` "
-    "(README, \"Use a real provider\"), or create {path} with for example "
-    '{{"name": {{"base": "https://.../v1", "key": "name", "default": true}}}}'
+    "no endpoints configured: add one on the dashboard's Endpoints page (Add an endpoint), or run "
+    "`python scripts/init.py --endpoint NAME BASE_URL --key` (README, \"Use a real provider\"); "
+    "endpoints are kept in {path}"
 )
 
 

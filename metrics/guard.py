@@ -27,9 +27,10 @@ Decisions where the spec leaves room, or where an improvement changes it:
   right or wrong (improvement 4). Unknown gateway keys are not counted: a key is
   256 random bits, and a 429 would hide "unknown or revoked" from a misconfigured
   client that only needs a new key.
-- The access log gains the client address at the end of each line (improvement
-  20); `BENCH_TRUST_FORWARDED=1` takes it from the last `X-Forwarded-For` item,
-  for a server behind one proxy. The same address keys the login backoff.
+- The access log line is LOG-1's by default; `BENCH_LOG_ADDRESS=1` adds the client
+  address at its end (improvement 20, an opt-in so tools reading LOG-1's five fields
+  keep working); `BENCH_TRUST_FORWARDED=1` takes it from the last `X-Forwarded-For`
+  item, for a server behind one proxy. The same address keys the login backoff.
 """
 
 import datetime
@@ -488,8 +489,13 @@ def client_address(headers, peer):
     return peer
 
 
+def log_address():
+    """`BENCH_LOG_ADDRESS=1`: the access log ends each line with the client's address."""
+    return os.environ.get("BENCH_LOG_ADDRESS", "").strip().lower() in TRUE
+
+
 def access_line(method, path, status, who, address=""):
-    """LOG-1..3, plus the client address: never a query string, never a control character."""
+    """LOG-1..3, plus the client address when given: never a query string, never a control character."""
     # masked before the cut, which could split a key
     route = ascii(GATEWAY_KEY.sub("bwk_...", routes.logged(path))[:200])[1:-1]
     stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M:%S")

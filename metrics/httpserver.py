@@ -33,7 +33,7 @@ handlers. What they add, each so that a client cannot hold a thread or bend a re
 - The `Server` header only once the caller is identified (`who` set), never on a
   refusal before that or on an open route (improvement 19).
 - A header name or value holding CR or LF raises instead of being written (improvement 5).
-- Access log and diagnostics through `metrics.guard` (LOG-1..5), with the client address.
+- Access log and diagnostics through `metrics.guard` (LOG-1..5); the client address with `BENCH_LOG_ADDRESS=1`.
 - Worker processes (`share()`): one Python process cannot use more than about one core (the
   GIL), so `python gateway.py --workers N` forks N-1 copies that accept on the same listening
   socket. Everything they share is in the data folder, written under file locks, as the gateway
@@ -235,7 +235,8 @@ class Handler(BaseHTTPRequestHandler):
         return guard.client_address(getattr(self, "headers", None) or {}, self.client_address[0])
 
     def log_request(self, code="-", size="-"):
-        guard.log(guard.access_line(self.command, getattr(self, "path", "") or "", code, self.who, self.address()))
+        address = self.address() if guard.log_address() else ""
+        guard.log(guard.access_line(self.command, getattr(self, "path", "") or "", code, self.who, address))
 
     def log_message(self, format, *args):
         guard.log(f"{self.log_date_time_string()} {guard.mask_secrets(format % args)}")

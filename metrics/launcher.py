@@ -156,6 +156,7 @@ def child_env(env, prog):
     from a checkout as from an install."""
     child = dict(env)
     child["BENCHWARMERS_HOME"] = str(home_of(env))
+    child[paths.LAUNCHER_DEFAULT] = "0" if env.get("BENCHWARMERS_HOME", "").strip() else "1"  # `paths` says why
     child["PYTHONDONTWRITEBYTECODE"] = "1"  # the install folder may be read-only
     child["PYTHONUTF8"] = "1"
     child["BENCHWARMERS_LAUNCHER"] = env.get("BENCHWARMERS_LAUNCHER") or "pip"

@@ -65,6 +65,11 @@ def _registry_text():
         return ""
 
 
+def registry_blocks(alias):
+    """How many registry blocks start with `model_id: <alias>`; retiring needs exactly one (MP-10)."""
+    return len(_id_lines(_registry_text(), alias))
+
+
 def sync():
     """MP-9: run the registry sync script; the write is not undone when it fails."""
     script = paths.CODE / "scripts" / "sync_config.py"
@@ -280,7 +285,7 @@ def remove(body, who):
     decision = entry.get("kind") == "decision"
     reason = _text(body.get("reason")) or "retired by hand"
     if not decision:
-        count = len(_id_lines(_registry_text(), alias))
+        count = registry_blocks(alias)
         if count != 1:
             return refused([f"expected one registry block for '{alias}', found {count}; nothing removed"])
     changed = []

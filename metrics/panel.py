@@ -40,6 +40,7 @@ import dataclasses
 import datetime
 import functools
 import json
+import os
 import queue
 import secrets
 import sys
@@ -279,17 +280,27 @@ def section(seat):
             f"\n\n{body}\n")
 
 
-FOOTER = (
-    "---\n"
-    "Once you have checked an answer against the code, record a verdict for its seat, useful or not.\n"
-    "Send `POST /bench/verdict` to this same server (see `bench.verdict`), or run "
-    '`python metrics/offload.py verdict <call id> --useful|--not-useful --note "..."`.'
-)
+DEMO = "BENCHWARMERS_DEMO"  # set by the demo (`serve.py --demo`, `gateway.py --demo`) for its throwaway folder
+
+
+def footer():
+    """The reply's last lines. In the demo the data folder is a throwaway one another terminal does not know,
+    so the verdict command carries it (issue 16: the footer's command must work from another terminal)."""
+    home = f"BENCHWARMERS_HOME={paths.data()} " if os.environ.get(DEMO) == "1" else ""
+    return ("---\n"
+            "Once you have checked an answer against the code, record a verdict for its seat, useful or not.\n"
+            "Send `POST /bench/verdict` to this same server (see `bench.verdict`), or run "
+            f'`{home}python metrics/offload.py verdict <call id> --useful|--not-useful --note "..."`.')
+
+
+SHAPE_WORDS = {"no decision model onboarded": "the default: no decision model is onboarded to choose a shape for "
+                                              "each prompt, so explorers take the general angle"}
 
 
 def heading(name, panel, members, explorers, shape, shape_by, skipped):
+    """The reply's first line; `shape_by` in words a newcomer reads (the fact itself stays in `bench.shape_by`)."""
     top = (f"Bench bench/{name} {panel} · {members} members + {explorers} explorers · "
-           f"explorer shape {shape} ({shape_by})\n")
+           f"explorer shape {shape} ({SHAPE_WORDS.get(shape_by, shape_by)})\n")
     if skipped:
         top += "\nNot asked: " + "; ".join(f"{s['alias']} ({s['why']})" for s in skipped) + "\n"
     return top
@@ -613,7 +624,7 @@ def _run(name, messages, nominees, reply, caller, on_part, on_seated, gone):
         if streaming_all:
             on_part("\n" + section(seat))
     seats = [finished[key] for key, _ in plan.seats]
-    every = top + "\n" + "\n".join(section(s) for s in seats) + "\n" + FOOTER
+    every = top + "\n" + "\n".join(section(s) for s in seats) + "\n" + footer()
 
     bench = {"panel": plan.panel, "collection": f"bench/{name}", "shape": plan.shape, "shape_by": plan.shape_by,
              "seats": seats, "verdict": VERDICT_HINT}
@@ -627,7 +638,7 @@ def _run(name, messages, nominees, reply, caller, on_part, on_seated, gone):
     else:
         content = every
         if streaming_all:
-            on_part("\n" + FOOTER)
+            on_part("\n" + footer())
     problems = [f"{s['call']}: {s['log_error']}" for s in seats + [merger] if s and s.get("logged") is False]
     try:
         write_call_log(plan, seats, merger)
@@ -696,7 +707,8 @@ def merged_content(plan, seats, bench, every, on_part, gone=None):
         bench["reply"] = "merged"
         listed = ", ".join(f"{s['alias']} {s['status']}" for s in seats)
         tail = (f"\n\n---\nMerged by {merger['alias']} (`{merger['call']}`) from: {listed}. "
-                "Every seat's answer and call id is in the response's `bench` field.")
+                + "".join(f"Not asked: {s['alias']} ({s['why']}). " for s in plan.skipped)
+                + "Every seat's answer and call id is in the response's `bench` field.")
         if on_part:
             on_part(tail)
         return answer + tail, merger

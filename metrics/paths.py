@@ -200,12 +200,25 @@ def llm_dir():
     return (Path(base) if base else home / ".config") / "io.datasette.llm"
 
 
+LAUNCHER_DEFAULT = "BENCHWARMERS_HOME_DEFAULTED"  # set by the launcher when it chose the folder itself
+
+
+def why(reason):
+    """`located()`'s reason as a sentence for a person: which setting chose the folder, or that none did."""
+    if reason == REASON_ENV and os.environ.get(LAUNCHER_DEFAULT) == "1":
+        return "the default folder for this user: BENCHWARMERS_HOME is not set"
+    return {REASON_ENV: "BENCHWARMERS_HOME names it",
+            REASON_POINTER: f"{POINTER} names it (BENCHWARMERS_HOME is not set)",
+            REASON_CHECKOUT: "the checkout itself: neither BENCHWARMERS_HOME nor .benchwarmers-home names another"
+            }[reason]
+
+
 def main(argv=()):
     """`argv`: the words after `python -m metrics.paths` (the launcher's `paths` command passes none)."""
     argparse.ArgumentParser(prog="python -m metrics.paths",
                             description="Print the data folder and why it was chosen (DATA-1).").parse_args(argv)
     folder, reason = located()
-    print(f"{folder}  ({reason})")
+    print(f"{folder}  ({why(reason)})")
 
 
 if __name__ == "__main__":

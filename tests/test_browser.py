@@ -21,11 +21,11 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 ARGS = ["--no-sandbox", "--headless=new", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]
-PAGES = ["glance", "logs", "models", "collections", "settings", "info"]
+PAGES = ["glance", "logs", "endpoints", "models", "collections", "settings", "info"]
 TOKEN = "a-very-long-admin-token-0123456789"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="module")  # all browser tests live here; Playwright's loop must be gone before test_mcp's asyncio.run
 def browser():
     if not CHROMIUM:
         pytest.skip("no chromium on PATH (apt-get install chromium); the browser tests need one")
@@ -112,8 +112,8 @@ def test_controls_are_labelled_and_reachable_by_keyboard_ui1(page):
     page.keyboard.press("ArrowDown")
     assert page.evaluate("document.activeElement.id") == "t-logs"
     assert page.get_attribute("#t-logs", "aria-selected") == "true"
-    assert page.evaluate("document.querySelectorAll('[role=tab]').length") == 6
-    assert page.evaluate("document.querySelectorAll('[role=tabpanel]').length") == 6
+    assert page.evaluate("document.querySelectorAll('[role=tab]').length") == 7
+    assert page.evaluate("document.querySelectorAll('[role=tabpanel]').length") == 7
 
 
 def test_create_a_collection_ask_it_and_judge_by_keyboard_co7_gw1_gw5(page, dash):
@@ -371,8 +371,98 @@ def test_first_run_banner_shell3(browser, bench):
         paths.file("config", "endpoints.json").unlink()
         tab_page.goto(f"http://127.0.0.1:{srv.server_address[1]}/")
         assert tab_page.get_attribute("#first-run", "data-step") == "endpoint"
-        assert tab_page.query_selector("#first-go") is None  # never a button to a page that is not there
+        tab_page.wait_for_selector("#endpoint-dialog[open] #ep-name")  # opened by itself: nothing else to do yet
+        assert tab_page.get_attribute("#t-endpoints", "aria-selected") == "true"
     finally:
         context.close()
         srv.shutdown()
         srv.server_close()
+
+
+def test_from_a_key_to_a_panel_in_the_browser_ep10_ob1_ob21_ob22(browser, home, monkeypatch):
+    """Issue 16 item 2: a person with only a key adds an endpoint (Test, then Save), onboards two served models with
+    the queue's live progress, makes a collection and asks it, never touching a file. The local upstream needs the
+    key, as a provider does."""
+    from metrics.demo import Upstream
+    from tests.conftest import TEST_MODELS
+
+    secret = "sk-browser-first-hour-0123456789"
+    monkeypatch.setenv("BENCH_CLIENT", "builtin")
+    with Upstream(models={n: dict(s) for n, s in TEST_MODELS.items()}, key=secret) as up:
+        srv = serve.serve("127.0.0.1", 0)
+        dash = f"http://127.0.0.1:{srv.server_address[1]}"
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        page = context.new_page()
+        problems = []
+        page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: problems.append(str(e)))
+        page.set_default_timeout(15_000)
+        try:
+            page.goto(dash + "/")
+            page.wait_for_selector("#endpoint-dialog[open] #ep-name")
+            page.fill("#ep-name", "myprov")
+            page.fill("#ep-base", up.base_url)
+            page.fill("#ep-key", "sk-wrong-0000000000")
+            assert page.is_disabled("#ep-save")
+            page.click("#ep-test")
+            page.wait_for_selector("#endpoint-dialog .errors:has-text('check the key')")
+            assert page.is_disabled("#ep-save")
+            page.fill("#ep-key", secret)
+            page.click("#ep-test")
+            page.wait_for_selector("#ep-done:has-text('It answers')")
+            assert f"{len(up.listing())} models listed. The key was checked: the list needs it." in page.text_content(
+                "#ep-done")
+            page.fill("#ep-base", up.base_url + "/")  # any edit takes Save away until the next Test
+            assert page.is_disabled("#ep-save")
+            page.click("#ep-test")
+            page.wait_for_selector("#ep-save:not([disabled])")
+            shoot(page, "endpoint-dialog-tested")
+            page.click("#ep-save")
+            page.wait_for_selector("#ep-done:has-text('Saved. myprov lists')")
+            assert secret not in page.content()
+            page.click("#ep-onboard")
+            page.wait_for_selector("#onboard-dialog[open] label.pick")
+            assert page.input_value("#ob-find") == "myprov"
+            assert page.text_content("#ob-list summary").startswith("myprov (direct) · ")
+            for served in ("alpha", "beta"):
+                page.check(f"label.pick[data-key={served}] input")
+            assert page.text_content("#ob-go") == "Onboard 2 models"
+            page.select_option("#ob-mode", "quick")
+            shoot(page, "onboard-picker")
+            page.click("#ob-go")
+            page.wait_for_selector("#oq:not([hidden]) #oq-text")
+            assert page.text_content("#oq-text").startswith(("Onboarding 1 of 2", "Onboarding 2 of 2", "Onboarded"))
+            page.click("#oq-details")
+            page.wait_for_selector("#onboard-dialog[open][data-view=queue] .oq-item")
+            page.wait_for_selector("#oq.done", timeout=60_000)
+            assert page.text_content("#oq-text") == "Onboarded 2 of 2"
+            page.wait_for_selector("#oq-items .oq-item:nth-child(2) .oq-as:has-text('as beta')")
+            page.click("#oq-items .oq-item:first-child summary")
+            page.wait_for_selector("#oq-items .oq-item:first-child pre:has-text('[4/5]')")
+            shoot(page, "onboard-queue-done")
+            page.keyboard.press("Escape")
+            page.goto(dash + "/")
+            assert page.get_attribute("#first-run", "data-step") == "collection"
+            tab(page, "endpoints")
+            assert "2 on the bench" in page.text_content(".ep-block summary")
+            page.fill("#limits-card input[aria-label='myprov: requests per minute']", "30")
+            page.click("#limits-card button[aria-label='Save limits for myprov']")
+            page.wait_for_selector("#limits-said:has-text('Saved limits for myprov.')")
+            shoot(page, "endpoints-page")
+            page.click("#first-go")
+            page.wait_for_selector("#collection-dialog[open] #cd-name")
+            page.fill("#cd-name", "first")
+            page.check("#collection-dialog input[value=alpha]")
+            page.check("#collection-dialog input[value=beta]")
+            page.click("#cd-save")
+            page.wait_for_selector("#c-status:has-text('Saved bench/first.')")
+            reply = panel_owner(dash).chat.completions.create(
+                model="bench/first", messages=[{"role": "user", "content": "Is x = x + 1 right?"}])
+            assert up.answer_for("alpha", "Is x = x + 1 right?") in reply.choices[0].message.content
+            assert up.answer_for("beta", "Is x = x + 1 right?") in reply.choices[0].message.content
+        finally:
+            context.close()
+            srv.shutdown()
+            srv.server_close()
+    refused = [p for p in problems if "status of 400" in p]
+    assert [p for p in problems if p not in refused] == [] and len(refused) == 1

@@ -68,7 +68,7 @@ def test_path4_layout_and_shipped_defaults_copied_never_overwritten(home):
 
 def test_path5_cli_prints_folder_and_reason(home):
     out = subprocess.run([sys.executable, "-m", "metrics.paths"], capture_output=True, text=True, check=True)
-    assert out.stdout == f"{home}  (BENCHWARMERS_HOME)\n"
+    assert out.stdout == f"{home}  (BENCHWARMERS_HOME names it)\n"
     out = subprocess.run([sys.executable, "metrics/paths.py"], capture_output=True, text=True, check=True, cwd=paths.CODE)
     assert out.stdout.startswith(f"{home}  (")
 
@@ -96,7 +96,7 @@ def test_launcher_sets_home_for_installed_command(monkeypatch, tmp_path, capfd):
     assert launcher.main(["paths"]) == 0
     out = capfd.readouterr().out  # `paths` runs as the launcher's child, writing to the same stdout
     if sys.platform.startswith("linux"):
-        assert out == f"{tmp_path / 'benchwarmers'}  (BENCHWARMERS_HOME)\n"
+        assert out == f"{tmp_path / 'benchwarmers'}  (the default folder for this user: BENCHWARMERS_HOME is not set)\n"
 
 
 def test_path1_pointer_expands_home(monkeypatch, tmp_path):

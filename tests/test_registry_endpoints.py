@@ -238,7 +238,7 @@ def test_default_ep2_and_fields_ep13(monkeypatch):
     with pytest.raises(RuntimeError) as failed:
         endpoints.default()
     assert str(failed.value).startswith("no endpoints configured:")
-    assert "scripts/init.py --endpoint NAME BASE_URL" in str(failed.value) and '"default": true' in str(failed.value)
+    assert "scripts/init.py --endpoint NAME BASE_URL" in str(failed.value) and "Endpoints page" in str(failed.value)
     write_endpoints({"a": {"base": "https://a.example/v1/", "key": "a-key"}, "b": {"base": "https://b/v1"}})
     assert endpoints.default() == "a"
     write_endpoints({"a": {"base": "https://a.example/v1/", "key": "a-key"},

@@ -927,9 +927,349 @@
     });
   };
 
+  /* -- Endpoints (EP-1..3, EP-10..14; the sign-in flows of §8.6 are not built) -------------------------- */
+  var E = null;
+  function loadEndpoints() {
+    return get("/api/endpoints").then(function (r) { E = r; drawEndpoints(); return r; });
+  }
+  loaders.endpoints = function () { if (!E) loadEndpoints(); };
+  function epSaid(text, ok) {
+    var s = $("#e-status");
+    s.className = ok ? "done" : "errors";
+    s.textContent = text;
+  }
+  function drawEndpoints() {
+    var sec = $("#tab-endpoints");
+    sec.textContent = "";
+    var addBtn = h("button", {type: "button", cls: "btn", id: "e-add", text: "Add an endpoint", on: {click: function () { openEndpoint(null); }}});
+    var find = h("input", {type: "search", id: "e-find", placeholder: "Find a model on any endpoint", "aria-label": "Find a model on any endpoint"});
+    var blocks = E.endpoints.map(endpointBlock);
+    find.addEventListener("input", function () {
+      var q = find.value.toLowerCase();
+      $$(".ep-block", sec).forEach(function (b) {
+        var hit = 0;
+        $$("tbody tr", b).forEach(function (row) { var on = !q || row.textContent.toLowerCase().indexOf(q) >= 0; row.style.display = on ? "" : "none"; if (on) hit++; });
+        var list = $("details", b);
+        if (list && q && hit) list.open = true;
+      });
+    });
+    add(sec, h("div", {cls: "card"}, h("h2", {text: "Endpoints"}),
+      h("p", {cls: "sub", text: "Prompts go straight to an endpoint: a base URL and its key. A key is shown only as set or not set; it is kept in the llm key store, never in the data folder. The lists show the models on the bench" +
+        (E.updated ? " and what each endpoint served on " + E.updated : "; what else each endpoint serves is in the onboarding picker") + "."}),
+      h("div", {cls: "row"}, addBtn), h("div", {id: "e-status", role: "status"}),
+      E.endpoints.length ? h("div", {cls: "toolbar"}, find) : h("p", {cls: "muted", text: "No endpoint yet. Add one: an OpenAI-compatible base URL and its API key."})),
+      blocks, h("div", {cls: "card", id: "limits-card"}, h("h2", {text: "Rate limits per connection"}), h("p", {cls: "sub", text: "Loading…"})));
+    get("/api/connections").then(drawLimits);
+  }
+  function endpointBlock(ep) {
+    var chips = [ep["default"] ? chip("default", "ok") : null,
+      ep.key_name ? chip(ep.key_set ? "key set" : "no key", ep.key_set ? "ok" : "warn", ep.key_set ? "kept in the llm key store as " + ep.key_name : "no key named " + ep.key_name + " in the llm key store or the environment") : chip("no key needed", "", "saved without a key (a local runtime)")];
+    var actions = [h("button", {type: "button", cls: "btn ghost small", text: "Change key", "aria-label": "Change the key for " + ep.name, on: {click: function () { openEndpoint(ep); }}})];
+    if (!ep["default"]) {
+      actions.push(h("button", {type: "button", cls: "btn ghost small", text: "Make default", "aria-label": "Make " + ep.name + " the default endpoint", on: {click: function () { makeDefault(ep); }}}));
+      actions.push(h("button", {type: "button", cls: "btn danger small", text: "Remove", "aria-label": "Remove " + ep.name, on: {click: function () { removeEndpoint(ep); }}}));
+    }
+    var rows = ep.bench.map(function (m) {
+      return h("tr", {}, td(nameCell({alias: m.alias, tag: ""})), td(m.served, {cls: "mono"}), td(m.connection || "—"), td(m.decision ? chip("decision") : statusChip(m.alias)));
+    }).concat(ep.served.map(function (m) {
+      return h("tr", {}, td("not on the bench", {cls: "muted"}), td(m.served, {cls: "mono"}), td(ep.name), td(m.current ? chip("served") : chip("last seen " + m.day, "warn")));
+    }));
+    var more = ep.served.filter(function (m) { return m.current; }).length;
+    return h("div", {cls: "card ep-block", "data-ep": JSON.stringify({name: ep.name, base: ep.base, "default": ep["default"], kind: ep.kind, hub: ep.hub, key_set: ep.key_set, models: ep.models})},
+      h("div", {cls: "row spread"}, h("h2", {text: ep.name}), h("div", {cls: "row"}, chips, chip(ep.kind + (ep.hub ? " · " + ep.hub : ""), "via"))),
+      h("p", {cls: "mono muted", text: ep.base}), h("div", {cls: "row"}, actions),
+      h("details", {}, h("summary", {text: ep.bench.length + " on the bench" + (more ? " · " + more + " more served" : "")}),
+        table(["On the bench as", "Served as", "Connection", "Status"].map(function (t) { return {title: t}; }), rows,
+          "Nothing from " + ep.name + " is on the bench yet: Onboard a model (top right) lists what it serves.")));
+  }
+  function statusChip(alias) {
+    var r = B.glance.filter(function (g) { return g.alias === alias; })[0];
+    return r ? chip(r.status, r.css || "", r.why || null) : chip("on the bench");
+  }
+  function makeDefault(ep) {
+    confirmDialog("Make " + ep.name + " the default endpoint? Models named bare are then looked for there.").then(function (yes) {
+      if (!yes) return;
+      post("/api/endpoint/default", {name: ep.name}).then(function (r) {
+        if (r.ok) { epSaid(r.note + ". Reloading…", true); reloadSoon(900); } else epSaid(errorsText(r.errors));
+      });
+    });
+  }
+  function removeEndpoint(ep) {
+    var text = "Remove the endpoint " + ep.name + "?" + (ep.models ? " Its " + ep.models + " model" + (ep.models === 1 ? " is" : "s are") +
+      " retired with it (their evidence stays, and each can be restored once an endpoint named " + ep.name + " exists again)." : "") + " Its key stays in the llm key store.";
+    confirmDialog(text, true).then(function (yes) {
+      if (!yes) return;
+      post("/api/endpoint/remove", {name: ep.name, with_models: ep.models > 0}).then(function (r) {
+        if (r.ok) { epSaid("Removed " + ep.name + "; " + r.note + ". Reloading…", true); reloadSoon(900); } else epSaid(errorsText(r.errors));
+      });
+    });
+  }
+  var KINDS = [["provider", "a provider: Groq, Mistral, NVIDIA"], ["aggregator", "an aggregator: OpenRouter, LLM7, NanoGPT"],
+    ["hub", "a hub: Open WebUI, LiteLLM, CLI Proxy API"], ["local", "a local runtime: Ollama, LM Studio, vLLM"]];
+  function openEndpoint(ep) {
+    var d = $("#endpoint-dialog"), adding = !ep, changed = false, tried = 0;
+    d.textContent = "";
+    var name = h("input", {id: "ep-name", autocomplete: "off", placeholder: "openrouter", value: ep ? ep.name : "", readOnly: !adding});
+    var base = h("input", {id: "ep-base", type: "url", autocomplete: "off", placeholder: "https://openrouter.ai/api/v1", value: ep ? ep.base : ""});
+    var kind = h("select", {id: "ep-kind"}, h("option", {value: "", text: "tell from the URL"}), KINDS.map(function (k) { return h("option", {value: k[0], text: k[1]}); }));
+    var hub = h("select", {id: "ep-hub"}, [["openwebui", "Open WebUI"], ["litellm", "LiteLLM"], ["cliproxy", "CLI Proxy API"]].map(function (o) { return h("option", {value: o[0], text: o[1]}); }));
+    var api = h("select", {id: "ep-api"}, [["chat", "OpenAI chat completions"], ["anthropic", "Anthropic messages"], ["gemini", "Gemini"]].map(function (o) { return h("option", {value: o[0], text: o[1]}); }));
+    var key = h("input", {id: "ep-key", type: "password", autocomplete: "off", placeholder: adding ? "blank for a runtime that needs none" : "leave blank to keep the current one"});
+    var admin = h("input", {id: "ep-admin", type: "password", autocomplete: "off", placeholder: "optional"});
+    var hubField = h("div", {cls: "field"}, h("label", {"for": "ep-hub", text: "Which hub"}), hub);
+    var adminField = h("div", {cls: "field"}, h("label", {"for": "ep-admin", text: "Admin key (the hub's management key)"}), admin);
+    var said = h("div", {cls: "errors", role: "alert"}), done = h("div", {cls: "done", role: "status", id: "ep-done"});
+    var test = h("button", {type: "button", cls: "btn ghost", id: "ep-test", text: "Test"});
+    var save = h("button", {type: "button", cls: "btn", id: "ep-save", text: "Save", disabled: true, title: "Test first: Save is offered once the endpoint answers"});
+    var form = h("div", {id: "ep-form"});
+    function isHub() { return adding ? kind.value === "hub" : ep.kind === "hub"; }
+    function layout() { hubField.hidden = !adding || kind.value !== "hub"; adminField.hidden = !isHub(); }
+    function body(testing) {
+      var b = {name: name.value, base: base.value, key: key.value, admin: isHub() ? admin.value : "", new: adding, test: testing};
+      if (adding) { b.kind = kind.value; b.hub = kind.value === "hub" ? hub.value : ""; b.api = api.value; }
+      return b;
+    }
+    [name, base, kind, hub, api, key, admin].forEach(function (el) {
+      el.addEventListener("input", function () { tried++; save.disabled = true; done.textContent = ""; layout(); });
+    });
+    test.addEventListener("click", function () {
+      var mine = ++tried;
+      said.textContent = ""; done.textContent = "Asking " + (base.value || "it") + " for its models…";
+      post("/api/endpoint", body(true)).then(function (r) {
+        if (mine !== tried || !d.open) return;  // a stale reply: the form changed or the dialog closed meanwhile
+        if (r.ok) { done.textContent = "It answers: " + thousands(r.served) + " models listed. " + r.note; save.disabled = false; save.focus(); }
+        else { done.textContent = ""; said.textContent = errorsText(r.errors); }
+      });
+    });
+    save.addEventListener("click", function () {
+      save.disabled = true;
+      post("/api/endpoint", body(false)).then(function (r) {
+        if (!r.ok) { said.textContent = errorsText(r.errors); return; }
+        changed = true; said.textContent = ""; form.hidden = true; test.hidden = true; save.hidden = true;
+        var who = name.value.trim().toLowerCase();
+        done.textContent = "Saved. " + who + " lists " + thousands(r.served) + " models; they appear in the onboarding picker. " + r.note;
+        if (adding) add(done, h("div", {cls: "row"}, h("button", {type: "button", cls: "btn", id: "ep-onboard", text: "Onboard a model from it", on: {click: function () {
+          try { sessionStorage.setItem("bench.pick", who); } catch (e) { return; }
+          d.close(); }}})));  /* the close reloads the page; the picker opens on the page that knows the endpoint */
+      });
+    });
+    d.addEventListener("close", function once() { d.removeEventListener("close", once); if (changed) location.reload(); });
+    add(form,
+      h("div", {cls: "field"}, h("label", {"for": "ep-name", text: "Name"}), name, adding ? h("span", {cls: "muted", text: "2-32 lower-case letters, digits or '-'; the key is kept under this name in the llm key store."}) : null),
+      h("div", {cls: "field"}, h("label", {"for": "ep-base", text: "Base URL"}), base, h("span", {cls: "muted", text: "The address that answers /models, e.g. https://api.groq.com/openai/v1 or http://localhost:11434/v1"})),
+      adding ? h("div", {cls: "field"}, h("label", {"for": "ep-kind", text: "Kind"}), kind) : null, hubField,
+      adding ? h("div", {cls: "field"}, h("label", {"for": "ep-api", text: "API"}), api) : null,
+      h("div", {cls: "field"}, h("label", {"for": "ep-key", text: "API key"}), key), adminField);
+    add(d, h("h2", {id: "ed-title", text: adding ? "Add an endpoint" : "Change the key for " + ep.name}), form, said, done,
+      h("div", {cls: "row end"}, h("button", {type: "button", cls: "btn ghost", text: "Close", on: {click: function () { d.close(); }}}), test, save));
+    layout();
+    d.showModal();
+    (adding ? name : key).focus();
+  }
+  function drawLimits(r) {
+    var card = $("#limits-card");
+    if (!card) return;
+    card.textContent = "";
+    var said = h("p", {role: "status", id: "limits-said"});
+    var rows = r.connections.map(function (c) {
+      var boxes = r.keys.map(function (k) {
+        return h("input", {type: "number", min: 1, step: 1, cls: "limit", value: c.limits[k] || "", title: r.labels[k], "aria-label": c.name + ": " + r.labels[k]});
+      });
+      var save = h("button", {type: "button", cls: "btn small", text: "Save", "aria-label": "Save limits for " + c.name, on: {click: function () {
+        var limits = {};
+        boxes.forEach(function (b, i) { if (b.value !== "") limits[r.keys[i]] = Number(b.value); });
+        post("/api/connection-limits", {connection: c.name, limits: limits}).then(function (res) {
+          said.className = res.ok ? "done" : "errors";
+          said.textContent = res.ok ? "Saved limits for " + c.name + "." : errorsText(res.errors);
+        });
+      }}});
+      return h("tr", {}, [td(c.name, {cls: "mono"}), td(c.models.join(", "))].concat(boxes.map(function (b) { return td(b); }), [td(save)]));
+    });
+    add(card, h("h2", {text: "Rate limits per connection"}),
+      h("p", {cls: "sub", text: "Models reached through one connection share its limits. Enter what your plan allows (blank: unknown); the bench paces its calls by the tightest it knows."}),
+      table([{title: "Connection"}, {title: "Models", sort: false}].concat(r.keys.map(function (k) { return {title: k, sort: false, num: true}; }), [{title: "", sort: false}]), rows,
+        "No models on the bench yet: connections appear once a model is onboarded."), said);
+  }
+
+  /* -- Onboarding: the picker (OB-1..5), the queue chip (OB-21) and the queue view (OB-22) -------------- */
+  var MODES = [["full", "full: probe, then the suite now"], ["quick", "quick: probe now; the suite through the scheduled passes"],
+    ["quick-adhoc", "quick ad hoc: probe only; never called by the bench on its own (metered, capped or trial keys)"]];
+  var ticks = {}, pickerFolded = (function () { try { return JSON.parse(store("bench.picker.folded") || "[]"); } catch (e) { return []; } })();
+  function openPicker(search) {
+    var d = $("#onboard-dialog");
+    d.textContent = "";
+    ticks = {};
+    var find = h("input", {type: "search", id: "ob-find", placeholder: "Find by name, group or endpoint", "aria-label": "Find a model to onboard", readOnly: true, value: search || ""});
+    var list = h("div", {id: "ob-list", cls: "picker", "aria-live": "polite"}, h("p", {cls: "muted", text: "Asking the endpoints what they serve…"}));
+    var mode = h("select", {id: "ob-mode"}, MODES.map(function (m) { return h("option", {value: m[0], text: m[1]}); }));
+    var said = h("div", {cls: "errors", role: "alert"});
+    var dismiss = h("button", {type: "button", cls: "btn ghost", id: "ob-dismiss", text: "Dismiss model", disabled: true});
+    var go = h("button", {type: "button", cls: "btn", id: "ob-go", text: "Onboard model", disabled: true});
+    var found = {candidates: [], dismissed: []};
+    function picked() { return found.candidates.filter(function (c) { return ticks[c.key]; }); }
+    function count() {
+      var n = picked().length;
+      go.disabled = dismiss.disabled = !n;
+      go.textContent = n > 1 ? "Onboard " + n + " models" : "Onboard model";
+      dismiss.textContent = n > 1 ? "Dismiss " + n + " models" : "Dismiss model";
+    }
+    function row(c, off) {
+      var box = h("input", {type: "checkbox", checked: !!ticks[c.key], disabled: !!off, "aria-label": c.served + " from " + c.endpoint});
+      box.addEventListener("change", function () { ticks[c.key] = box.checked; count(); });
+      var inputs = ["image", "pdf", "file", "audio", "video"].filter(function (m) { return c.inputs.indexOf(m) >= 0; })
+        .concat(c.inputs.filter(function (m) { return m !== "text" && ["image", "pdf", "file", "audio", "video"].indexOf(m) < 0; }));
+      return h("label", {cls: "pick", "data-key": c.key}, box, h("span", {cls: "mono", text: c.served}), inputs.map(function (m) { return chip(m); }),
+        c.outputs.indexOf("image") >= 0 ? chip("makes images", "warn", "an image generator is never a seat") : null,
+        c.new ? h("span", {cls: "muted right", text: c.group}) : null,
+        off ? h("button", {type: "button", cls: "btn ghost small", text: "Bring back", on: {click: function (e) {
+          e.preventDefault();
+          post("/api/dismiss", {served: c.key, undo: true}).then(function (r) {
+            if (!r.ok) { said.textContent = errorsText(r.errors); return; }
+            found.dismissed = found.dismissed.filter(function (x) { return x.key !== c.key; });
+            found.candidates.push(c); found.candidates.sort(function (a, b) { return a.served < b.served ? -1 : 1; }); draw();
+          });
+        }}}) : null);
+    }
+    function draw() {
+      list.textContent = "";
+      var q = find.value.toLowerCase();
+      var match = function (c) { return !q || (c.served + " " + c.group + " " + c.endpoint).toLowerCase().indexOf(q) >= 0; };
+      var shown = found.candidates.filter(match), groups = {};
+      shown.forEach(function (c) { var g = c.new ? "New since the daily check" : c.group; (groups[g] = groups[g] || []).push(c); });
+      var names = Object.keys(groups).sort(function (a, b) { return a === "New since the daily check" ? -1 : b === "New since the daily check" ? 1 : a < b ? -1 : 1; });
+      names.forEach(function (g) {
+        var det = h("details", {open: !!q || pickerFolded.indexOf(g) < 0}, h("summary", {text: g + " · " + groups[g].length}), groups[g].map(function (c) { return row(c); }));
+        det.addEventListener("toggle", function () {
+          if (q) return;
+          pickerFolded = pickerFolded.filter(function (x) { return x !== g; }).concat(det.open ? [] : [g]);
+          store("bench.picker.folded", JSON.stringify(pickerFolded));
+        });
+        add(list, det);
+      });
+      if (!names.length) add(list, h("p", {cls: "muted", text: found.candidates.length ? "Nothing matches." : "Everything the endpoints serve is already on the bench, retired or dismissed."}));
+      var off = found.dismissed.filter(match);
+      if (off.length) add(list, h("details", {}, h("summary", {text: off.length + " dismissed"}), off.map(function (c) { return row(c, true); })));
+      count();
+    }
+    find.addEventListener("input", draw);
+    dismiss.addEventListener("click", function () {
+      var keys = picked().map(function (c) { return c.key; });
+      post("/api/dismiss", {served: keys}).then(function (r) {
+        if (!r.ok) { said.textContent = errorsText(r.errors); return; }
+        found.dismissed = found.dismissed.concat(picked());
+        found.candidates = found.candidates.filter(function (c) { return keys.indexOf(c.key) < 0; });
+        keys.forEach(function (k) { delete ticks[k]; });
+        draw();
+      });
+    });
+    go.addEventListener("click", function () {
+      go.disabled = true;
+      post("/api/onboard-queue", {items: picked().map(function (c) { return {served: c.served, endpoint: c.endpoint, mode: mode.value}; })}).then(function (r) {
+        if (!r.ok) { said.textContent = errorsText(r.errors); count(); return; }
+        d.close(); drawQueue(r); pollQueue();
+      });
+    });
+    add(d, h("h2", {id: "od-title", text: "Onboard a model"}),
+      h("p", {cls: "sub", text: "What your endpoints serve and the bench does not have yet. Onboarding registers a model, probes it with four calls and keeps the evidence; whether work goes to it stays the router's call."}),
+      find, list, said,
+      h("div", {cls: "field"}, h("label", {"for": "ob-mode", text: "Onboard as"}), mode),
+      h("div", {cls: "row end"}, h("button", {type: "button", cls: "btn ghost", text: "Close", on: {click: function () { d.close(); }}}), dismiss, go));
+    d.showModal();
+    get("/api/candidates").then(function (r) {
+      find.readOnly = false;
+      if (!r.ok) { list.textContent = ""; said.textContent = errorsText(r.errors); return; }
+      said.textContent = r.errors.length ? errorsText(r.errors) : "";
+      found = {candidates: r.candidates, dismissed: r.dismissed};
+      draw();
+      find.focus();
+    });
+  }
+  var Q = null, queueTimer = null;
+  function settled(items) { return items.filter(function (i) { return i.state !== "queued" && i.state !== "running"; }).length; }
+  function drawQueue(q) {
+    Q = q;
+    var box = $("#oq");
+    box.textContent = "";
+    box.hidden = !q.items.length;
+    if (!q.items.length) return;
+    var n = q.items.length, fin = settled(q.items), run = q.items.filter(function (i) { return i.state === "running"; })[0];
+    var count = function (s) { return q.items.filter(function (i) { return i.state === s; }).length; };
+    var text;
+    if (q.running && run) text = q.stopping ? "Stopping after " + run.served : "Onboarding " + (fin + 1) + " of " + n + (run.step ? ", step " + run.step + "/5" : "") + ": " + run.served;
+    else text = "Onboarded " + count("done") + " of " + n + (count("failed") ? " · " + count("failed") + " failed" : "") +
+      (count("no answer") ? " · " + count("no answer") + " did not answer" : "") + (count("skipped") ? " · " + count("skipped") + " skipped" : "");
+    var step = run && run.step ? (run.step - 0.5) / 5 : 0;
+    var fill = Math.round(100 * (fin + step) / n);
+    var bad = !q.running && (count("failed") || count("no answer"));
+    box.className = "oq" + (!q.running && count("done") === n ? " done" : "") + (bad ? " fail" : "");
+    add(box, h("span", {cls: "oq-chip", id: "oq-text", title: text, role: "status"}, h("span", {cls: "oq-fill", style: "width:" + fill + "%", "aria-hidden": "true"}), h("span", {cls: "oq-label", text: text})),
+      h("button", {type: "button", cls: "linkish", id: "oq-details", text: "Details", on: {click: openQueue}}),
+      q.running && !q.stopping ? h("button", {type: "button", cls: "linkish", id: "oq-stop", text: "Stop", on: {click: function () { post("/api/onboard-queue/stop", {}).then(function (r) { if (r.ok) { drawQueue(r); refreshQueueView(); } }); }}}) : null,
+      !q.running ? h("button", {type: "button", cls: "linkish", id: "oq-clear", text: "Clear", on: {click: function () {
+        post("/api/onboard-queue/clear", {}).then(function (r) { if (r.ok) { drawQueue(r); var d = $("#onboard-dialog"); if (d.open && d.getAttribute("data-view") === "queue") d.close(); } }); }}}) : null);
+  }
+  function pollQueue() {
+    if (queueTimer) return;
+    queueTimer = setInterval(function () {
+      get("/api/onboard-queue").then(function (q) {
+        var was = Q && Q.running;
+        drawQueue(q); refreshQueueView();
+        if (!q.running) { clearInterval(queueTimer); queueTimer = null; if (was) $("#fresh").hidden = false; }
+      }).catch(function () { return null; });
+    }, 3000);
+  }
+  var STATE_CSS = {running: "new", done: "ok", "no answer": "warn", failed: "err", queued: "", skipped: "muted"};
+  function openQueue() {
+    var d = $("#onboard-dialog");
+    d.textContent = "";
+    d.setAttribute("data-view", "queue");
+    add(d, h("h2", {id: "od-title", text: "Onboarding queue"}), h("p", {cls: "sub", id: "oq-summary"}), h("div", {id: "oq-items"}),
+      h("div", {cls: "row end"}, h("button", {type: "button", cls: "btn ghost", text: "Close", on: {click: function () { d.close(); }}})));
+    d.addEventListener("close", function once() { d.removeEventListener("close", once); d.removeAttribute("data-view"); });
+    refreshQueueView();
+    d.showModal();
+  }
+  function followLog(pre, log, det) {
+    if (!log) return;
+    get("/api/onboard?log=" + encodeURIComponent(log)).then(function (r) {
+      if (!r.ok) return;
+      var atEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
+      pre.textContent = r.tail || "(nothing written yet)";
+      if (atEnd || !det.getAttribute("data-seen")) pre.scrollTop = pre.scrollHeight;
+      det.setAttribute("data-seen", "1");
+    });
+  }
+  function refreshQueueView() {
+    var d = $("#onboard-dialog");
+    if (!d.open || d.getAttribute("data-view") !== "queue" || !Q) return;
+    $("#oq-summary").textContent = !Q.items.length ? "Nothing queued." : Q.running ?
+      "One at a time, in this order. Closing this does not stop it; Stop lets the model running now finish and skips the rest." : "Finished. Each log is in runs/.";
+    var box = $("#oq-items");
+    Q.items.forEach(function (item, i) {
+      var el = $("[data-item='" + i + "']", box);
+      if (!el) {
+        var pre = h("pre", {cls: "answer log", tabIndex: 0});
+        var det = h("details", {open: item.state === "running"}, h("summary", {text: "Log"}), pre);
+        det.addEventListener("toggle", function () { if (det.open) followLog(pre, Q.items[i].log, det); });
+        el = h("div", {cls: "oq-item", "data-item": String(i)}, h("div", {cls: "row"}, h("strong", {cls: "mono", text: item.served}), h("span", {cls: "oq-state"}), h("span", {cls: "oq-as muted"})),
+          h("p", {cls: "oq-note muted"}), det);
+        add(box, el);
+      }
+      var st = $(".oq-state", el);
+      st.textContent = "";
+      add(st, chip(item.state + (item.state === "running" && item.step ? " · step " + item.step + "/5" : ""), STATE_CSS[item.state]));
+      $(".oq-as", el).textContent = item.alias && item.state !== "failed" ? "as " + item.alias : "";
+      $(".oq-note", el).textContent = item.note || "";
+      var det2 = $("details", el);
+      if (det2.open) followLog($("pre", det2), item.log, det2);
+    });
+  }
+  $("#onboard-open").addEventListener("click", function () { openPicker(""); });
+  get("/api/onboard-queue").then(function (q) { drawQueue(q); if (q.running) pollQueue(); }).catch(function () { return null; });
+
   /* -- New results (UI-7) and sign out --------------------------------------------------------------------- */
   setInterval(function () {
-    if (document.hidden || !$("#fresh").hidden) return;
+    if (document.hidden || !$("#fresh").hidden || (Q && Q.running)) return;
     get("/api/stamp").then(function (r) { if (r.stamp > B.stamp + 0.5) $("#fresh").hidden = false; }).catch(function () { return null; });
   }, 15000);
   $("#fresh").addEventListener("click", function () { location.reload(); });
@@ -938,26 +1278,33 @@
     $("#logout").addEventListener("click", function () { post("/logout", {}).then(function () { location.href = "/login"; }); });
   }
 
-  /* SHELL-3: the first-run banner. Adding endpoints and onboarding are the Endpoints page's (another issue):
-     until it exists those steps say what to do instead of offering a button to a page that is not there. */
+  /* SHELL-3: the first-run banner; its endpoint step opens the Endpoints page and its Add dialog by itself. */
   function drawFirstRun() {
     var step = B.first_run, box = $("#first-run");
     if (!step) return;
     box.hidden = false;
     box.setAttribute("data-step", step);
     var texts = {
-      endpoint: ["Add your first endpoint", "Prompts go straight to an endpoint: an OpenAI-compatible base URL and the name of its key. Add one to config/endpoints.json in the data folder, e.g. {\"groq\": {\"base\": \"https://api.groq.com/openai/v1\", \"key\": \"groq\", \"default\": true}}."],
-      onboard: ["Onboard your first model", "A model joins the bench with a registration: a - model_id: block in config/extra-openai-models.yaml naming its alias, served name, endpoint base and key name."],
-      collection: ["Make your first collection", "Callers ask a collection as bench/<name> at " + B.gateway + "; its members answer together."]};
+      endpoint: ["Add your first endpoint", "Prompts go straight to an endpoint: the base URL of a provider (OpenAI, OpenRouter, Groq…) or of a local runtime (Ollama, LM Studio), and its API key. The key goes to the llm key store, never into the data folder.", "Add an endpoint"],
+      onboard: ["Onboard your first model", "Pick models your endpoints serve: each is registered, probed with 4 calls and, onboarded in full, reviewed by the suite. The evidence decides where work goes.", "Onboard a model"],
+      collection: ["Make your first collection", "Callers ask a collection as bench/<name> at " + B.gateway + "; its members answer together.", "New collection"]};
+    var go = {
+      endpoint: function () { show("endpoints"); (E ? Promise.resolve() : loadEndpoints()).then(function () { openEndpoint(null); }); },
+      onboard: function () { openPicker(""); },
+      collection: function () { show("collections"); (C ? Promise.resolve() : loadCollections()).then(function () { openCollection(null); }); }};
     add(box, h("h2", {id: "first-title", text: texts[step][0]}), h("p", {text: texts[step][1]}),
-      step === "collection" ? h("button", {type: "button", cls: "btn", id: "first-go", text: "New collection", on: {click: function () {
-        show("collections"); (C ? Promise.resolve() : loadCollections()).then(function () { openCollection(null); }); }}}) : null);
+      h("button", {type: "button", cls: "btn", id: "first-go", text: texts[step][2], on: {click: go[step]}}));
+    return step === "endpoint" ? go.endpoint : null;
   }
 
-  drawFirstRun();
+  var firstStep = drawFirstRun();
   drawActions();
   drawGlance();
   drawModels();
   drawCollections();
   show(store("bench.tab") || "glance");
+  var picking = null;
+  try { picking = sessionStorage.getItem("bench.pick"); sessionStorage.removeItem("bench.pick"); } catch (e) { picking = null; }
+  if (picking !== null) { show("endpoints"); openPicker(picking); }
+  else if (firstStep) firstStep();  /* an empty bench offers nothing else (SHELL-3) */
 })();
