@@ -196,6 +196,23 @@ def test_retire_and_restore_from_the_popup_mp3_mp5(page, dash):
         "model_id: gamma" in paths.file("config", "extra-openai-models.yaml").read_text(encoding="utf-8")
 
 
+def test_the_popup_folds_an_onboarding_stop_and_its_log_mp19(page, dash):
+    """MP-19: a stopped onboarding's note in the popup, with its log fetched only when unfolded."""
+    log = "onboard-20261203T101500-gamma.log"
+    paths.file("runs", log).write_text("onboarding gamma\n  [4/5] probing availability (4 calls)...\nSTOPPING: no answer\n",
+                                       encoding="utf-8")
+    fileio.write_atomic(paths.file("metrics", "onboard-issues.json"), json.dumps({"gamma": {
+        "at": "2026-12-03T10:15:00+00:00", "step": "availability probe", "failure": "timeout", "detail": "no answer",
+        "log": log}}))
+    page.reload()
+    page.click("#tab-glance a.model[data-alias=gamma]")
+    page.wait_for_selector("#model-dialog[open] .onboard-log")
+    assert "Onboarding stopped at the availability probe on 2026-12-03" in page.inner_text("#model-dialog")
+    page.click("#model-dialog .onboard-log summary")
+    page.wait_for_selector("#model-dialog .onboard-log pre:has-text('STOPPING: no answer')")
+    shoot(page, "model-popup-onboard-stop")
+
+
 def test_decision_rows_glance_cells_and_the_profile_gl1_gl4_md1_mp3(page, dash, bench):
     today = datetime.date.today().isoformat()
     fileio.write_atomic(paths.file("config", "decision-models.json"), json.dumps({"judge": {

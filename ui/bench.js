@@ -311,7 +311,20 @@
     if (!o) return null;
     return h("div", {cls: "card"}, h("p", {}, chip("onboard stopped", o.css), "Onboarding stopped at the " + (o.step || "probe") + " on " +
       String(o.at || "").slice(0, 10) + ": " + o.label), h("p", {cls: "muted", text: ADVICE[o.failure] || o.reading}),
-      o.detail ? h("pre", {cls: "answer", text: o.detail}) : null);
+      o.detail ? h("pre", {cls: "answer", text: o.detail}) : null, o.log ? foldedLog(o.log) : null);
+  }
+  /* MP-19: the run's log, read only when unfolded */
+  function foldedLog(name) {
+    var text = h("pre", {cls: "answer", text: "reading…"});
+    var box = h("details", {cls: "onboard-log"}, h("summary", {text: "Onboarding log"}), text);
+    box.addEventListener("toggle", function () {
+      if (!box.open || box.dataset.read) return;
+      box.dataset.read = "1";
+      get("/api/onboard?log=" + encodeURIComponent(name)).then(function (r) {
+        text.textContent = r.ok ? (r.tail || "(the log is empty)") : r.errors.join("; ");
+      });
+    });
+    return box;
   }
   function eval0(ratio) { var p = ratio.split("/"); return (+p[0] / +p[1]).toFixed(3); }
 
