@@ -401,7 +401,7 @@ def test_from_a_key_to_a_panel_in_the_browser_ep10_ob1_ob21_ob22(browser, home, 
     the queue's live progress, makes a collection and asks it, never touching a file. The local upstream needs the
     key, as a provider does."""
     from metrics.demo import Upstream
-    from tests.conftest import TEST_MODELS
+    from conftest import TEST_MODELS
 
     secret = "sk-browser-first-hour-0123456789"
     monkeypatch.setenv("BENCH_CLIENT", "builtin")

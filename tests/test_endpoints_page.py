@@ -9,8 +9,8 @@ import pytest
 
 import serve
 from metrics import demo, endpoints, fileio, keys, onboarding, paths, registry
-from tests.conftest import TEST_MODELS
-from tests.test_serve import call, change_lines
+from conftest import TEST_MODELS
+from test_serve import call, change_lines
 
 SECRET = "sk-endpoints-page-0123456789"
 
