@@ -11,9 +11,9 @@ Results go to stdout and everything else (notes, progress, the seat table, error
 Commands: those the gateway's own routes answer (§9.2 `ask`, `verdict`, `collections`, and `record` and
 `pending` for `GET /bench/record` and `POST /bench/pending`, which §9.2 does not list but a script judging
 panels needs), and those that manage the bench through the dashboard's `/api/...` routes (`status`,
-`models`, `model`, `collection`, `keys`, `key`, `settings`). `endpoints`, `endpoint`, `candidates`,
-`onboard` and `dismiss` join the parser with the dashboard's Endpoints and onboarding routes: until then
-a command that could only fail is not offered.
+`models`, `model`, `collection`, `keys`, `key`, `settings`, `endpoints`, `endpoint`, `candidates`, `onboard`,
+`dismiss`). `endpoint limits` (the Endpoints page's rate limits per connection, `GET /api/connections` and
+`POST /api/connection-limits`) is not in §9.2's list: the page has it, so the shell has it too.
 
 Decisions where §9 is silent:
 - A dashboard refusal with `--json`: the refusal is printed whole on stdout and the command still fails
@@ -22,6 +22,22 @@ Decisions where §9 is silent:
 - `keys` shows a key's hint as `bwk_…<hint>` and an unscoped key's collections as `all`, as the dashboard does.
 - `settings scheduler` with no mode and no job named shows the mode and the jobs, and writes nothing.
 - A dashboard route is never retried on the gateway's own port (remote.py's fallback): it has none.
+- `endpoint add|test|key` print what happened (`added endpoint x: it lists N models`, the test's "nothing
+  saved") and then the server's note on its own line: the note alone ("The key was checked…") would not say
+  whether anything was saved.
+- `endpoint key` needs an endpoint that exists (else the server would add it; exit 1) and a key (an empty one
+  would change nothing; exit 2): both are refused before anything is written.
+- `endpoint limits`: no limit given shows the connections and their limits; given ones replace those entered,
+  the rest are kept (as `collection save`), and `none` clears one. A connection it does not know is exit 1.
+- `candidates --json` prints the server's reply untouched but for the list shown (`candidates`, or
+  `dismissed` with `--dismissed`), which holds the filtered rows, as `models --json` does; with no filter it
+  is the reply as the server sent it.
+- `onboard --ad-hoc` without `--quick` is bad usage (exit 2). `status`, `stop` and `clear` are the queue's
+  words only as the sole word with no `--endpoint`, `--quick` or `--ad-hoc` (else they are a model's served
+  name); `--wait` goes with any of them. `--wait` prints a running model's step only when it changes, and
+  Ctrl-C while it waits stops the following only (130): the queue runs on at the server.
+- `dismiss` checks every name before it sends one, so a typo dismisses nothing; `--undo` matches the
+  dismissed rows as well as the candidates (the union §9.2 names).
 
 Why argparse and not click (llm's choice): the core is standard library only, and argparse's
 subparsers give the same shape, one front door with one subcommand per action and each command's
@@ -30,6 +46,7 @@ help on its own parser.
 
 import argparse
 import dataclasses
+import getpass
 import json
 import re
 import sys
@@ -565,6 +582,197 @@ def cmd_settings_scheduler(args):
          f"scheduler {mode}; on: {on}; off: {off} (it applies within a minute)")
 
 
+# -- endpoints, candidates and onboarding: the Endpoints page's routes (§9.2) ---------------------------------
+
+# the connection limits the Endpoints page takes (EP-15)
+LIMITS = {"rpm": "requests per minute", "rpd": "requests per day", "tpm": "tokens per minute",
+          "tpd": "tokens per day", "rpmo": "requests per calendar month (UTC)"}
+ONBOARD_POLL = 5.0  # seconds between looks at a running onboarding queue (`onboard --wait`)
+
+
+def cmd_endpoints(args):
+    """§9.2 endpoints: each endpoint, whether its key is set (never the key), how many models are on it."""
+    reply = dashboard(args, "GET", "/api/endpoints")
+    if args.json:
+        return dump(reply)
+    rows = [row for row in reply.get("endpoints") or [] if isinstance(row, dict)]
+    if not rows:
+        return note("no endpoints yet: add one with `bench endpoint add NAME --base https://... --key-stdin`")
+    print(table(rows, ["name", "base", "kind", "hub", "default", "key_set", "models"]))
+
+
+def read_secret(args, name):
+    """CLI-6: never an argument. `--key-stdin` takes stdin's first line; else a hidden prompt on a terminal;
+    else none."""
+    if args.key_stdin:
+        return sys.stdin.readline().strip()
+    if sys.stdin.isatty():
+        return getpass.getpass(f"API key for {name} (hidden, Enter for none): ", stream=sys.stderr).strip()
+    return ""
+
+
+def cmd_endpoint_save(args):
+    """§9.2 endpoint add|test|key: the base is `--base` or the endpoint's own; the key per CLI-6. `key` needs an
+    endpoint that exists and a key to give it; `test` saves nothing."""
+    name = args.name.strip().lower()
+    rows = [row for row in dashboard(args, "GET", "/api/endpoints").get("endpoints") or [] if isinstance(row, dict)]
+    current = next((row for row in rows if row.get("name") == name), None)
+    if args.action == "key" and current is None:
+        raise Failed(f"no endpoint '{name}'; have: {', '.join(str(r.get('name')) for r in rows) or 'none'}")
+    base = args.base or (current or {}).get("base")
+    if not base:
+        raise Failed(f"give the base URL: bench endpoint {args.action} {name} --base https://...", 2)
+    key = read_secret(args, name)
+    if args.action == "key" and not key:
+        raise Failed(f"no key given: pipe it in with --key-stdin (`pass show {name} | bench endpoint key {name} "
+                     "--key-stdin`), or type it at the prompt on a terminal", 2)
+    body = {"name": name, "base": base, "key": key, "new": args.action == "add", "kind": args.kind or "",
+            "hub": args.hub or "", "test": args.action == "test"}
+    reply = dashboard(args, "POST", "/api/endpoint", body)
+    if args.json:
+        return dump(reply)
+    served = reply.get("served")
+    print({"add": f"added endpoint {name}: it lists {served} models",
+           "test": f"{name} answers: it lists {served} models (nothing saved)",
+           "key": f"the key for {name} is changed: it lists {served} models"}[args.action])
+    if reply.get("note"):
+        print(reply["note"])
+
+
+def cmd_endpoint_rm(args):
+    with_models = " and retire every model on it (restorable once an endpoint of that name exists again)"
+    confirm(args, f"remove the endpoint {args.name}" + (with_models if args.with_models else "")
+            + "; its key stays in llm's key store")
+    body = {"name": args.name.strip().lower(), "with_models": args.with_models}
+    done(args, dashboard(args, "POST", "/api/endpoint/remove", body), f"removed endpoint {args.name}")
+
+
+def cmd_endpoint_default(args):
+    body = {"name": args.name.strip().lower()}
+    done(args, dashboard(args, "POST", "/api/endpoint/default", body), f"{args.name} is the default endpoint")
+
+
+def limit(text):
+    """`endpoint limits --rpm N|none`: a whole number, or `none` to clear it (blank, as the page sends)."""
+    if text.strip().lower() in ("", "none"):
+        return ""
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number; give one, or none") from None
+
+
+def cmd_endpoint_limits(args):
+    """The Endpoints page's rate limits per connection (EP-13, EP-15): shown with no limit given; else the
+    limits given replace those entered, the rest are kept, and `none` clears one."""
+    reply = dashboard(args, "GET", "/api/connections")
+    rows = [row for row in reply.get("connections") or [] if isinstance(row, dict)]
+    given = {k: getattr(args, k) for k in LIMITS if getattr(args, k) is not None}
+    if not given:
+        shown = [{"connection": r.get("name"), **(r.get("limits") or {}), "models": r.get("models")} for r in rows
+                 if args.connection in (None, r.get("name"))]
+        if args.connection and not shown:
+            known = ", ".join(str(r.get("name")) for r in rows) or "none yet"
+            raise Failed(f"no connection '{args.connection}'; known: {known}")
+        if args.json:
+            return dump({**reply, "connections": [r for r in rows if args.connection in (None, r.get("name"))]})
+        if not shown:
+            return note("no connections yet: one appears with the first model on the bench")
+        return print(table(shown, ["connection", *LIMITS, "models"]))
+    if not args.connection:
+        raise Failed("name the connection: bench endpoint limits CONNECTION --rpm N (`bench endpoint limits` "
+                     "lists them)", 2)
+    current = next((r.get("limits") or {} for r in rows if r.get("name") == args.connection), {})
+    limits = {k: v for k, v in {**current, **given}.items() if v != ""}
+    saved = dashboard(args, "POST", "/api/connection-limits", {"connection": args.connection, "limits": limits})
+    done(args, saved, f"limits for {args.connection}: "
+                      + (", ".join(f"{k} {v}" for k, v in limits.items()) or "none"))
+
+
+def candidate_rows(args, reply, dismissed):
+    """§9.2 candidates' filters: the endpoint, the served name (any case), new only."""
+    find = (args.find or "").lower()
+    return [row for row in reply.get("dismissed" if dismissed else "candidates") or [] if isinstance(row, dict)
+            and (args.endpoint is None or row.get("endpoint") == args.endpoint)
+            and find in str(row.get("served", "")).lower() and (not args.new or row.get("new"))]
+
+
+def cmd_candidates(args):
+    """§9.2 candidates: what the endpoints serve and the bench has not onboarded (or what was dismissed)."""
+    reply = dashboard(args, "GET", "/api/candidates")
+    part = "dismissed" if args.dismissed else "candidates"
+    rows = candidate_rows(args, reply, args.dismissed)
+    if args.json:
+        return dump({**reply, part: rows})
+    for error in reply.get("errors") or []:
+        note(f"note: {error}")
+    if not rows:
+        return note("nothing dismissed" if args.dismissed else "nothing new to onboard")
+    print(table(rows, ["served", "endpoint", "group", "new"]))
+
+
+def show_queue(args, reply):
+    """The onboarding queue as a table; while it runs, how to follow and stop it."""
+    if args.json:
+        return dump(reply)
+    rows = [{**item, "as": item.get("alias")} for item in reply.get("items") or [] if isinstance(item, dict)]
+    if not rows:
+        return note("the onboarding queue is empty")
+    print(table(rows, ["served", "endpoint", "state", "as", "note"]))
+    if reply.get("running"):
+        note("it runs at the server: follow it with `bench onboard status` (or --wait), stop it with "
+             "`bench onboard stop`")
+
+
+def follow_queue(args, reply):
+    """`--wait`: the queue asked every ONBOARD_POLL seconds while it runs, each new step of the running model on
+    stderr (not with `--json`)."""
+    said = None
+    while reply.get("running"):
+        running = next((i for i in reply.get("items") or [] if i.get("state") == "running"), None)
+        step = running and running.get("step") and (running.get("served"), running["step"])
+        if step and step != said and not args.json:
+            note(f"  {step[0]}: step {step[1]}/5")
+        said = step or said
+        time.sleep(ONBOARD_POLL)
+        reply = dashboard(args, "GET", "/api/onboard-queue")
+    return reply
+
+
+def cmd_onboard(args):
+    """§9.2 onboard: `status`, `stop` or `clear` when it is the only word; else the served names join the
+    queue (one model at a time at the server)."""
+    word = args.served[0] if len(args.served) == 1 else None
+    if word in ("status", "stop", "clear") and not (args.endpoint or args.quick or args.ad_hoc):
+        reply = dashboard(args, *(("GET", "/api/onboard-queue", None) if word == "status" else
+                                  ("POST", f"/api/onboard-queue/{word}", {})))
+    else:
+        if args.ad_hoc and not args.quick:
+            raise Failed("--ad-hoc needs --quick: an ad hoc model gets no suite run", 2)
+        mode = "quick-adhoc" if args.ad_hoc else "quick" if args.quick else "full"
+        items = [{"served": served, "endpoint": args.endpoint or "", "mode": mode} for served in args.served]
+        reply = dashboard(args, "POST", "/api/onboard-queue", {"items": items})
+    show_queue(args, follow_queue(args, reply) if args.wait else reply)
+
+
+def cmd_dismiss(args):
+    """§9.2 dismiss: each served name must be exactly one row of the candidates and the dismissed (on
+    `--endpoint` when given); every name is checked before anything is sent."""
+    reply = dashboard(args, "GET", "/api/candidates")
+    rows = [row for part in ("candidates", "dismissed") for row in reply.get(part) or [] if isinstance(row, dict)
+            and (args.endpoint is None or row.get("endpoint") == args.endpoint)]
+    picked = []
+    for served in args.served:
+        found = [row for row in rows if row.get("served") == served]
+        if not found:
+            raise Failed(f"{served}: not among the candidates")
+        if len(found) > 1:
+            raise Failed(f"{served}: on several endpoints; add --endpoint")
+        picked.append(found[0]["key"])
+    result = dashboard(args, "POST", "/api/dismiss", {"served": picked, "undo": args.undo})
+    done(args, result, ("brought back: " if args.undo else "dismissed: ") + ", ".join(picked))
+
+
 # -- the parser ---------------------------------------------------------------------------------------------
 
 class Intermixed(argparse.ArgumentParser):
@@ -623,6 +831,8 @@ COMMANDS = [
     ("record <collection> | pending <call>", "verdicts so far | seats still without one"),
     ("status | models | collections | keys", "the server, its models, collections, gateway keys"),
     ("model | collection | key | settings", "change them (each lists its actions with --help)"),
+    ("endpoints | endpoint | candidates", "the providers; change one | what they serve"),
+    ("onboard <served> | dismiss <served>", "put served models on the bench | hide them"),
 ]
 
 
@@ -633,6 +843,7 @@ def parser(prog="bench"):
                                        "type `benchwarmers`.")
     p.add_argument("--version", action="version", version=f"bench {__version__}")
     global_options(p, suppress=False)
+    p.set_defaults(stopped="stopped; a panel already asked goes on at the server and records every seat")
     sub = p.add_subparsers(dest="command", metavar="command", required=True, parser_class=Intermixed)
     ask = command(sub, "ask", cmd_ask, "put a prompt to every seat of a collection", """examples:
   bench ask core "Is this loop off by one? for i in range(1, len(xs)): ..."
@@ -767,6 +978,72 @@ def parser(prog="bench"):
     scheduler.add_argument("mode", nargs="?", choices=("off", "log-only", "run"))
     scheduler.add_argument("--on", metavar="CSV", help="jobs to switch on")
     scheduler.add_argument("--off", metavar="CSV", help="jobs to switch off")
+    command(sub, "endpoints", cmd_endpoints, "the provider endpoints: base URL, kind, whether a key is set",
+            """examples:
+  bench endpoints
+  bench endpoints --json | jq '.endpoints[].served'""")
+    endpoint = group(sub, "endpoint", "add, test, re-key or remove an endpoint; the default; rate limits", """examples:
+  pass show openrouter | bench endpoint add openrouter --base https://openrouter.ai/api/v1 --key-stdin
+  bench endpoint test openrouter
+  bench endpoint rm old-provider --with-models -y
+  bench endpoint limits openrouter --rpm 20 --rpd 50""")
+    for name, summary, example in (
+            ("add", "add an endpoint: saved only when its model list answers",
+             "pass show openrouter | bench endpoint add openrouter --base https://openrouter.ai/api/v1 --key-stdin"
+             "\n  bench endpoint add ollama --base http://127.0.0.1:11434/v1    a local runtime needs no key"),
+            ("test", "ask an endpoint for its model list; nothing is saved",
+             "bench endpoint test openrouter\n  bench endpoint test new --base https://api.example.com/v1 --key-stdin"),
+            ("key", "give an endpoint a new key (checked before it is kept)",
+             "pass show openrouter | bench endpoint key openrouter --key-stdin")):
+        save_endpoint = action(endpoint, name, cmd_endpoint_save, summary, example)
+        save_endpoint.add_argument("name", help="2-32 lower-case letters, digits or '-'")
+        save_endpoint.add_argument("--base", metavar="URL", help="its OpenAI-style base URL (default: the endpoint's)")
+        save_endpoint.add_argument("--kind", choices=("provider", "aggregator", "hub", "local"),
+                                   help="what it is (default: inferred from the URL)")
+        save_endpoint.add_argument("--hub", metavar="H", help="with --kind hub: openwebui, litellm or cliproxy")
+        save_endpoint.add_argument("--key-stdin", action="store_true",
+                                   help="read the key from stdin's first line (never an argument)")
+    rm_endpoint = action(endpoint, "rm", cmd_endpoint_rm, "remove an endpoint (its key stays in llm's key store)",
+                         "bench endpoint rm old-provider\n  bench endpoint rm old-provider --with-models -y")
+    rm_endpoint.add_argument("name")
+    rm_endpoint.add_argument("--with-models", action="store_true", help="retire the models on it too")
+    confirmable(rm_endpoint)
+    default = action(endpoint, "default", cmd_endpoint_default, "make an endpoint the default",
+                     "bench endpoint default openrouter")
+    default.add_argument("name")
+    limits_of = action(endpoint, "limits", cmd_endpoint_limits,
+                       "show or set the rate limits per connection",
+                       "bench endpoint limits\n  bench endpoint limits openrouter --rpm 20 --rpd 50 --tpm none")
+    limits_of.add_argument("connection", nargs="?", help="a connection, as `bench endpoint limits` lists them")
+    for name, label in LIMITS.items():
+        limits_of.add_argument(f"--{name}", type=limit, metavar="N|none", help=label)
+    candidates = command(sub, "candidates", cmd_candidates, "models the endpoints serve, not yet on the bench",
+                         """examples:
+  bench candidates --new
+  bench candidates --endpoint openrouter --find free
+  bench candidates --dismissed""")
+    candidates.add_argument("--endpoint", metavar="E", help="only this endpoint's")
+    candidates.add_argument("--find", metavar="S", help="served name contains S (any case)")
+    candidates.add_argument("--new", action="store_true", help="only those new since the daily check")
+    candidates.add_argument("--dismissed", action="store_true", help="the dismissed ones instead")
+    onboard = command(sub, "onboard", cmd_onboard, "put served models on the bench, one at a time at the server",
+                      """examples:
+  bench onboard vendor/model:free --endpoint openrouter --wait
+  bench onboard vendor/a vendor/b --quick          no suite run
+  bench onboard status | stop | clear               the queue (only as the sole word)""")
+    onboard.set_defaults(stopped="stopped following; the queue goes on at the server (`bench onboard stop` ends it)")
+    onboard.add_argument("served", nargs="+", help="served names, as `bench candidates` lists them")
+    onboard.add_argument("--endpoint", metavar="E", help="where they are served (default: the default endpoint)")
+    onboard.add_argument("--wait", action="store_true", help="follow the queue until it is done")
+    onboard.add_argument("--quick", action="store_true", help="skip the suite run")
+    onboard.add_argument("--ad-hoc", action="store_true", help="with --quick: never seated as an explorer unasked")
+    dismiss = command(sub, "dismiss", cmd_dismiss, "hide served models from the candidates (or bring them back)",
+                      """examples:
+  bench dismiss vendor/old-model
+  bench dismiss vendor/model --endpoint openrouter --undo""")
+    dismiss.add_argument("served", nargs="+")
+    dismiss.add_argument("--endpoint", metavar="E", help="the endpoint, when several serve the name")
+    dismiss.add_argument("--undo", action="store_true", help="bring them back among the candidates")
     return p
 
 
@@ -782,7 +1059,7 @@ def main(argv=None):
         note(f"bench: {exc}")
         return exc.code
     except KeyboardInterrupt:
-        note("\nbench: stopped; a panel already asked goes on at the server and records every seat")
+        note(f"\nbench: {args.stopped}")
         return 130
     except BrokenPipeError:
         return 1

@@ -78,8 +78,8 @@ def usage(prog, env):
     return "\n".join([
         f"{prog}: ask a panel of models, judge its answers, and run the servers.", "", "Servers:", *rows(servers), "",
         "Commands (clients of a running server; --json and --url URL on any):", *rows(commands), "",
-        f"Data: BENCHWARMERS_HOME, else {home}.", "Ports: BENCH_PORT (the dashboard), BENCH_GATEWAY_PORT (the gateway).",
-        "BENCHWARMERS_URL, BENCHWARMERS_KEY, BENCHWARMERS_TIMEOUT: the server the commands use.",
+        f"Data: BENCHWARMERS_HOME, else {home}.",
+        "Ports: BENCH_PORT (dashboard), BENCH_GATEWAY_PORT (gateway). Commands: BENCHWARMERS_URL, _KEY, _TIMEOUT.",
         f"`{prog} <command> --help` shows its options and examples. Where another `bench` comes first on PATH,",
         "type `benchwarmers`."])
 

@@ -18,7 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from metrics import __version__, cli, collections, completion, demo, fileio, gatekeys, launcher, paths, remote
+from metrics import (__version__, cli, collections, completion, demo, endpoints, fileio, gatekeys, keys, launcher,
+                     paths, registry, remote)
+from tests.conftest import TEST_MODELS
 
 ROOT = Path(__file__).resolve().parent.parent
 PROMPT = "Is this loop off by one?"
@@ -210,7 +212,8 @@ def test_help_and_version(gateway):
     assert code == 0 and "examples:" in out and "--merged" in out
     code, out, _ = run(gateway, "--help")
     assert code == 0 and len(out.splitlines()) <= 24 and max(map(len, out.splitlines())) <= 110
-    assert all(name in out for name in ("gateway", "mcp", "demo", "ask <collection> [prompt]", "BENCHWARMERS_HOME"))
+    assert all(name in out for name in ("gateway", "mcp", "demo", "ask <collection> [prompt]", "BENCHWARMERS_HOME",
+                                        "endpoints | endpoint | candidates", "onboard", "dismiss", "BENCH_PORT"))
     assert run(gateway, "--version")[1] == f"{__version__}\n"
     done = subprocess.run([sys.executable, "-m", "metrics.cli", "--version"], capture_output=True, text=True,
                           env=bench_env(gateway))
@@ -561,3 +564,171 @@ def test_confirmation_on_a_terminal(dash):
         assert err == "remove bench/crawl (callers asking for it will get an error)? [y/N] " + said
         assert ("crawl" in collections.load()) is (answer == "n")
         assert out == ("" if answer == "n" else "removed bench/crawl\n")
+
+
+# -- endpoints, candidates, onboarding (§9.2, CLI-6) ----------------------------------------------------------
+
+SECRET = "sk-cli-endpoint-0123456789"
+
+
+@pytest.fixture
+def keyed():
+    """A provider that lists its models only with SECRET."""
+    with demo.Upstream(models={"alpha": dict(TEST_MODELS["alpha"])}, key=SECRET) as up:
+        yield up
+
+
+@pytest.fixture
+def other():
+    """A second provider, keyless: one model the bench lacks, two it has on its own endpoint."""
+    models = {"delta": {"answer": "Delta: the loop is fine.", "latency": 0.01, "context_window": 32000},
+              "blank": dict(TEST_MODELS["blank"]), "picker": dict(TEST_MODELS["picker"])}
+    with demo.Upstream(models=models) as up:
+        yield up
+
+
+def test_endpoint_add_test_and_key_read_the_key_from_stdin_only(dash, bench_cli, keyed, home):
+    """§9.2 endpoint add|test|key, CLI-6: the key comes from stdin (`--key-stdin`), no terminal and no flag
+    means none; it is never printed, never in a reply and never in the data folder; refusals exit 1 or 2."""
+    code, out, _ = bench_cli("--url", dash, "endpoints")
+    lines = out.splitlines()
+    assert code == 0 and lines[0].split() == ["name", "base", "kind", "hub", "default", "key_set", "models"]
+    assert lines[2].split()[0] == "demo" and "yes" in lines[2].split()
+    code, out, err = bench_cli("--url", dash, "endpoint", "add", "prov")
+    assert (code, out, err) == (2, "", "bench: give the base URL: bench endpoint add prov --base https://...\n")
+    code, out, err = bench_cli("--url", dash, "endpoint", "test", "prov", "--base", keyed.base_url, "--key-stdin",
+                               stdin=SECRET + "\nnot this line\n")
+    assert (code, err) == (0, "") and out == ("prov answers: it lists 1 models (nothing saved)\n"
+                                              "The key was checked: the list needs it.\n")
+    assert "prov" not in endpoints.load() and "prov" not in keys.stored()
+    code, out, err = bench_cli("--url", dash, "endpoint", "add", "prov", "--base", keyed.base_url, stdin=SECRET)
+    assert (code, out) == (1, "") and "answered 401 — check the key; nothing saved" in err  # no flag: no key read
+    code, out, err = bench_cli("--url", dash, "endpoint", "add", "Prov", "--base", keyed.base_url, "--key-stdin",
+                               "--kind", "provider", stdin=SECRET + "\n")
+    assert (code, err) == (0, "") and out.startswith("added endpoint prov: it lists 1 models\n")
+    assert keys.stored()["prov"] == SECRET and endpoints.load()["prov"]["kind"] == "provider"
+    code, out, _ = bench_cli("--url", dash, "endpoints", "--json")
+    row = next(r for r in json.loads(out)["endpoints"] if r["name"] == "prov")
+    assert code == 0 and row["key_set"] is True and SECRET not in out
+    code, out, err = bench_cli("--url", dash, "endpoint", "key", "prov")
+    assert (code, out) == (2, "") and err.startswith("bench: no key given: pipe it in with --key-stdin")
+    code, _, err = bench_cli("--url", dash, "endpoint", "key", "nope", "--key-stdin", stdin=SECRET)
+    assert (code, err) == (1, "bench: no endpoint 'nope'; have: demo, prov\n")
+    code, out, err = bench_cli("--url", dash, "endpoint", "key", "prov", "--key-stdin", stdin="sk-not-it-0000000\n")
+    assert (code, out) == (1, "") and "check the key" in err and keys.stored()["prov"] == SECRET
+    code, out, err = bench_cli("--url", dash, "--json", "endpoint", "key", "prov", "--key-stdin", stdin=SECRET)
+    assert (code, err) == (0, "") and json.loads(out) == {"ok": True, "errors": [], "served": 1,
+                                                          "note": "The key was checked: the list needs it."}
+    code, out, err = bench_cli("--url", dash, "--json", "endpoint", "add", "prov", "--base", keyed.base_url)
+    assert code == 1 and json.loads(out)["ok"] is False and "there is already an endpoint named prov" in err
+    assert not [p for p in home.rglob("*") if p.is_file() and SECRET in p.read_text(errors="replace")]
+
+
+def test_endpoint_rm_default_and_limits(dash, bench_cli, keyed):
+    """§9.2 endpoint rm (confirmed first; no terminal → 2, nothing removed) and default; `endpoint limits` shows
+    and sets the rate limits per connection, keeping those not given."""
+    assert bench_cli("--url", dash, "endpoint", "add", "prov", "--base", keyed.base_url, "--key-stdin",
+                     stdin=SECRET)[0] == 0
+    code, out, err = bench_cli("--url", dash, "endpoint", "rm", "prov", "--with-models")
+    assert (code, out) == (2, "") and "retire every model on it" in err and "add --yes" in err
+    assert "prov" in endpoints.load()
+    code, out, _ = bench_cli("--url", dash, "endpoint", "default", "prov")
+    assert (code, out) == (0, "prov is the default endpoint now (was demo)\n") and endpoints.default() == "prov"
+    code, _, err = bench_cli("--url", dash, "endpoint", "rm", "demo", "-y")
+    assert code == 1 and "model(s) are on it" in err and "demo" in endpoints.load()
+    assert bench_cli("--url", dash, "endpoint", "default", "demo")[0] == 0
+    code, out, _ = bench_cli("--url", dash, "endpoint", "rm", "prov", "--yes")
+    assert (code, out) == (0, "its key stays in the llm key store; `llm keys` lists it\n")
+    assert "prov" not in endpoints.load() and keys.stored()["prov"] == SECRET
+    code, out, _ = bench_cli("--url", dash, "endpoint", "limits")
+    lines = out.splitlines()
+    assert code == 0 and lines[0].split() == ["connection", "rpm", "rpd", "tpm", "tpd", "rpmo", "models"]
+    assert lines[2].startswith("demo ") and "alpha, beta" in lines[2]
+    code, out, _ = bench_cli("--url", dash, "endpoint", "limits", "demo", "--rpm", "30", "--tpd", "1000")
+    assert (code, out) == (0, "limits for demo: rpm 30, tpd 1000\n")
+    assert bench_cli("--url", dash, "endpoint", "limits", "demo", "--rpm", "none")[1] == "limits for demo: tpd 1000\n"
+    assert config("connection-limits.json") == {"demo": {"tpd": 1000}}
+    code, out, _ = bench_cli("--url", dash, "endpoint", "limits", "demo", "--json")
+    assert code == 0 and json.loads(out)["connections"][0]["limits"] == {"tpd": 1000}
+    code, _, err = bench_cli("--url", dash, "endpoint", "limits", "demo", "--rpm", "0")
+    assert (code, err) == (1, "bench: rpm must be a positive whole number or blank\n")
+    assert bench_cli("--url", dash, "endpoint", "limits", "--rpm", "5")[0] == 2
+    assert bench_cli("--url", dash, "endpoint", "limits", "demo", "--rpm", "lots")[0] == 2
+    code, _, err = bench_cli("--url", dash, "endpoint", "limits", "nowhere")
+    assert (code, err) == (1, "bench: no connection 'nowhere'; known: demo\n")
+
+
+def test_candidates_and_dismiss(dash, bench_cli, other):
+    """§9.2 candidates (filters, `--dismissed`, an unreachable endpoint as a note, none → the server's refusal)
+    and dismiss (one row per name, else refused before anything is sent; `--undo`)."""
+    assert bench_cli("--url", dash, "endpoint", "add", "other", "--base", other.base_url)[0] == 0
+    code, out, err = bench_cli("--url", dash, "candidates")
+    lines = out.splitlines()
+    assert (code, err) == (0, "") and lines[0].split() == ["served", "endpoint", "group", "new"]
+    assert [line.split()[:2] for line in lines[2:]] == [["picker", "demo"], ["blank", "other"], ["delta", "other"],
+                                                        ["picker", "other"]]
+    code, out, _ = bench_cli("--url", dash, "candidates", "--endpoint", "other", "--find", "PICK", "--json")
+    assert [row["key"] for row in json.loads(out)["candidates"]] == ["picker@other"]
+    assert bench_cli("--url", dash, "candidates", "--new")[1:] == ("", "nothing new to onboard\n")
+    code, _, err = bench_cli("--url", dash, "dismiss", "delta", "picker")
+    assert (code, err) == (1, "bench: picker: on several endpoints; add --endpoint\n")
+    code, _, err = bench_cli("--url", dash, "dismiss", "nope")
+    assert (code, err) == (1, "bench: nope: not among the candidates\n")
+    assert config("dismissed.json") == {}
+    code, out, _ = bench_cli("--url", dash, "dismiss", "picker", "blank", "--endpoint", "other")
+    assert (code, out) == (0, "dismissed: picker@other, blank@other\n")
+    code, out, _ = bench_cli("--url", dash, "candidates", "--dismissed")
+    assert [line.split()[0] for line in out.splitlines()[2:]] == ["blank", "picker"]
+    assert bench_cli("--url", dash, "dismiss", "blank", "--undo")[1] == "brought back: blank@other\n"
+    assert set(config("dismissed.json")) == {"picker@other"}
+    other.stop()
+    code, out, err = bench_cli("--url", dash, "candidates")
+    assert code == 0 and err.startswith("note: cannot reach other: ") and "other" not in out
+    fileio.write_atomic(paths.file("config", "endpoints.json"), "{}\n")
+    code, out, err = bench_cli("--url", dash, "candidates")
+    assert (code, out) == (1, "") and "add one first" in err
+
+
+def test_onboard_queue_from_the_shell(dash, bench_cli, other, monkeypatch):
+    """§9.2 onboard: `--ad-hoc` needs `--quick` (2, nothing sent); the queue words; `--wait` follows the real
+    onboarding to its end with the steps on stderr; the server's refusals exit 1."""
+    monkeypatch.setattr(cli, "ONBOARD_POLL", 0.2)
+    assert bench_cli("--url", dash, "endpoint", "add", "other", "--base", other.base_url)[0] == 0
+    code, out, err = bench_cli("--url", dash, "onboard", "delta", "--ad-hoc")
+    assert (code, out) == (2, "") and "--ad-hoc needs --quick" in err
+    assert bench_cli("--url", dash, "onboard", "status") == (0, "", "the onboarding queue is empty\n")
+    assert bench_cli("--url", dash, "onboard", "stop") == (1, "", "bench: no onboarding is running\n")
+    code, out, err = bench_cli("--url", dash, "onboard", "delta", "--endpoint", "other", "--quick", "--wait")
+    lines = out.splitlines()
+    assert code == 0 and lines[0].split() == ["served", "endpoint", "state", "as", "note"], err
+    assert lines[2].split() == ["delta", "other", "done", "delta"] and "  delta: step " in err
+    assert registry.registration("delta")["model_name"] == "delta"
+    code, out, _ = bench_cli("--url", dash, "onboard", "status", "--json")
+    assert code == 0 and json.loads(out)["items"][0]["state"] == "done"
+    code, _, err = bench_cli("--url", dash, "onboard", "alpha")
+    assert code == 1 and err == "bench: alpha is already registered as 'alpha'\n"
+    assert bench_cli("--url", dash, "onboard", "clear") == (0, "", "the onboarding queue is empty\n")
+
+
+def test_endpoint_key_prompt_on_a_terminal(dash, bench_cli, keyed, monkeypatch):
+    """CLI-6: with stdin a terminal and no `--key-stdin`, the key is asked for with a hidden prompt on stderr."""
+    asked = []
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr(cli.getpass, "getpass", lambda prompt, stream: asked.append((prompt, stream)) or SECRET)
+    monkeypatch.setattr(sys, "stdin", Terminal())
+    assert cli.main(["--url", dash, "endpoint", "test", "prov", "--base", keyed.base_url]) == 0
+    assert asked == [("API key for prov (hidden, Enter for none): ", sys.stderr)]
+
+
+def test_completion_of_the_endpoint_commands():
+    """Completion offers the new commands, `endpoint`'s actions and an action's options (no server needed)."""
+    nowhere = f"http://127.0.0.1:{free_port()}"
+    assert bash_complete("bench endpoint ", nowhere) == ["add", "test", "key", "rm", "default", "limits"]
+    assert bash_complete("bench endpoint add prov --k", nowhere) == ["--key-stdin", "--kind"]
+    assert bash_complete("bench onboard x --", nowhere) == ["--ad-hoc", "--endpoint", "--help", "--json", "--quick",
+                                                            "--url", "--wait"]
+    assert bash_complete("bench di", nowhere) == ["dismiss"]
