@@ -23,7 +23,7 @@ LAYERS = [
      ["metrics.transport", "metrics.gather"]),
     ("registry: what models there are, where they are served, what is known of them",
      ["metrics.endpoints", "metrics.registry", "metrics.connections", "metrics.aliases", "metrics.history", "metrics.catalog",
-      "metrics.learn"]),
+      "metrics.learn", "metrics.alerts"]),
     ("calling: one call to one model, and its ledger line",
      ["metrics.ledger", "metrics.client", "metrics.llm_backend"]),
     ("panel: collections, roles, the offload log, the router, the panel itself and route mode",
@@ -37,7 +37,8 @@ LAYERS = [
       "metrics.endpointedit", "metrics.onboarding"]),
     ("top: the servers, the commands, the demo upstream",
      ["gateway", "serve", "metrics.launcher", "metrics.demo", "scripts.sync_config",
-      "scripts.init", "scripts.onboard", "scripts.check", "scripts.list_served", "scripts.collection", "perf.run",
+      "scripts.init", "scripts.onboard", "scripts.check", "scripts.list_served", "scripts.auto_retire",
+      "scripts.check_deprecations", "scripts.collection", "perf.run",
       "suite.tasks", "suite.run", "suite.seed",
       "metrics.remote", "metrics.mcp_tools", "metrics.mcp_server", "metrics.cli", "metrics.completion"]),
 ]

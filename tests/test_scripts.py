@@ -1,16 +1,24 @@
-"""The maintenance scripts (suite-cli-mcp.md §3.9), run as a user types them against the local upstream."""
+"""The maintenance scripts (suite-cli-mcp.md §3.4, §3.5, §3.9), run as a user types them against the local
+upstream; auto-retire's rules (AR-7) checked on made-up evidence."""
 
+import datetime
+import json
 import os
 import socket
 import subprocess
 import sys
 
-from metrics import demo, fileio, paths
+from metrics import demo, fileio, paths, registry
+from scripts import auto_retire
+
+
+def script(name, *args):
+    return subprocess.run([sys.executable, str(paths.CODE / "scripts" / name), *args],
+                          capture_output=True, text=True, env={**os.environ, "PYTHONIOENCODING": "utf-8"})
 
 
 def run(*args):
-    return subprocess.run([sys.executable, str(paths.CODE / "scripts" / "list_served.py"), *args],
-                          capture_output=True, text=True, env={**os.environ, "PYTHONIOENCODING": "utf-8"})
+    return script("list_served.py", *args)
 
 
 def test_ls1_served_models_marked_registered_or_missing(home):
@@ -36,3 +44,151 @@ def test_ls1_unreachable_and_no_endpoint(home):
     gone = run()
     assert gone.returncode == 1
     assert gone.stderr.startswith(f"could not reach http://127.0.0.1:{closed}/v1: ")
+
+
+# -- check_deprecations.py and auto_retire.py ---------------------------------------------------------------
+
+def snapshot():
+    return json.loads(paths.file("config", "served-snapshot.json").read_text(encoding="utf-8"))
+
+
+def perf(*rows):
+    """Append perf rows `(alias, date, answered, failure, detail)` as perf/run.py writes them."""
+    where = paths.file("perf", "history.csv")
+    where.parent.mkdir(parents=True, exist_ok=True)
+    lines = [] if where.exists() else ["timestamp,model,prompt,n,answered,failure,detail"]
+    lines += [f"{day}T05:00:00+00:00,{alias},tiny,1,{int(ok)},{failure},{detail}" for alias, day, ok, failure, detail
+              in rows]
+    with open(where, "a", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def test_dp_gone_model_counts_down_then_is_retired_with_its_reason(home):
+    today = datetime.date.today().isoformat()
+    with demo.Upstream(models={"alpha": {"answer": "a"}, "beta": {"answer": "b"}, "extra": {"answer": "c"}}) as up:
+        demo.register(up, aliases={"alpha": "alpha", "beta": "beta"})
+        first = script("check_deprecations.py")
+        assert first.returncode == 0, first.stdout + first.stderr
+        assert "3 served, 2 registered, 1 served-but-unregistered" in first.stdout
+        assert "no registered model has gone missing" in first.stdout
+        assert snapshot() == {"updated": today, "last_seen": {"alpha": today, "beta": today, "extra": today},
+                              "first_missing": {}}
+        up.set_model("beta", fail="404")  # the provider stops listing it
+        up.set_model("extra", fail="404")
+        dry = script("check_deprecations.py", "--dry-run")
+        assert dry.returncode == 1 and "AUTO-RETIRE (dry run):" in dry.stdout
+        assert snapshot()["first_missing"] == {} and not paths.file("metrics", "alerts.json").exists()  # DP-3, DP-6
+        second = script("check_deprecations.py")
+        assert second.returncode == 1, second.stdout  # DP-8: a registered model gone
+        assert f"  beta (beta): last seen {today}, missing 0d (could still be a blip)" in second.stdout
+        assert "  beta retires in 3d unless it answers — not served by demo since" in second.stdout
+        assert "Unregistered models that disappeared (info):\n  extra" in second.stdout
+        assert snapshot()["first_missing"] == {"beta": today, "extra": today}
+        found = json.loads(paths.file("metrics", "alerts.json").read_text(encoding="utf-8"))
+        assert list(found) == ["model:pending:beta"]  # counting down: no model:gone alert as well (DP-6)
+        assert found["model:pending:beta"]["kind"] == "retiring" and found["model:pending:beta"]["alias"] == "beta"
+        quiet = script("check_deprecations.py", "--quiet")
+        assert "extra" not in quiet.stdout and "Registered but no longer served:" in quiet.stdout
+        three_days_ago = (datetime.date.today() - datetime.timedelta(days=3)).isoformat()
+        snap = snapshot()
+        snap["first_missing"]["beta"] = three_days_ago
+        fileio.write_atomic(paths.file("config", "served-snapshot.json"), json.dumps(snap))
+        third = script("check_deprecations.py", "--quiet")
+    assert third.returncode == 0, third.stdout + third.stderr  # retired: no longer a registered model gone
+    assert f"  retired beta: not served by demo since {three_days_ago}" in third.stdout
+    gone = json.loads(paths.file("config", "retired.json").read_text(encoding="utf-8"))["beta"]
+    assert gone["by"] == "auto" and gone["why"] == f"auto: not served by demo since {three_days_ago}"
+    assert "beta" not in registry.registrations() and "alpha" in registry.registrations()
+    assert json.loads(paths.file("metrics", "alerts.json").read_text(encoding="utf-8")) == {}
+    assert '"field": "removed"' in paths.file("config", "changes.jsonl").read_text(encoding="utf-8")
+
+
+def test_dp_structural_failure_is_confirmed_then_retired_and_an_answer_holds_it(home):
+    today = datetime.date.today().isoformat()
+    models = {"ghost": {"fail": "404", "listed": True}, "flaky": {"answer": "ready"}, "fine": {"answer": "y"}}
+    with demo.Upstream(models=models) as up:
+        demo.register(up, aliases={"ghost": "ghost", "flaky": "flaky", "fine": "fine", "typo": "no-such-model"})
+        perf(("fine", today, True, "", ""),  # one model on the connection answers: the guard does not hold (AR-4)
+             ("ghost", today, False, "structural", "Model not found"),
+             ("flaky", today, False, "paywalled", "use this slug instead"))
+        dry = script("auto_retire.py", "--dry-run")
+        assert "  would retire ghost: structural: Model not found (would confirm with one call)" in dry.stdout
+        assert up.requests == []  # a dry run calls nothing
+        done = script("check_deprecations.py")
+        raised = json.loads(paths.file("metrics", "alerts.json").read_text(encoding="utf-8"))
+        registry.remove_registration("typo")  # mended by hand: its alert is swept on the next run
+        again = script("check_deprecations.py")
+    assert done.returncode == 1, done.stdout + done.stderr  # flaky is paywalled, typo never served
+    assert (f"  retired ghost: structural: Model not found — confirmed {today}: structural:" in done.stdout)
+    assert "  flaky retires in 1d unless it answers — failed the 5am probe, answered the confirmation call" in done.stdout
+    assert "Free tier retired behind a paid slug:\n  flaky (flaky)" in done.stdout
+    assert "Registered but never served:\n  typo (no-such-model)" in done.stdout
+    why = json.loads(paths.file("config", "retired.json").read_text(encoding="utf-8"))["ghost"]["why"]
+    assert why.startswith(f"auto: structural: Model not found — confirmed {today}: structural: ")
+    assert sorted(raised) == ["model:never-served:no-such-model", "model:pending:flaky"]
+    assert raised["model:never-served:no-such-model"]["kind"] == "registration"
+    assert "typo" not in again.stdout
+    found = json.loads(paths.file("metrics", "alerts.json").read_text(encoding="utf-8"))
+    assert sorted(found) == ["model:pending:flaky"]  # no paywalled alert while counting down; never-served swept
+    assert found["model:pending:flaky"]["message"] == "flaky retires in 1 day unless it answers"
+
+
+def test_dp_no_endpoint_and_unreachable_default_write_nothing(home):
+    none = script("check_deprecations.py")
+    assert none.returncode == 1 and "no endpoints configured" in none.stderr
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+    fileio.write_atomic(paths.file("config", "endpoints.json"),
+                        f'{{"local": {{"base": "http://127.0.0.1:{closed}/v1", "default": true}}}}\n')
+    out = script("check_deprecations.py")
+    assert out.returncode == 2 and out.stdout.startswith(f"cannot reach http://127.0.0.1:{closed}/v1: ")
+    assert "no snapshot written" in out.stdout and not paths.file("config", "served-snapshot.json").exists()
+    assert auto_retire.evidence() == ([], {}, {}) and auto_retire.run(dry_run=True) == ([], set())  # DATA-5
+
+
+TODAY = datetime.date(2026, 10, 15)
+
+
+def ago(days):
+    return TODAY - datetime.timedelta(days=days)
+
+
+def decided(rows, last_answer=None, restored=None, missing=None, where="demo", renamed=""):
+    rows = [("m", ago(d), ok, failure, detail) for d, ok, failure, detail in rows]
+    info = auto_retire.state("m", rows, last_answer or {}, restored or {}, missing)
+    return auto_retire.decide("m", info, TODAY, where, renamed)
+
+
+def test_ar7_rule_checks():
+    assert decided([(2, False, "other", "boom"), (1, False, "other", "boom"), (0, False, "other", "boom")])[:2] == \
+        ("candidate", 0)
+    assert decided([(0, False, "paywalled", "use this slug instead")])[0] == "confirm"
+    backstop = decided([(8, False, "capacity", "x"), (5, False, "capacity", "x"), (0, False, "capacity", "x")])
+    assert backstop[0] == "candidate" and backstop[2].startswith("no answer for 8 days — capacity")
+    assert decided([], missing=ago(3)) == ("retire", 0, f"not served by demo since {ago(3)}")
+    assert decided([(2, False, "timeout", ""), (0, False, "capacity", "429")]) == ("pending", 5, "capacity: 429")
+    restored = decided([(6, False, "other", "e"), (5, False, "other", "e"), (4, False, "other", "e")],
+                       restored={"m": ago(2)})
+    assert restored[0] == "pending"
+    suite_yesterday = decided([(8, False, "capacity", "x"), (5, False, "capacity", "x"), (0, False, "capacity", "x")],
+                              last_answer={"m": ago(1)})
+    assert suite_yesterday[0] == "pending"
+    quota = [(8, False, "capacity", "free-models-per-day"), (5, False, "capacity", "free-models-per-day"),
+             (0, False, "capacity", "free-models-per-day")]
+    assert decided(quota) == (None, 0, "")
+    assert decided([(8, False, "signin", ""), (5, False, "signin", ""), (0, False, "signin", "")]) == (None, 0, "")
+    hub = decided([], missing=ago(4), where="Open WebUI", renamed="llm7.m")
+    assert hub == ("pending", 1, "served as llm7.m now — run reprefix, not a retirement")
+
+
+def test_ar4_one_connection_all_down_is_held_not_retired():
+    states, decisions = {}, {}
+    for alias in ("a", "b"):
+        rows = [(alias, TODAY, False, "entitlement", "not authorized")]
+        states[alias] = auto_retire.state(alias, rows, {}, {}, None)
+        decisions[alias] = auto_retire.decide(alias, states[alias], TODAY, "demo")
+    assert auto_retire.held(decisions, states, {"a": "groq", "b": "groq"}) == {"groq": ["a", "b"]}
+    assert auto_retire.held(decisions, states, {"a": "?", "b": "?"}) == {}  # untagged: never grouped
+    states["c"] = auto_retire.state("c", [("c", TODAY, True, "", "")], {}, {}, None)
+    assert auto_retire.held(decisions, states, {"a": "groq", "b": "groq", "c": "groq"}) == {}
