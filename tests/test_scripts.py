@@ -1,4 +1,4 @@
-"""The maintenance scripts (suite-cli-mcp.md §3.4, §3.5, §3.9), run as a user types them against the local
+"""The maintenance scripts (suite-cli-mcp.md §3.4, §3.5, §3.9, §3.10) and `metrics/alerts.py` (models.md AL-6), run as a user types them against the local
 upstream; auto-retire's rules (AR-7) checked on made-up evidence."""
 
 import datetime
@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 from metrics import demo, fileio, paths, registry
-from scripts import auto_retire
+from scripts import auto_retire, notice
 
 
 def script(name, *args):
@@ -192,3 +192,53 @@ def test_ar4_one_connection_all_down_is_held_not_retired():
     assert auto_retire.held(decisions, states, {"a": "?", "b": "?"}) == {}  # untagged: never grouped
     states["c"] = auto_retire.state("c", [("c", TODAY, True, "", "")], {}, {}, None)
     assert auto_retire.held(decisions, states, {"a": "groq", "b": "groq", "c": "groq"}) == {}
+
+
+def test_dp2_an_unreachable_other_endpoint_leaves_its_models_as_they_were(home):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+    with demo.Upstream(models={"alpha": {"answer": "a"}}) as up:
+        demo.register(up)
+        fileio.update(paths.file("config", "endpoints.json"),
+                      lambda d: d.__setitem__("far", {"base": f"http://127.0.0.1:{closed}/v1"}))
+        registry.add_registration("remote", "r1", "far")
+        out = script("check_deprecations.py")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.startswith("cannot reach far (ConnectionRefusedError); its models are left as they were")
+    assert sorted(snapshot()["last_seen"]) == ["alpha", "r1@far"]  # DP-1: bare on the default, served@endpoint else
+
+
+def test_al6_alerts_listed_or_nothing_wrong(home):
+    from metrics import alerts
+
+    def shown():
+        return subprocess.run([sys.executable, str(paths.CODE / "metrics" / "alerts.py")], capture_output=True,
+                              text=True, env={**os.environ, "PYTHONIOENCODING": "utf-8"}).stdout
+
+    assert shown() == "Nothing wrong.\n"
+    alerts.raise_alert("model:pending:m", "retiring", "m retires in 2 days unless it answers", "retry it", alias="m")
+    assert "[retiring] model:pending:m (since today): m retires in 2 days unless it answers\n    retry it" in shown()
+    assert alerts.sweep("model:", {"model:pending:m"}) == [] and alerts.clear("model:pending:m") is True
+    assert alerts.active() == {} and alerts.clear("model:pending:m") is False
+
+
+def test_nt1_notice_is_current_and_rendered_from_what_ships(tmp_path):
+    check = script("notice.py", "--check")
+    assert check.returncode == 0 and check.stdout == "current\n", check.stdout  # ST-1: no third-party section
+    assert "no third-party code" in (paths.CODE / "NOTICE").read_text(encoding="utf-8")
+    task = tmp_path / "suite" / "starter" / "t1"
+    task.mkdir(parents=True)
+    (task / "task.json").write_text(json.dumps({"upstream": "acme/lib", "license": "MIT",
+                                                "source_url": "https://example.invalid/acme/lib/x.py"}))
+    fonts = tmp_path / "ui" / "fonts"
+    fonts.mkdir(parents=True)
+    (fonts / "Inter.woff2").write_bytes(b"font")
+    (fonts / "OFL.txt").write_text("SIL Open Font License 1.1")
+    assert notice.main(["--check"], root=tmp_path) == 1
+    assert notice.main([], root=tmp_path) == 0
+    text = (tmp_path / "NOTICE").read_text(encoding="utf-8")
+    assert "acme/lib (MIT)\n  https://example.invalid/acme/lib/x.py" in text
+    assert "Fonts in ui/fonts: Inter.woff2\n\nSIL Open Font License 1.1" in text
+    (tmp_path / "NOTICE").write_bytes(text.replace("\n", "\r\n").encode())
+    assert notice.main(["--check"], root=tmp_path) == 0  # CRLF-normalised
