@@ -40,6 +40,7 @@ CONFIRM_PROMPT = modeledit.RETRY_PROMPT
 CONFIRM_SECONDS = 90
 QUOTA_MARKERS = ("free-models-per-day", "usage_limit_exceeded")
 REASON_CHARS = 400
+ALERT_ERRORS = (OSError, ValueError, RuntimeError)  # a locked, unreadable or unwritable alerts.json
 
 
 def _date(text):
@@ -233,16 +234,19 @@ def run(live=None, first_missing=None, dry_run=False, today=None):
         lines.append(f"  HELD on {conn}: every model on it is down at once, so the connection is the likely "
                      f"problem; not retiring {', '.join(group)}")
     if not dry_run:
-        for alias, (days, why) in pending.items():
-            alerts.raise_alert(f"model:pending:{keys[alias]}", "retiring",
-                               f"{alias} retires in {days} day{'s' if days != 1 else ''} unless it answers",
-                               f"{why}. Retry it from the dashboard's Models page, or retire it now", alias=alias)
-        for conn, group in holds.items():
-            alerts.raise_alert(f"connection:held:{conn}", "connection",
-                               f"every model on {conn} is down at once: {', '.join(group)}",
-                               f"check the {conn} connection (key, credit, outage); if the models are really gone, "
-                               "retire them all from the dashboard", aliases=group)
-        alerts.sweep("connection:", {f"connection:held:{conn}" for conn in holds})
+        try:
+            for alias, (days, why) in pending.items():
+                alerts.raise_alert(f"model:pending:{keys[alias]}", "retiring",
+                                   f"{alias} retires in {days} day{'s' if days != 1 else ''} unless it answers",
+                                   f"{why}. Retry it from the dashboard's Models page, or retire it now", alias=alias)
+            for conn, group in holds.items():
+                alerts.raise_alert(f"connection:held:{conn}", "connection",
+                                   f"every model on {conn} is down at once: {', '.join(group)}",
+                                   f"check the {conn} connection (key, credit, outage); if the models are really gone, "
+                                   "retire them all from the dashboard", aliases=group)
+            alerts.sweep("connection:", {f"connection:held:{conn}" for conn in holds})
+        except ALERT_ERRORS as exc:  # alerting is never fatal (DP-6)
+            lines.append(f"  could not update alerts: {exc}")
     return lines, {f"model:pending:{keys[a]}" for a in pending}
 
 

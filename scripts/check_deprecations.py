@@ -159,7 +159,7 @@ def main(argv=None):
                                    alias=alias)
                 wrong.add(f"model:{kind}:{key}")
             alerts.sweep("model:", wrong)
-        except (OSError, ValueError) as exc:
+        except auto_retire.ALERT_ERRORS as exc:
             print(f"could not update alerts: {exc}")
 
     problems = len(kinds["structural"]) + len(kinds["paywalled"]) + len(never) + len(gone)

@@ -194,7 +194,7 @@ def test_ar4_one_connection_all_down_is_held_not_retired():
     assert auto_retire.held(decisions, states, {"a": "groq", "b": "groq", "c": "groq"}) == {}
 
 
-def test_dp2_an_unreachable_other_endpoint_leaves_its_models_as_they_were(home):
+def test_dp2_an_unreachable_other_endpoint_leaves_its_models_as_they_were_and_alerting_never_fails_a_run(home):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         closed = s.getsockname()[1]
@@ -203,8 +203,11 @@ def test_dp2_an_unreachable_other_endpoint_leaves_its_models_as_they_were(home):
         fileio.update(paths.file("config", "endpoints.json"),
                       lambda d: d.__setitem__("far", {"base": f"http://127.0.0.1:{closed}/v1"}))
         registry.add_registration("remote", "r1", "far")
+        fileio.write_atomic(paths.file("metrics", "alerts.json"), "{broken\n")
         out = script("check_deprecations.py")
     assert out.returncode == 0, out.stdout + out.stderr
+    assert "could not update alerts: " in out.stdout  # DP-6: alerting is never fatal, and never over a broken file
+    assert paths.file("metrics", "alerts.json").read_text(encoding="utf-8") == "{broken\n"
     assert out.stdout.startswith("cannot reach far (ConnectionRefusedError); its models are left as they were")
     assert sorted(snapshot()["last_seen"]) == ["alpha", "r1@far"]  # DP-1: bare on the default, served@endpoint else
 
