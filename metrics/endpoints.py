@@ -142,7 +142,7 @@ def hub(name):
 
 def find_hub(which):
     """The endpoint name whose hub is `which`, default first; None when none (EP-5). Never raises.
-    No caller yet: the hub adapters (Open WebUI, LiteLLM) will call it."""
+    Callers: `scripts/reprefix.py`; the hub adapters (Open WebUI, LiteLLM) will call it too."""
     found = readable()
     if not found:
         return None

@@ -245,3 +245,39 @@ def test_nt1_notice_is_current_and_rendered_from_what_ships(tmp_path):
     assert "Fonts in ui/fonts: Inter.woff2\n\nSIL Open Font License 1.1" in text
     (tmp_path / "NOTICE").write_bytes(text.replace("\n", "\r\n").encode())
     assert notice.main(["--check"], root=tmp_path) == 0  # CRLF-normalised
+
+
+# -- reprefix.py --------------------------------------------------------------------------------------------
+
+def test_rp_registrations_follow_a_new_connection_prefix_keeping_their_aliases(home):
+    none = script("reprefix.py", "llm7", "--prefix", "llm7.")
+    assert none.returncode == 1 and "only Open WebUI prefixes" in none.stderr  # RP-1
+    fileio.write_atomic(paths.file("config", "endpoints.json"),
+                        '{"owui": {"base": "http://127.0.0.1:9/api", "kind": "hub", "hub": "openwebui"}}\n')
+    for alias, served in (("cod", "codestral-latest"), ("kept", "other-model"), ("done", "llm7.x"),
+                          ("odd", "m/with:colon")):
+        registry.add_registration(alias, served, "owui")
+    untagged = script("reprefix.py", "llm7", "--prefix", "llm7.")
+    assert untagged.returncode == 1 and "run python scripts/provider_tags.py first" in untagged.stderr  # §13.15
+    fileio.write_atomic(paths.file("config", "provider-tags.json"), json.dumps(
+        {"llm7.codestral-latest": "llm7", "other-model": "groq", "llm7.x": "llm7", "llm7.m/with:colon": "llm7"}))
+    fileio.write_atomic(paths.file("config", "served-snapshot.json"), json.dumps(
+        {"updated": "2026-10-15", "last_seen": {"codestral-latest": "2026-10-11", "other-model": "2026-10-15"},
+         "first_missing": {"codestral-latest": "2026-10-12"}}))
+    before = registry.path().read_text(encoding="utf-8")
+    dry = script("reprefix.py", "llm7", "--prefix", "llm7.")
+    assert dry.returncode == 0 and registry.path().read_text(encoding="utf-8") == before
+    assert dry.stdout.splitlines()[:2] == ["  cod: codestral-latest -> llm7.codestral-latest",
+                                           "  odd: m/with:colon -> llm7.m/with:colon"]
+    applied = script("reprefix.py", "llm7", "--prefix", "llm7.", "--apply")
+    assert applied.returncode == 0, applied.stderr
+    assert "repointed 2 registration(s); moved 1 served-snapshot entry" in applied.stdout
+    assert "sync_config.py" in applied.stdout and "provider_tags.py" in applied.stdout
+    text = registry.path().read_text(encoding="utf-8")
+    assert "  model_name: llm7.codestral-latest\n" in text and '  model_name: "llm7.m/with:colon"\n' in text
+    assert {a: r["model_name"] for a, r in registry.registrations().items()} == {
+        "cod": "llm7.codestral-latest", "kept": "other-model", "done": "llm7.x", "odd": "llm7.m/with:colon"}
+    assert snapshot() == {"updated": "2026-10-15", "first_missing": {},
+                          "last_seen": {"llm7.codestral-latest": "2026-10-11", "other-model": "2026-10-15"}}
+    again = script("reprefix.py", "llm7", "--prefix", "llm7.")
+    assert again.stdout.startswith("nothing to do")
