@@ -242,7 +242,7 @@ def models(name=None, timeout=LIST_TIMEOUT):
 
 def snapshot_key(served, endpoint):
     """How the served snapshot names a model (EP-14): bare on the default endpoint, else `served@endpoint`
-    (`scripts/check_deprecations.py`, `scripts/auto_retire.py`, DP-1)."""
+    (`scripts/check_deprecations.py`, `metrics/retire.py`, DP-1)."""
     try:
         on_default = endpoint == default()
     except RuntimeError:

@@ -3,7 +3,7 @@
     python scripts/check_deprecations.py [--quiet] [--dry-run]
 
 Reads every endpoint's `/models`, records what is served in `config/served-snapshot.json` (`last_seen` per
-key, `first_missing` from a key's first miss), runs auto-retire (`scripts/auto_retire.py`) on that evidence,
+key, `first_missing` from a key's first miss), runs auto-retire (`metrics/retire.py`) on that evidence,
 then reports on the registry as auto-retire left it and keeps the `model:` alerts in step with it.
 `--quiet` prints problems only; `--dry-run` says what auto-retire would do and writes nothing, calls no model.
 
@@ -22,8 +22,7 @@ import datetime
 import json
 import sys
 
-from metrics import alerts, endpoints, fileio, paths, registry
-from scripts import auto_retire
+from metrics import alerts, endpoints, fileio, paths, registry, retire
 
 ALERTS = {  # DP-6: kind of problem -> (alert kind, message, action)
     "never-served": ("registration", "{alias} is registered but {where} has never served {served}",
@@ -128,13 +127,13 @@ def main(argv=None):
     gone_other = sorted(k for k, d in snap["first_missing"].items() if d == day and k not in keys_registered)
     new = sorted(live - set(seen_before)) if seen_before else []
 
-    retire_lines, pending = auto_retire.run(live, snap["first_missing"], dry_run=dry_run)
+    retire_lines, pending = retire.run(live, snap["first_missing"], dry_run=dry_run)
     after = registered()
     key_alias = {key: alias for alias, (_, _, key) in after.items()}
     gone = sorted(k for k in key_alias if k not in live and k in snap["last_seen"])
     never = sorted(k for k in key_alias if k not in live and k not in snap["last_seen"])
     unregistered = sorted(live - set(key_alias))
-    rows, _, _ = auto_retire.evidence()
+    rows, _, _ = retire.evidence()
     failing = latest_failures(rows)
     kinds = {"structural": [], "entitlement": [], "paywalled": [], "other": []}
     for key, alias in sorted(key_alias.items()):
@@ -159,7 +158,7 @@ def main(argv=None):
                                    alias=alias)
                 wrong.add(f"model:{kind}:{key}")
             alerts.sweep("model:", wrong)
-        except auto_retire.ALERT_ERRORS as exc:
+        except retire.ALERT_ERRORS as exc:
             print(f"could not update alerts: {exc}")
 
     problems = len(kinds["structural"]) + len(kinds["paywalled"]) + len(never) + len(gone)

@@ -37,8 +37,9 @@ LAYERS = [
       "metrics.endpointedit", "metrics.onboarding"]),
     ("top: the servers, the commands, the demo upstream",
      ["gateway", "serve", "metrics.launcher", "metrics.demo", "scripts.sync_config",
-      "scripts.init", "scripts.onboard", "scripts.check", "scripts.list_served", "scripts.auto_retire",
-      "scripts.check_deprecations", "scripts.notice", "scripts.reprefix", "scripts.collection", "perf.run",
+      "scripts.init", "scripts.onboard", "scripts.check", "scripts.list_served", "metrics.retire", "scripts.auto_retire",
+      "scripts.check_deprecations", "scripts.notice", "scripts.reprefix",
+      "scripts.provider_tags", "scripts.collection", "perf.run",
       "suite.tasks", "suite.run", "suite.seed",
       "metrics.remote", "metrics.mcp_tools", "metrics.mcp_server", "metrics.cli", "metrics.completion"]),
 ]

@@ -1,15 +1,18 @@
 """The maintenance scripts (suite-cli-mcp.md §3.4, §3.5, §3.9, §3.10) and `metrics/alerts.py` (models.md AL-6), run as a user types them against the local
 upstream; auto-retire's rules (AR-7) checked on made-up evidence."""
 
+import contextlib
 import datetime
+import http.server
 import json
 import os
 import socket
 import subprocess
 import sys
+import threading
 
-from metrics import demo, fileio, paths, registry
-from scripts import auto_retire, notice
+from metrics import demo, fileio, paths, registry, retire
+from scripts import notice
 
 
 def script(name, *args):
@@ -46,7 +49,7 @@ def test_ls1_unreachable_and_no_endpoint(home):
     assert gone.stderr.startswith(f"could not reach http://127.0.0.1:{closed}/v1: ")
 
 
-# -- check_deprecations.py and auto_retire.py ---------------------------------------------------------------
+# -- check_deprecations.py and retire.py ---------------------------------------------------------------
 
 def snapshot():
     return json.loads(paths.file("config", "served-snapshot.json").read_text(encoding="utf-8"))
@@ -144,7 +147,7 @@ def test_dp_no_endpoint_and_unreachable_default_write_nothing(home):
     out = script("check_deprecations.py")
     assert out.returncode == 2 and out.stdout.startswith(f"cannot reach http://127.0.0.1:{closed}/v1: ")
     assert "no snapshot written" in out.stdout and not paths.file("config", "served-snapshot.json").exists()
-    assert auto_retire.evidence() == ([], {}, {}) and auto_retire.run(dry_run=True) == ([], set())  # DATA-5
+    assert retire.evidence() == ([], {}, {}) and retire.run(dry_run=True) == ([], set())  # DATA-5
 
 
 TODAY = datetime.date(2026, 10, 15)
@@ -156,8 +159,8 @@ def ago(days):
 
 def decided(rows, last_answer=None, restored=None, missing=None, where="demo", renamed=""):
     rows = [("m", ago(d), ok, failure, detail) for d, ok, failure, detail in rows]
-    info = auto_retire.state("m", rows, last_answer or {}, restored or {}, missing)
-    return auto_retire.decide("m", info, TODAY, where, renamed)
+    info = retire.state("m", rows, last_answer or {}, restored or {}, missing)
+    return retire.decide("m", info, TODAY, where, renamed)
 
 
 def test_ar7_rule_checks():
@@ -186,12 +189,12 @@ def test_ar4_one_connection_all_down_is_held_not_retired():
     states, decisions = {}, {}
     for alias in ("a", "b"):
         rows = [(alias, TODAY, False, "entitlement", "not authorized")]
-        states[alias] = auto_retire.state(alias, rows, {}, {}, None)
-        decisions[alias] = auto_retire.decide(alias, states[alias], TODAY, "demo")
-    assert auto_retire.held(decisions, states, {"a": "groq", "b": "groq"}) == {"groq": ["a", "b"]}
-    assert auto_retire.held(decisions, states, {"a": "?", "b": "?"}) == {}  # untagged: never grouped
-    states["c"] = auto_retire.state("c", [("c", TODAY, True, "", "")], {}, {}, None)
-    assert auto_retire.held(decisions, states, {"a": "groq", "b": "groq", "c": "groq"}) == {}
+        states[alias] = retire.state(alias, rows, {}, {}, None)
+        decisions[alias] = retire.decide(alias, states[alias], TODAY, "demo")
+    assert retire.held(decisions, states, {"a": "groq", "b": "groq"}) == {"groq": ["a", "b"]}
+    assert retire.held(decisions, states, {"a": "?", "b": "?"}) == {}  # untagged: never grouped
+    states["c"] = retire.state("c", [("c", TODAY, True, "", "")], {}, {}, None)
+    assert retire.held(decisions, states, {"a": "groq", "b": "groq", "c": "groq"}) == {}
 
 
 def test_dp2_an_unreachable_other_endpoint_leaves_its_models_as_they_were_and_alerting_never_fails_a_run(home):
@@ -281,3 +284,60 @@ def test_rp_registrations_follow_a_new_connection_prefix_keeping_their_aliases(h
                           "last_seen": {"llm7.codestral-latest": "2026-10-11", "other-model": "2026-10-15"}}
     again = script("reprefix.py", "llm7", "--prefix", "llm7.")
     assert again.stdout.startswith("nothing to do")
+
+
+# -- provider_tags.py ---------------------------------------------------------------------------------------
+
+@contextlib.contextmanager
+def fake_openwebui(config, models):
+    """An Open WebUI stand-in on 127.0.0.1: `/openai/config` and `/api/models`, and the auth headers it saw."""
+    seen = []
+
+    class Hub(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            seen.append(self.headers.get("Authorization"))
+            body = {"/openai/config": config, "/api/models": {"data": models}}.get(self.path)
+            blob = json.dumps(body).encode()
+            self.send_response(200 if body is not None else 404)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(blob)))
+            self.end_headers()
+            self.wfile.write(blob)
+
+        def log_message(self, *args):
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hub)
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{srv.server_address[1]}", seen
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
+def test_pt_tags_by_connection_from_the_hub_never_its_keys(home):
+    alone = script("provider_tags.py")
+    assert alone.returncode == 0 and "nothing to tag" in alone.stdout  # PT-1
+    config = {"OPENAI_API_BASE_URLS": ["https://openrouter.ai/api/v1", "https://api.groq.com/openai/v1",
+                                       "http://192.168.1.20:4000/v1", "http://10.0.0.5:8000/v1",
+                                       "https://llm.example.invalid/v1"],
+              "OPENAI_API_KEYS": ["sk-or-SECRET", "gsk_SECRET", "", "", ""]}
+    models = [{"id": "mistralai/m:free", "urlIdx": 0, "openai": {"owned_by": "mistralai"}},
+              {"id": "llama-70b", "urlIdx": 1, "openai": {"owned_by": "openai"}},
+              {"id": "qwen", "urlIdx": 2}, {"id": "phi", "urlIdx": 3}, {"id": "own", "urlIdx": 4},
+              {"id": "lost", "urlIdx": 9, "openai": {"owned_by": "x"}}, {"id": "gemma3", "connection_type": "local"}]
+    fileio.write_atomic(paths.file("config", "connections.json"), '{"hosts": {"192.168.1.20": "lan-box"}}\n')
+    with fake_openwebui(config, models) as (root, seen):
+        fileio.write_atomic(paths.file("config", "endpoints.json"), json.dumps(
+            {"owui": {"base": root + "/api", "kind": "hub", "hub": "openwebui", "default": True},
+             "far": {"base": "http://127.0.0.1:9/v1"}}))
+        registry.add_registration("remote", "r1", "far")
+        out = script("provider_tags.py")
+    assert out.returncode == 0, out.stderr
+    tags = json.loads(paths.file("config", "provider-tags.json").read_text(encoding="utf-8"))
+    assert tags == {"mistralai/m:free": "openrouter/mistralai", "llama-70b": "groq", "qwen": "lan-box",
+                    "phi": "lan-proxy", "own": "llm.example.invalid", "lost": "?", "gemma3": "local", "r1": "far"}
+    assert "SECRET" not in out.stdout + out.stderr and "SECRET" not in json.dumps(tags)
+    assert "     1  openrouter/mistralai" in out.stdout and len(seen) == 2
