@@ -17,6 +17,7 @@ Model spec keys (all optional):
   latency float (whole reply; streams spread it over the tokens) | reasoning str
   keepalive bool (a stream sends a `: keep-alive` comment and a blank `data:` line before each piece)
   streams bool (false: a chat request asking to stream gets a 400 naming streaming, as some providers send)
+  listed bool (default: all but fail "404"): whether GET /models lists the model
   fail: "429" (retry_after, clears_after) | "500" | "502html" | "empty" | "length_empty" (length_below)
         | "slow" (delay) | "notice" | "drop" | "404" | "error200" | "garbled"
         | "stall_headers" | "stall_after_first" | "stall_mid" (pause, default 1 s)
@@ -56,6 +57,8 @@ Decisions the brief left open (written down for the next engineer):
 - `persona` (our addition): picks the answer style of the demo models; answers vary with the prompt
   through a digest, so they are deterministic.
 - A model with `fail: "404"` is left out of GET /models: a provider does not list what it no longer serves.
+  `listed: true` (issue 18) keeps it listed: a name the provider lists with no model behind it (the
+  "listed but failing structurally" case of the deprecation check).
 - Listing rows carry each catalog fact under the names both CAT-7 (OpenRouter shape) and CAT-10
   (an endpoint's own listing) read; context and output sizes only when the spec gives them.
 - Usage adds `completion_tokens_details.reasoning_tokens` when there is reasoning, as providers do.
@@ -142,7 +145,7 @@ DROP_AFTER = 3  # answer chunks (content or tool-call deltas) a dropped stream s
 LOST = b"LOST-WORDS {"  # what a garbled reply sends in place of part of its answer: not JSON
 GARBLED = b"data: " + LOST + b"\n\n"
 CALL_KEYS = {"name", "arguments", "id"}  # what one scripted tool call may say
-SWITCHES = ("parallel", "late_id", "whole")  # the tool-call spec keys that are true or false
+SWITCHES = ("parallel", "late_id", "whole", "listed")  # the spec keys that are true or false
 SCRIPTED = ("say", "parallel", "late_id")  # spec keys that only mean something with tool_calls
 RESULT = "{result}"  # an argument value replaced by the last tool result
 STALLS = {"stall_headers": 0, "stall_after_first": 1}  # writes a stalled stream sends, then nothing more
@@ -255,6 +258,11 @@ DEMO_MODELS = {
     "thinker": {"persona": "thinker", "latency": 0.4, "context_window": 200000, "max_output": 32000,
                 "tools": True},
 }
+
+
+def listed(spec):
+    """Whether GET /models lists the model: all but `fail: "404"`, unless its spec says `listed`."""
+    return spec.get("listed", spec.get("fail") != "404")
 
 
 def check_spec(name, spec):
@@ -1199,12 +1207,12 @@ class Upstream:
     def listing(self):
         with self.lock:
             models = [(name, dict(spec)) for name, spec in self.models.items()]
-        return [listing_row(name, spec) for name, spec in models if spec.get("fail") != "404"]
+        return [listing_row(name, spec) for name, spec in models if listed(spec)]
 
     def gemini_listing(self):
         with self.lock:
             models = [(name, dict(spec)) for name, spec in self.models.items()]
-        return [gemini_row(name, spec) for name, spec in models if spec.get("fail") != "404"]
+        return [gemini_row(name, spec) for name, spec in models if listed(spec)]
 
     def pause(self, seconds):
         """Wait in the handler thread; abandon the reply if the upstream is stopping."""

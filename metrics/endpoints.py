@@ -142,7 +142,7 @@ def hub(name):
 
 def find_hub(which):
     """The endpoint name whose hub is `which`, default first; None when none (EP-5). Never raises.
-    No caller yet: the hub adapters (Open WebUI, LiteLLM) will call it."""
+    Callers: `scripts/reprefix.py`; the hub adapters (Open WebUI, LiteLLM) will call it too."""
     found = readable()
     if not found:
         return None
@@ -154,8 +154,8 @@ def find_hub(which):
 
 
 def recorded_whole(name):
-    """Whether the served check records this endpoint's whole listing (EP-6): the default hub or local runtime.
-    No caller yet: the served check (`scripts/list_served.py`) will call it."""
+    """Whether the served check records this endpoint's whole listing (EP-6): the default hub or local runtime
+    (`scripts/check_deprecations.py`, DP-2)."""
     try:
         return name == default() and kind(name) in ("hub", "local")
     except RuntimeError:
@@ -241,8 +241,8 @@ def models(name=None, timeout=LIST_TIMEOUT):
 
 
 def snapshot_key(served, endpoint):
-    """How the served snapshot names a model (EP-14): bare on the default endpoint, else `served@endpoint`.
-    No caller yet: the served check will call it."""
+    """How the served snapshot names a model (EP-14): bare on the default endpoint, else `served@endpoint`
+    (`scripts/check_deprecations.py`, `metrics/retire.py`, DP-1)."""
     try:
         on_default = endpoint == default()
     except RuntimeError:

@@ -20,6 +20,7 @@ Reads are cached by the file's stat, so the client's hot path does not re-parse
 the file on every call. Callers must not mutate what the readers return.
 """
 
+import re
 import time
 
 import yaml
@@ -302,6 +303,30 @@ def remove_registration(alias):
         if cut:
             fileio.write_atomic(where, "".join(line for n, line in enumerate(lines) if n not in cut))
     return bool(cut)
+
+
+def repoint(served_by_alias):
+    """Rewrite the `model_name:` line of each alias's block to its new served id (quoted as REG-1 quotes it);
+    the aliases repointed. Every other line is kept as written (reprefix, RP-3)."""
+    where = path()
+    done = []
+    with fileio.lock(where):
+        text = _read_text(where)
+        lines = text.splitlines(keepends=True)
+        for alias, first, last in _blocks(text):
+            if alias not in served_by_alias:
+                continue
+            served = served_by_alias[alias]
+            name = f'"{served}"' if any(c in served for c in QUOTE_IF) else served
+            for n in range(first, last + 1):
+                found = re.match(r"^(\s*-?\s*model_name:\s*)\S.*?(\r?\n)?$", lines[n])
+                if found:
+                    lines[n] = found.group(1) + name + (found.group(2) or "")
+                    done.append(alias)
+                    break
+        if done:
+            fileio.write_atomic(where, "".join(lines))
+    return done
 
 
 def _copy(source, target):

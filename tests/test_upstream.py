@@ -1,4 +1,4 @@
-"""The local upstream's scripted suite models (metrics/demo.py, `replies`): what each answers, and typos refused."""
+"""The local upstream's scripted models (metrics/demo.py): `replies`, `listed`; what each answers, typos refused."""
 
 import json
 import urllib.request
@@ -29,3 +29,16 @@ def test_replies_must_be_a_table_of_texts():
         demo.Upstream(models={"m": {"replies": ["FAULT: line 3"]}})
     with pytest.raises(ValueError, match="replies is"):
         demo.Upstream(models={"m": {"replies": {"x": 3}}})
+
+
+def test_a_404_model_is_unlisted_unless_its_spec_says_listed():
+    models = {"gone": {"fail": "404"}, "ghost": {"fail": "404", "listed": True}, "alive": {"answer": "hi"}}
+    with demo.Upstream(models=models) as up:
+        with urllib.request.urlopen(up.base_url + "/models", timeout=10) as reply:
+            listed = sorted(row["id"] for row in json.load(reply)["data"])
+        up.set_model("alive", fail="404")
+        with urllib.request.urlopen(up.base_url + "/models", timeout=10) as reply:
+            after = sorted(row["id"] for row in json.load(reply)["data"])
+    assert listed == ["alive", "ghost"] and after == ["ghost"]
+    with pytest.raises(ValueError, match="listed is true or false"):
+        demo.Upstream(models={"m": {"listed": "yes"}})
