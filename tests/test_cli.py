@@ -20,7 +20,7 @@ import pytest
 
 from metrics import (__version__, cli, collections, completion, demo, endpoints, fileio, gatekeys, keys, launcher,
                      paths, registry, remote)
-from tests.conftest import TEST_MODELS
+from conftest import TEST_MODELS
 
 ROOT = Path(__file__).resolve().parent.parent
 PROMPT = "Is this loop off by one?"
