@@ -661,6 +661,24 @@ def drain(server, grace):
     server.wait_closed(REPLY_WAIT)
 
 
+def starting(port, setting, default, demo_wanted):
+    """What both servers do first (START-1): stdout as UTF-8; the bind address checked before anything is bound or
+    made, its warnings said; the port (`--port`, else the `setting` variable, else `default`); the demo upstream and
+    its throwaway folder when asked. Returns `(address, port, upstream or None)`."""
+    sys.stdout.reconfigure(encoding="utf-8")
+    address = guard.bind_address()
+    problem = guard.startup_problem(address)
+    if problem:
+        sys.exit(problem)
+    for warning in guard.startup_warnings():
+        print(f"warning: {warning}", file=sys.stderr)
+    port = port if port is not None else guard.port_setting(setting, default)
+    if not demo_wanted:
+        return address, port, None
+    from metrics import demo  # only here: a server that serves real upstreams never loads the demo one
+    return address, port, demo.start_demo()
+
+
 def listen(address, port, handler, setting, upstream=None):
     """The server on `address:port`, or exit 1 with one sentence saying why not and how to choose another port
     (`--port`, or the `setting` variable); a demo's upstream and throwaway folder go with it."""
@@ -685,18 +703,7 @@ def main(argv=None):
         parser.error("--workers: at least 1")
     if args.workers > 1 and (args.demo or not hasattr(os, "fork")):
         parser.error("--workers above 1 needs fork (Linux, macOS) and cannot be used with --demo")
-    sys.stdout.reconfigure(encoding="utf-8")
-    address = guard.bind_address()
-    problem = guard.startup_problem(address)
-    if problem:
-        sys.exit(problem)
-    for warning in guard.startup_warnings():
-        print(f"warning: {warning}", file=sys.stderr)
-    port = args.port if args.port is not None else guard.port_setting("BENCH_GATEWAY_PORT", 8123)
-    upstream = None
-    if args.demo:
-        from metrics import demo  # only here: a server that serves real upstreams never loads the demo one
-        upstream = demo.start_demo()
+    address, port, upstream = starting(args.port, "BENCH_GATEWAY_PORT", 8123, args.demo)
     collections.config_problems()  # a broken config file is said on stderr now, once, not at the first request
     server = listen(address, port, Handler, "BENCH_GATEWAY_PORT", upstream)
     stop_on_signals(server)
@@ -710,6 +717,7 @@ def main(argv=None):
         shown = names or collections.collections_problem() or "none yet"
         print(f"bench gateway on {base}{processes} — models: {shown}", flush=True)
         if args.demo:
+            from metrics import demo
             print(demo.snippets(base), flush=True)
     grace = collections.settings()["stop_grace"]
     try:
@@ -722,6 +730,7 @@ def main(argv=None):
         if workers:
             httpserver.reap(server, workers, timeout=grace + panel.STOP_SETTLE + 2 * REPLY_WAIT)
         if upstream:
+            from metrics import demo
             demo.stop_demo(upstream)
 
 

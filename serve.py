@@ -454,18 +454,7 @@ def main(argv=None):
     parser.add_argument("--demo", action="store_true", help="serve a throwaway demo bench on the local upstream")
     parser.add_argument("--port", type=int, default=None, help="port (default BENCH_PORT or 8122)")
     args = parser.parse_args(argv)
-    sys.stdout.reconfigure(encoding="utf-8")
-    address = guard.bind_address()
-    problem = guard.startup_problem(address)  # START-1: before binding or making anything
-    if problem:
-        sys.exit(problem)
-    for warning in guard.startup_warnings():
-        print(f"warning: {warning}", file=sys.stderr)
-    port = args.port if args.port is not None else guard.port_setting("BENCH_PORT", 8122)
-    upstream = None
-    if args.demo:
-        from metrics import demo  # only here: a server of real upstreams never loads the demo one
-        upstream = demo.start_demo()
+    address, port, upstream = gateway.starting(args.port, "BENCH_PORT", 8122, args.demo)
     paths.data()  # SRV-1: the data folder's layout, made at start
     server = gateway.listen(address, port, Handler, "BENCH_PORT", upstream)
     gateway.stop_on_signals(server)
@@ -474,6 +463,7 @@ def main(argv=None):
     threading.Thread(target=panel.warm_up, name="warm-up", daemon=True).start()
     print(banner(address, server.server_address[1]), flush=True)
     if args.demo:
+        from metrics import demo
         print(demo.snippets(benchview.gateway_url(server.server_address[1])), flush=True)
     try:
         server.serve_forever()
@@ -481,6 +471,7 @@ def main(argv=None):
         server.server_close()
         gateway.drain(server, collections.settings()["stop_grace"])
         if upstream:
+            from metrics import demo
             demo.stop_demo(upstream)
 
 
