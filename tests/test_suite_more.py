@@ -85,3 +85,56 @@ def test_mn5_mn8_refusals_and_the_size_note(home):
     offload.verdict("pbig.member1", True, false=["x is 2"])
     big = script("mine.py", "pbig")
     assert big.returncode == 0 and "mined-big-1  FALSE" in big.stdout and "trim them" in big.stdout
+
+
+CAPACITY = "Provider returned error: ResourceExhausted, try again in a while please."
+
+
+def test_pc_a_paced_run_rests_the_rate_limited_model(home, monkeypatch):
+    import time
+
+    from metrics import alerts, demo
+
+    for name, key in (("seeded-hard-a", "BUG-A"), ("seeded-hard-b", "BUG-B"), ("seeded-other", "BUG-C")):
+        folder = paths.file("suite", "tasks", name)
+        folder.mkdir(parents=True)
+        (folder / "task.json").write_text(json.dumps({
+            "title": name, "prompt": f"{key}: find the fault", "shape": "seeded", "score_in": "first_line",
+            "min_answer_chars": 8, "must_find": [{"regex": r"^\W*fault:\s*line\s*3\b", "label": "fault: line 3"}],
+            "must_not_claim": ["no fault"]}))
+    monkeypatch.setenv("BENCH_CLIENT", "builtin")
+    models = {"finder": {"answer": "FAULT: line 3\nflipped"}, "busy": {"answer": CAPACITY},
+              "doomed": {"answer": "NO FAULT\nfine"}, "adhoc": {"answer": "NO FAULT\nfine"}}
+    with demo.Upstream(models=models) as up:
+        demo.register(up)
+        paths.file("config", "model-roles.json").write_text(json.dumps({"ad_hoc": ["adhoc"]}))
+        alerts.raise_alert("model:doomed", "retiring", "doomed is going away", alias="doomed")
+        task_a = next(t for t in suite_tasks.load() if t["id"] == "seeded-hard-a")
+        suite_tasks.save(task_a, "finder", "FAULT: line 3\nalready answered")
+        dry = script("pace.py", "--dry-run")
+        assert dry.returncode == 0, dry.stderr
+        assert "queue 3 call(s), 2 model(s), gap 120s, about 0.1 h; roster: finder, busy" in dry.stdout
+        assert "seeded-hard-a  busy" in dry.stdout and "seeded-other" not in dry.stdout
+        assert not list(paths.file("runs").glob("pace-*.log"))
+        env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
+        child = subprocess.Popen([sys.executable, str(paths.CODE / "suite" / "pace.py"), "--gap", "0", "--rest", "1",
+                                  "--timeout", "10"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                 env=env)
+        deadline = time.monotonic() + 20
+        logs = []
+        while time.monotonic() < deadline and not any("rate-limited" in p.read_text() for p in logs):
+            time.sleep(0.1)
+            logs = list(paths.file("runs").glob("pace-*.log"))
+        up.set_model("busy", answer="FAULT: line 3\nnow answering")  # the rest ends, the pair is asked again
+        out, err = child.communicate(timeout=30)
+    assert child.returncode == 0, err
+    lines = out.splitlines()
+    assert "rate-limited seeded-hard-a busy: resting 1s, requeued" in out
+    assert lines[-1].endswith("queue empty") and "done seeded-hard-b finder (answered)" in out
+    assert lines == logs[0].read_text().splitlines()
+    loaded = {t["id"]: t for t in suite_tasks.load()}
+    for task in ("seeded-hard-a", "seeded-hard-b"):
+        assert suite_tasks.saved(loaded[task], "busy").startswith("FAULT: line 3")
+    assert suite_tasks.saved(loaded["seeded-hard-a"], "finder") == "FAULT: line 3\nalready answered"
+    assert suite_tasks.saved(loaded["seeded-hard-b"], "doomed") is None
+    assert suite_tasks.saved(loaded["seeded-other"], "finder") is None
