@@ -127,9 +127,9 @@ WRITES = {
     "/api/own-client-free": settingsedit.save_own_client, "/api/endpoint": endpointedit.save,
     "/api/endpoint/remove": endpointedit.remove, "/api/endpoint/default": endpointedit.make_default,
     "/api/connection-limits": endpointedit.save_limits, "/api/dismiss": onboarding.dismiss,
-    "/api/onboard": onboarding.onboard_now, "/api/onboard-queue": onboarding.QUEUE.add,
-    "/api/onboard-queue/stop": lambda body, who: onboarding.QUEUE.stop(),
-    "/api/onboard-queue/clear": lambda body, who: onboarding.QUEUE.clear(),
+    "/api/onboard": onboarding.onboard_now, "/api/onboard-queue": lambda body, who: onboarding.queue().add(body, who),
+    "/api/onboard-queue/stop": lambda body, who: onboarding.queue().stop(),
+    "/api/onboard-queue/clear": lambda body, who: onboarding.queue().clear(),
 }
 
 
@@ -279,7 +279,7 @@ class Handler(gateway.Handler):
         self.answer(200, {"stamp": benchview.stamp()})
 
     def api_status(self):
-        self.answer(200, {**benchview.status_api(self.port, VERSION[0]), "onboarding": onboarding.QUEUE.summary()})
+        self.answer(200, {**benchview.status_api(self.port, VERSION[0]), "onboarding": onboarding.queue().summary()})
 
     def api_models(self):
         self.answer(200, benchview.models_api())
@@ -338,7 +338,7 @@ class Handler(gateway.Handler):
         self.answer(200, onboarding.candidates())
 
     def api_queue(self):
-        self.answer(200, onboarding.QUEUE.state())
+        self.answer(200, onboarding.queue().state())
 
     def api_onboard_log(self):
         query = urllib.parse.parse_qs(self.path.partition("?")[2])

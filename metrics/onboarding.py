@@ -346,14 +346,23 @@ class Queue:
             return {"running": self.worker is not None, "items": len(self.items)}
 
 
-QUEUE = Queue()
+_queues = {}
+_queues_lock = threading.Lock()
+
+
+def queue():
+    """The onboarding queue of the data folder in use: a queue belongs to its bench, so a process that serves
+    another folder (a test, a second demo) never shows or runs the first one's models."""
+    key = str(paths.data())
+    with _queues_lock:
+        return _queues.setdefault(key, Queue())
 
 
 def onboard_now(body, who):
     """OB-20 `POST /api/onboard {served, endpoint?, mode?}`: one onboarding at once, outside the queue."""
     served, mode = _text(body.get("served")), _text(body.get("mode"), "full") or "full"
     problems, endpoint = refusals(served, _text(body.get("endpoint")), mode)
-    if QUEUE.summary()["running"]:
+    if queue().summary()["running"]:
         problems.append("an onboarding batch is running: add this model to its queue instead, or wait")
     if problems:
         return {"ok": False, "errors": problems}
