@@ -102,8 +102,9 @@ def save_facts(body, who):
         return old, entry or None
 
     old, new = fileio.update(overrides_path(), merge)
-    if old != new:
-        changes.log(who, alias, "facts", old, new)
+    if old == new:  # LOG-4: nothing changed, nothing is logged or said changed
+        return {"ok": True, "errors": [], "changed": []}
+    changes.log(who, alias, "facts", old, new)
     return {"ok": True, "errors": [], "changed": ["config/model-overrides.json"]}
 
 

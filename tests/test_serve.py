@@ -908,3 +908,12 @@ def test_th5_th7_chip_grounds_are_checked_as_the_page_shows_them(monkeypatch):
     assert themes.problems("dark") == [] and "--chip-warn:" in themes.css()
     monkeypatch.setitem(themes.CHIPS, "warn", ("signal", 55))
     assert themes.problems("dark") == ["dark: --ink on --chip-warn is 3.49, under 4.5"]
+
+
+def test_log4_facts_saved_unchanged_say_nothing_changed(dash):
+    """LOG-4: saving the facts a model already has writes nothing, logs nothing and reports no change."""
+    body = {"alias": "alpha", "facts": {"context_window": 5000}}
+    assert call(dash, "POST", "/api/model-facts", body)[2]["changed"] == ["config/model-overrides.json"]
+    lines = len(change_lines())
+    assert call(dash, "POST", "/api/model-facts", body)[2] == {"ok": True, "errors": [], "changed": []}
+    assert len(change_lines()) == lines
