@@ -129,13 +129,18 @@ def question_probe(alias, kind):
     return ""
 
 
-def change(body, who):
-    """MP-6..8: `POST /api/model`."""
+def registered(body):
+    """`(model directory, the body's alias, its entry or None)`: MP-6's and MP-10's first check, one place."""
     found = benchview.directory()
     alias = body.get("alias")
-    if not isinstance(alias, str) or alias not in found:
+    return found, alias, found.get(alias) if isinstance(alias, str) else None
+
+
+def change(body, who):
+    """MP-6..8: `POST /api/model`."""
+    found, alias, entry = registered(body)
+    if entry is None:
         return refused([f"'{alias}' is not a registered alias"])
-    entry = found[alias]
     decision = entry.get("kind") == "decision"
     new_alias, new_role, ad_hoc = _text(body.get("new_alias")), _text(body.get("new_role")), body.get("new_ad_hoc")
     errors = []
@@ -277,11 +282,9 @@ def _drop_from_collections(alias, who):
 
 def remove(body, who):
     """MP-10..13: retire a model; no evidence is deleted."""
-    found = benchview.directory()
-    alias = body.get("alias")
-    if not isinstance(alias, str) or alias not in found:
+    _, alias, entry = registered(body)
+    if entry is None:
         return refused([f"'{alias}' is not a registered alias"])
-    entry = found[alias]
     decision = entry.get("kind") == "decision"
     reason = _text(body.get("reason")) or "retired by hand"
     if not decision:
