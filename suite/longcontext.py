@@ -22,9 +22,9 @@ classified as a non-answer and left out of the score instead of counted wrong. U
     runs/repoqa-<date>.md                        the run note, appended (counts, table, non-answers)
 
 Decisions where the contract is silent:
-- Layout: the tier is `suite/longcontext.py`, not a top-level `repoqa/` folder: a folder of that name at
-  the top of the checkout is what `import repoqa` finds first from there (a namespace package when the
-  real one is absent), so "is the package installed?" would lie; and `suite` is what gets packaged.
+- Layout: the tier is `suite/longcontext.py`, not a top-level `repoqa/` folder: with the real package
+  absent, `import repoqa` run from the checkout would find such a folder (as a namespace package), so "is
+  the package installed?" would lie; and `suite` is what gets packaged.
 - The scorer runs in this interpreter: the reference's separate scorer virtualenv (a Windows-only path,
   §13.21) is not carried over; install `repoqa` where the bench runs.
 - Resuming: a task whose latest saved line is an answer is not asked again; a non-answer is. The latest
@@ -220,8 +220,10 @@ def languages_of(values, parser):
 def parse(argv):
     parser = argparse.ArgumentParser(prog="suite/longcontext.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", required=True, help="one alias (ad hoc models too)")
-    parser.add_argument("--languages", nargs="+", default=["python"], help=f"of {', '.join(LANGUAGES)} (default python)")
-    parser.add_argument("--repos", type=int, default=2, help=f"repositories per language, 1 to {MOST_REPOS} (default 2)")
+    parser.add_argument("--languages", nargs="+", default=["python"],
+                        help=f"of {', '.join(LANGUAGES)} (default python)")
+    parser.add_argument("--repos", type=int, default=2,
+                        help=f"repositories per language, 1 to {MOST_REPOS} (default 2)")
     parser.add_argument("--context", type=int, default=16384, help="context size in tokens (default 16384)")
     parser.add_argument("--timeout", type=float, default=420, help="seconds per call (default 420)")
     parser.add_argument("--score-only", action="store_true", help="re-score the saved answers, call nothing")

@@ -356,10 +356,10 @@ def pair(row, fix, before, after, keys):
     bug = {"id": bug_id, **common, "title": f"real bug: {row['repo']}#{number} {fix.path}",
            "why": (f"PR {row['repo']}#{number} ({common['created']}), {url}: {fix.path} at base commit "
                    f"{row['base_commit'][:10]}; the fix changes line {named}. Removed: {quoted(fix.removed)}. "
-                   f"Added: {quoted(fix.added)}. Problem: {statement.rstrip('.') or '(none given)'}. Review before removing "
-                   "draft: drop the pair (python suite/rebench.py --reject ID --reason ...) when this is a refactor, "
-                   "rename, message or dependency change, needs another module to see, or the fixed file has the "
-                   "same problem elsewhere."),
+                   f"Added: {quoted(fix.added)}. Problem: {statement.rstrip('.') or '(none given)'}. "
+                   f"Review before removing draft (RB-10): drop the pair (python suite/rebench.py --reject {bug_id} "
+                   "--reason ...) when this is a refactor, rename, message or dependency change, needs another module "
+                   "to see, or the fixed file has the same problem elsewhere."),
            "prompt": question(fix.path, before[lo - 1:hi], lo, len(before)), **seed.fault_keys(keys)}
     control = {"id": control_id, **common, "title": f"real-bug control: {row['repo']}#{number} {fix.path}",
                "why": (f"The fixed {fix.path} of {row['repo']}#{number} ({url}); its pair {bug_id} has the bug at "

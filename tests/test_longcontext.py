@@ -90,7 +90,8 @@ class Synthetic:
         text = "".join(f"# Path: {path}\n{body}\n" for path, body in repo["content"].items())
         start = len(text[:text.index(code_of(repo, needle))].split())
         return {"code_context": text, "needle_token_start": start,
-                "needle_token_end": start + len(code_of(repo, needle).split()), "code_context_ntokens": len(text.split())}
+                "needle_token_end": start + len(code_of(repo, needle).split()),
+                "code_context_ntokens": len(text.split())}
 
     def judge(self, answer, name, repo, language):
         found = re.search(r"```\w*\n(.*?)```", answer, re.S)
