@@ -71,6 +71,9 @@ class Package:
             self.scorer = importlib.import_module("repoqa.compute_score")
         except ImportError as exc:
             raise Missing(f"{INSTALL}: {exc}") from exc
+        except Exception as exc:  # installed, but one of its own imports fails
+            raise Missing(f"the `repoqa` package is installed but does not import ({type(exc).__name__}: {exc})") \
+                from exc
         self.instruction = self.search.INSTRUCTION
 
     def dataset(self):

@@ -189,3 +189,16 @@ def test_rq3_without_the_package_a_clear_message_and_exit_1(home):
     assert done.returncode == 1
     assert "needs the optional `repoqa` package (pip install repoqa" in done.stderr
     assert "Traceback" not in done.stderr and done.stdout == ""
+
+
+def test_rq3_a_package_that_is_there_but_broken_is_said_not_a_traceback(home, tmp_path, monkeypatch):
+    broken = tmp_path / "site" / "repoqa"
+    broken.mkdir(parents=True)
+    (broken / "__init__.py").write_text("raise RuntimeError('its tokenizer library is missing')\n")
+    (broken / "data.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    with pytest.raises(SystemExit) as ended:
+        longcontext.main(["--model", "finder"])
+    assert str(ended.value) == ("the `repoqa` package is installed but does not import "
+                                "(RuntimeError: its tokenizer library is missing)")
+    assert "repoqa" not in sys.modules
