@@ -353,7 +353,7 @@ def test_rb9_a_dry_run_fetches_and_checks_and_writes_nothing(hub):
     assert hub["raw"] and data_files() == before  # no task, no cache
 
 
-def test_st2_rb10_rejecting_a_pair_and_the_shipped_list(hub):
+def test_st2_rb10_rejecting_a_pair_and_the_shipped_list(hub, capsys):
     # ST-2: the list CODE ships is absent or empty; nothing dataset-derived is in the checkout
     shipped = rebench.SHIPPED_REJECTED
     assert not shipped.exists() or json.loads(shipped.read_text(encoding="utf-8")) == {}
@@ -366,18 +366,19 @@ def test_st2_rb10_rejecting_a_pair_and_the_shipped_list(hub):
     saved = json.loads(paths.file("config", "rebench-rejected.json").read_text(encoding="utf-8"))
     assert saved == {"acme__Widget.Tools-101": "a rename, not a bug"}
     assert rebench.rejected() == saved
-    again = rebench_script("--count", "1", "--scan", "1")
-    assert "0 pair(s) from 1 row(s) read; skipped: 1 rejected" in again.stdout
-    unknown = rebench_script("--reject", "seeded-x-bug", "--reason", "r")
-    assert unknown.returncode == 1 and "no rebench task called 'seeded-x-bug'" in unknown.stderr
+    rebench.main(["--count", "1", "--scan", "1"])
+    assert "0 pair(s) from 1 row(s) read; skipped: 1 rejected" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="no rebench task called 'seeded-x-bug'"):
+        rebench.main(["--reject", "seeded-x-bug", "--reason", "r"])
 
 
-def test_rb_flags_are_checked_before_anything_is_asked(hub):
+def test_rb_flags_are_checked_before_anything_is_asked(hub, capsys):
     for args, message in ((["--since", "2025-13-01"], "is not a date"),
                           (["--since", "2025-06-01' OR 1=1"], "is not a YYYY-MM-DD date"),
                           (["--count", "0"], "at least 1"), (["--reject", "x"], "go together")):
-        done = rebench_script(*args)
-        assert done.returncode == 2 and message in done.stderr
+        with pytest.raises(SystemExit) as ended:
+            rebench.main(args)
+        assert ended.value.code == 2 and message in capsys.readouterr().err
     assert hub["filter"] == []
     paths.file("config", "rebench-rejected.json").write_text("{broken")
     warned = []
