@@ -342,9 +342,10 @@ def sources(folder, hard):
 
 # -- tasks ------------------------------------------------------------------------------------
 
-def numbered(lines):
-    width = len(str(len(lines)))
-    return "\n".join(f"{i:>{width}}| {line}" for i, line in enumerate(lines, 1))
+def numbered(lines, start=1):
+    """`"{i:>w}| {line}"` from line `start` on, w = the digits of the last number (SD-8, RB-6)."""
+    width = len(str(start + len(lines) - 1))
+    return "\n".join(f"{i:>{width}}| {line}" for i, line in enumerate(lines, start))
 
 
 def wording(kinds, hard):
@@ -379,6 +380,20 @@ def answer_lines(edit, count):
     return [n for n in (edit.at, edit.at + 1) if 1 <= n <= count]
 
 
+def fault_keys(lines):
+    """SD-10's bug keys (rebench's too, RB-7): the first line names one of `lines`; `NO FAULT` is invented.
+    SU-20 reads the lines back from the label's digits, so its wording is part of the contract."""
+    return {"must_find": [{"regex": r"^\W*fault:\s*line\s*(?:" + "|".join(map(str, lines)) + r")\b",
+                           "label": "fault: line " + " or ".join(map(str, lines))}],
+            "must_not_claim": ["no fault"]}
+
+
+def no_fault_keys():
+    """SD-10's control keys (rebench's too, RB-7): `NO FAULT` found; naming any line is invented."""
+    return {"must_find": [{"any_of": ["no fault"]}],
+            "must_not_claim": [{"regex": r"^\W*fault:\s*line", "label": "fault: line"}]}
+
+
 def pair(rel, name, code, edit, preamble, repo, hard, ids):
     """The bug task and its control (SD-9, SD-10)."""
     lines = code.split("\n")
@@ -393,14 +408,10 @@ def pair(rel, name, code, edit, preamble, repo, hard, ids):
     bug = {"id": ids[0], **common, "kind": edit.kind, "title": f"seeded bug: {rel}::{name}",
            "why": (f"{rel}::{name}, line {edit.at + 1}, {edit.kind}: `{old}` -> `{new}` (line before: `{before}`; "
                    f"line after: `{after}`). Check that the change alters behaviour before removing draft."),
-           "prompt": preamble + numbered(changed),
-           "must_find": [{"regex": r"^\W*fault:\s*line\s*(?:" + "|".join(map(str, keys)) + r")\b",
-                          "label": "fault: line " + " or ".join(map(str, keys))}],
-           "must_not_claim": ["no fault"]}
+           "prompt": preamble + numbered(changed), **fault_keys(keys)}
     control = {"id": ids[1], **common, "title": f"seeded control: {rel}::{name}",
                "why": f"The untouched code of {rel}::{name}; its pair {ids[0]} changes line {edit.at + 1}.",
-               "prompt": preamble + numbered(lines), "must_find": [{"any_of": ["no fault"]}],
-               "must_not_claim": [{"regex": r"^\W*fault:\s*line", "label": "fault: line"}]}
+               "prompt": preamble + numbered(lines), **no_fault_keys()}
     return bug, control, f"`{old}` -> `{new}`"
 
 

@@ -40,7 +40,7 @@ LAYERS = [
       "scripts.init", "scripts.onboard", "scripts.check", "scripts.list_served", "metrics.retire", "scripts.auto_retire",
       "scripts.check_deprecations", "scripts.notice", "scripts.reprefix",
       "scripts.provider_tags", "scripts.collection", "perf.run",
-      "suite.tasks", "suite.run", "suite.seed", "suite.mine", "suite.pace",
+      "suite.tasks", "suite.run", "suite.seed", "suite.mine", "suite.pace", "suite.rebench", "suite.longcontext",
       "metrics.remote", "metrics.mcp_tools", "metrics.mcp_server", "metrics.cli", "metrics.completion"]),
 ]
 

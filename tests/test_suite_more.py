@@ -1,5 +1,6 @@
-"""The suite's other generators and runners (suite-cli-mcp.md §2.7–2.9): mined claim tasks, paced runs,
-the real-bug importer. Scripts run as a user types them, in a temp data folder, against real files."""
+"""The suite's other generators and runners (suite-cli-mcp.md §2.7, §2.8): mined claim tasks, paced runs (the
+real-bug importer's tests are in test_rebench.py). Scripts run as a user types them, in a temp data folder,
+against real files."""
 
 import json
 import os
