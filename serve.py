@@ -55,6 +55,13 @@ FAVICON = ("data:image/svg+xml," + urllib.parse.quote(
     "width='3' height='11' fill='#4c4136'/><rect x='6' y='23' width='20' height='2' fill='#4c4136'/></svg>"))
 
 
+def page_script():
+    """`ui/bench.js`, then each page's own file in `ui/pages/` by name: one page's code is one file, drawn with
+    the helpers bench.js lends it as `window.Bench`."""
+    files = [UI / "bench.js"] + sorted((UI / "pages").glob("*.js"))
+    return "\n".join(f.read_text(encoding="utf-8") for f in files)
+
+
 @dataclasses.dataclass(frozen=True)
 class Page(routes.Route):
     """A dashboard row: never a gateway route, the admin login as its credential, matched on the raw path."""
@@ -375,7 +382,7 @@ class Handler(gateway.Handler):
                             "gateway": benchview.gateway_url(self.port)}).replace("</", "<\\/")
         parts = {"theme": theme, "favicon": self.favicon(theme), "tokens": themes.css(),
                  "style": (UI / "bench.css").read_text(encoding="utf-8"), "bench": bench,
-                 "script": (UI / "bench.js").read_text(encoding="utf-8")}
+                 "script": page_script()}
         text = (UI / "index.html").read_text(encoding="utf-8")
         # one pass over the template: a `{{script}}` inside the data (a retire reason, say) stays text
         self.send_html(200, PLACEHOLDER.sub(lambda m: parts.get(m.group(1), m.group(0)), text))

@@ -1310,14 +1310,23 @@
     return step === "endpoint" ? go.endpoint : null;
   }
 
-  var firstStep = drawFirstRun();
-  drawActions();
-  drawGlance();
-  drawModels();
-  drawCollections();
-  show(store("bench.tab") || "glance");
-  var picking = null;
-  try { picking = sessionStorage.getItem("bench.pick"); sessionStorage.removeItem("bench.pick"); } catch (e) { picking = null; }
-  if (picking !== null) { show("endpoints"); openPicker(picking); }
-  else if (firstStep) firstStep();  /* an empty bench offers nothing else (SHELL-3) */
+  /* What a page file under ui/pages/ may use: it registers its page as Bench.loaders.<tab> (called each time
+     the tab is shown) and draws with these. The page scripts run after this one and before the start below. */
+  window.Bench = {B: B, $: $, $$: $$, h: h, add: add, store: store, when: when, thousands: thousands,
+    errorsText: errorsText, post: post, get: get, reloadSoon: reloadSoon, confirmDialog: confirmDialog,
+    table: table, td: td, chip: chip, filters: filters, retiredToggle: retiredToggle, nameCell: nameCell,
+    distinct: distinct, openModel: openModel, loaders: loaders, show: show};
+
+  document.addEventListener("DOMContentLoaded", function () {
+    var firstStep = drawFirstRun();
+    drawActions();
+    drawGlance();
+    drawModels();
+    drawCollections();
+    show(store("bench.tab") || "glance");
+    var picking = null;
+    try { picking = sessionStorage.getItem("bench.pick"); sessionStorage.removeItem("bench.pick"); } catch (e) { picking = null; }
+    if (picking !== null) { show("endpoints"); openPicker(picking); }
+    else if (firstStep) firstStep();  /* an empty bench offers nothing else (SHELL-3) */
+  });
 })();
