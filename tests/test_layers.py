@@ -28,7 +28,7 @@ LAYERS = [
      ["metrics.ledger", "metrics.client", "metrics.llm_backend"]),
     ("panel: collections, roles, the offload log, the router, the panel itself and route mode",
      ["metrics.policy", "metrics.collections", "metrics.roles", "metrics.offload", "metrics.shape", "metrics.route",
-      "metrics.panel", "metrics.conversations", "metrics.route_mode"]),
+      "metrics.panel", "metrics.conversations", "metrics.route_mode", "metrics.leaderboard"]),
     ("access: who may call the servers",
      ["metrics.gatekeys", "metrics.guard", "metrics.httpserver"]),
     ("dashboard: what the dashboard reads and writes, one job a module",
