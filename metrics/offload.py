@@ -558,6 +558,13 @@ def entries():
     return index().entries()
 
 
+def lines(path=None):
+    """Every offload line in the order written, verdicts as lines of their own (not merged as OFF-2's
+    entries are), aliases as written: for a replay that must know when each verdict was given (issue 20).
+    The log is append-only and never rotated (OFF-1), so this one file is the whole history."""
+    return [line for line in fileio.read_jsonl(path or log_path()) if isinstance(line.get("model"), str)]
+
+
 def by_call(call):
     """The latest entry with call id `call`, or None."""
     return index().by_call(call)

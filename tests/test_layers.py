@@ -41,7 +41,8 @@ LAYERS = [
       "scripts.check_deprecations", "scripts.notice", "scripts.reprefix",
       "scripts.provider_tags", "scripts.collection", "perf.run",
       "suite.tasks", "suite.run", "suite.seed", "suite.mine", "suite.pace",
-      "metrics.remote", "metrics.mcp_tools", "metrics.mcp_server", "metrics.cli", "metrics.completion"]),
+      "metrics.remote", "metrics.mcp_tools", "metrics.mcp_server", "metrics.cli", "metrics.completion",
+      "metrics.replay"]),
 ]
 
 
