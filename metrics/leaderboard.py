@@ -8,7 +8,9 @@ whose judged seats all agree says nothing about who is better and adds nothing. 
 conversation asks one model at a time.
 
 The fit is Bradley–Terry: model i beats model j with probability p_i / (p_i + p_j). Strengths are found
-by the MM (Zermelo) iteration, p_i ← W_i / Σ_j n_ij / (p_i + p_j) (Hunter 2004). With `prior` > 0 every
+by a few rounds of the MM (Zermelo) iteration, p_i ← W_i / Σ_j n_ij / (p_i + p_j) (Hunter 2004), then
+Newton's method on the same log-likelihood (stdlib only: a Cholesky solve), which ends in a handful of
+steps where MM alone crawls along the common scale for thousands of rounds. With `prior` > 0 every
 model also plays `prior` virtual comparisons against an anchor of strength 1, winning half of them: the
 estimate then exists for any data (a model that never lost would otherwise run off to infinity) and is
 pulled towards the anchor when it has few comparisons. A score is ln p: 0 is the anchor, +1 means

@@ -47,8 +47,9 @@ def _counts(record, alias):
 def counted(candidates, record):
     """MRG-3: the candidates with verdicts, most useful first, then the higher useful ratio; ties keep
     the candidates' order. Candidates without a verdict are left out: the caller's fallbacks follow."""
-    judged = [a for a in candidates if _counts(record, a)[1]]
-    return sorted(judged, key=lambda a: (-_counts(record, a)[0], -_counts(record, a)[0] / _counts(record, a)[1]))
+    rows = {a: _counts(record, a) for a in candidates}
+    judged = [a for a in candidates if rows[a][1]]
+    return sorted(judged, key=lambda a: (-rows[a][0], -rows[a][0] / rows[a][1]))
 
 
 def posterior(record, alias):
