@@ -33,6 +33,7 @@ from metrics import (
     gatekeys,
     guard,
     httpserver,
+    leaderboard,
     mcp_server,
     offload,
     panel,
@@ -179,6 +180,27 @@ class Handler(httpserver.Handler):
         seen = gatekeys.sees_collection(self.who, collection)  # a scoped key reads only its own
         self.send_json(200, {"collection": collection, "task": task,
                              "aliases": offload.record(collection, task) if seen else {}})
+
+    def leaderboard(self):
+        """Issue 20: the collection's Bradley–Terry leaderboard from its judged panels, as JSON or CSV.
+
+        Refused and scoped as `/bench/record` is: no collection is a 400; an unknown collection, or one
+        a scoped key may not call, answers an empty board (improvement 12). A bad shape or format is a 400."""
+        query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+        collection, shape, fmt = ((query.get(k) or [""])[0] for k in ("collection", "shape", "format"))
+        fmt = fmt or "json"
+        refused = leaderboard.problem(self.route.path, collection, shape, fmt)
+        if refused:
+            return self.refuse(400, refused)
+        if not self.charged():
+            return
+        name = leaderboard.named(collection)
+        seen = gatekeys.sees_collection(self.who, name)
+        answer = leaderboard.board(name, shape, entries=None if seen else [])
+        if fmt == "csv":
+            return self.send_text(200, leaderboard.csv_text(answer), "text/csv; charset=utf-8",
+                                  {"Content-Disposition": f'attachment; filename="{leaderboard.filename(answer)}"'})
+        self.send_json(200, answer)
 
     def listed_rows(self):
         """The listing's rows the caller may see, which Ollama's and Gemini's listings and cards are built from."""
@@ -603,6 +625,23 @@ class Handler(httpserver.Handler):
             for header, value in (headers or {}).items():
                 self.send_header(header, value)
             self.send_cors()
+            self.end_headers()
+            self.wfile.write(data)
+        except CLIENT_GONE:
+            pass
+
+    def send_text(self, status, text, content_type, headers=None):
+        """A reply that is no JSON (the leaderboard's CSV), with the same CORS headers as JSON ones."""
+        data = text.encode("utf-8")
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(data)))
+            self.send_header("Cache-Control", "no-store")
+            for header, value in (headers or {}).items():
+                self.send_header(header, value)
+            if routes.is_gateway_route(self.path or ""):
+                self.send_cors()  # the dashboard's own download goes to its own page only
             self.end_headers()
             self.wfile.write(data)
         except CLIENT_GONE:

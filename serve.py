@@ -42,8 +42,8 @@ from pathlib import Path
 
 import gateway
 from metrics import (__version__, benchview, changes, client, collectionedit, collections, endpointedit, endpoints,
-                     gatewaycard, guard, jobs, modeledit, modelfacts, onboarding, panel, paths, registry, routes,
-                     scheduler, settingsedit, themes)
+                     gatewaycard, guard, jobs, leaderboard, modeledit, modelfacts, onboarding, panel, paths, registry,
+                     routes, scheduler, settingsedit, themes)
 
 UI = Path(__file__).resolve().parent / "ui"
 PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
@@ -95,6 +95,7 @@ DASHBOARD = (
     Page("GET", "/api/candidates", "api_candidates"),
     Page("GET", "/api/onboard-queue", "api_queue"),
     Page("GET", "/api/onboard", "api_onboard_log", query=True),
+    Page("GET", "/api/leaderboard", "api_leaderboard", query=True),
     Page("GET", "/ui/", "static"),
     Page("GET", "/fonts/", "static"),
     Page("POST", "/api/model", "write", writes=True),
@@ -350,6 +351,21 @@ class Handler(gateway.Handler):
     def api_onboard_log(self):
         query = urllib.parse.parse_qs(self.path.partition("?")[2])
         self.answer(200, onboarding.log_view((query.get("log") or [""])[0]))
+
+    def api_leaderboard(self):
+        """At a glance's leaderboard (issue 20): `/bench/leaderboard`'s board for the signed-in admin, who sees
+        every collection; `&format=csv` is the panel's download link."""
+        query = urllib.parse.parse_qs(self.path.partition("?")[2])
+        collection, shape, fmt = ((query.get(k) or [""])[0] for k in ("collection", "shape", "format"))
+        fmt = fmt or "json"
+        refused = leaderboard.problem("/api/leaderboard", collection, shape, fmt)
+        if refused:
+            return self.answer(400, {"ok": False, "errors": [refused]})
+        answer = leaderboard.board(leaderboard.named(collection), shape)
+        if fmt == "csv":
+            return self.send_text(200, leaderboard.csv_text(answer), "text/csv; charset=utf-8",
+                                  {"Content-Disposition": f'attachment; filename="{leaderboard.filename(answer)}"'})
+        self.answer(200, {"ok": True, "errors": [], **answer})
 
     def static(self):
         """TH-8: only named files; anything else (another name, a query, a path) is 404."""

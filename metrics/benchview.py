@@ -294,7 +294,7 @@ def bench_json(today=None):
                if a in facts and isinstance(o, dict)}
     return {"models": found, "facts": facts, "options": options, "roles": roles.load()["roles"],
             "retired": retired(), "stamp": stamp(), "glance": glance(today), "actions": actions(today),
-            "first_run": first_run(found), "onboard": onboard_issues()}
+            "first_run": first_run(found), "onboard": onboard_issues(), "collections": sorted(collections.load())}
 
 
 def first_run(found):

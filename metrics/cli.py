@@ -55,7 +55,7 @@ import time
 import urllib.parse
 from pathlib import Path
 
-from metrics import __version__, remote
+from metrics import __version__, policy, remote
 
 PREFIX = "bench/"
 PROGRESS_EVERY = 30.0  # seconds of silence on stderr before a long panel says how long it has run
@@ -552,9 +552,10 @@ def cmd_key_revoke(args):
 
 
 def cmd_settings_gateway(args):
-    body = {"max_calls": args.max_calls, "max_explorers": args.max_explorers}
+    body = {"max_calls": args.max_calls, "max_explorers": args.max_explorers, "policy": args.policy}
     done(args, dashboard(args, "POST", "/api/gateway-settings", body),
-         f"gateway settings: at most {args.max_calls} calls a request, {args.max_explorers} explorers")
+         f"gateway settings: at most {args.max_calls} calls a request, {args.max_explorers} explorers"
+         + (f", the {args.policy} policy" if args.policy else ""))
 
 
 def cmd_settings_client(args):
@@ -969,6 +970,8 @@ def parser(prog="bench"):
                     "bench settings gateway --max-calls 5 --max-explorers 2")
     limits.add_argument("--max-calls", type=int, required=True, metavar="N", help="1-10 seats a request")
     limits.add_argument("--max-explorers", type=int, required=True, metavar="N", help="0-2 explorer seats")
+    limits.add_argument("--policy", choices=policy.NAMES,
+                        help="how the record picks the merger and orders route mode (default: kept as it is)")
     client = action(settings, "client", cmd_settings_client, "how models are called: llm or builtin",
                     "bench settings client llm")
     client.add_argument("client", metavar="llm|builtin")

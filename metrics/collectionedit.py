@@ -7,7 +7,7 @@ each is logged to the change log with the caller.
 
 import re
 
-from metrics import benchview, catalog, changes, collections, connections, fileio, registry, roles
+from metrics import benchview, catalog, changes, collections, connections, fileio, policy, registry, roles
 
 NAME = re.compile(r"^[a-z0-9][a-z0-9-]{1,31}$")
 TAG = re.compile(r"^[a-z0-9][a-z0-9-]{0,23}$")
@@ -49,7 +49,8 @@ def view():
     model_roles = roles.load()
     every = chat_models()
     return {"ok": True, "errors": [], "collections": listed,
-            "settings": {"max_calls": s["max_calls"], "max_explorers": s["max_explorers"]},
+            "settings": {"max_calls": s["max_calls"], "max_explorers": s["max_explorers"],
+                         "policy": collections.chosen_policy(), "policies": list(policy.NAMES)},
             "shapes": shapes(), "models": every, "served": registry.names(),
             "tag_suggestions": list(dict.fromkeys(shapes() + SUGGESTED + in_use)),
             "facts": {a: _facts(a, model_roles) for a in every},
@@ -139,9 +140,14 @@ def _whole(value):
 
 
 def gateway_settings(body, who):
-    """CO-10: `POST /api/gateway-settings {max_calls, max_explorers}`."""
-    calls, explorers = body.get("max_calls"), body.get("max_explorers")
+    """CO-10: `POST /api/gateway-settings {max_calls, max_explorers[, policy]}`.
+
+    `policy` (issue 20) is optional: absent or null leaves the file's choice as it is; given, it must name
+    one of `metrics.policy.NAMES` and is written and logged with the other two."""
+    calls, explorers, chosen = body.get("max_calls"), body.get("max_explorers"), body.get("policy")
     errors = []
+    if chosen is not None and chosen not in policy.NAMES:
+        errors.append("policy must be " + " or ".join(policy.NAMES) + " (the merger choice and route mode's order)")
     if not (_whole(calls) and 1 <= calls <= 10):
         errors.append("max calls must be a whole number from 1 to 10")
     if not (_whole(explorers) and 0 <= explorers <= 2):
@@ -157,11 +163,14 @@ def gateway_settings(body, who):
         return {"ok": False, "errors": errors}
     before = collections.settings()
     old = {"max_calls": before["max_calls"], "max_explorers": before["max_explorers"]}
+    new = {"max_calls": calls, "max_explorers": explorers}
+    if chosen is not None:
+        old["policy"], new["policy"] = collections.chosen_policy(), chosen
 
     def put(data):
         data.pop("default_collection", None)
-        data["max_calls"], data["max_explorers"] = calls, explorers
+        data.update(new)
 
     fileio.update(collections.settings_path(), put)
-    changes.log(who, "", "gateway settings", old, {"max_calls": calls, "max_explorers": explorers})
+    changes.log(who, "", "gateway settings", old, new)
     return {"ok": True, "errors": [], "changed": ["config/gateway.json"]}

@@ -18,7 +18,7 @@ import math
 import sys
 import threading
 
-from metrics import connections, fileio, paths, registry
+from metrics import connections, fileio, paths, policy, registry
 from metrics.errors import Broken
 
 PREFIX = "bench/"
@@ -190,11 +190,30 @@ def timeouts():
     return _timed()[0]
 
 
-def settings_problems():
-    """Why `settings()` or `timeouts()` differs from what gateway.json says, one sentence each.
-    No caller yet but the tests: the dashboard's settings editor will show it."""
+def _policy():
+    """`(policy name, problems)` from gateway.json's `"policy"`: one of `policy.NAMES`, else the default."""
+    value = fileio.read_json(settings_path()).get("policy", policy.DEFAULT)
+    if isinstance(value, str) and value in policy.NAMES:
+        return value, []
+    names = " or ".join(f'"{n}"' for n in policy.NAMES)
+    return policy.DEFAULT, [f'policy must be {names}; got {json.dumps(value)}, using "{policy.DEFAULT}"']
+
+
+def chosen_policy():
+    """The policy the merger choice and route mode's ranking follow (issue 20, `metrics.policy`):
+    `"counted"` (the contract's rule) unless gateway.json says `"thompson"`. An unknown value keeps
+    the default and is said once on stderr, like the file's other bad values."""
+    chosen, problems = _policy()
     fault = _gateway_fault()
-    return ([fault] if fault else []) + _checked()[1] + _timed()[1]
+    _tell([fault] if fault else [f"config/gateway.json: {p}" for p in problems])
+    return chosen
+
+
+def settings_problems():
+    """Why `settings()`, `timeouts()` or `chosen_policy()` differs from what gateway.json says, one sentence
+    each. No caller yet but the tests: the dashboard's settings editor will show it."""
+    fault = _gateway_fault()
+    return ([fault] if fault else []) + _checked()[1] + _timed()[1] + _policy()[1]
 
 
 _told = set()  # the problems already said on stderr by this process

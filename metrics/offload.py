@@ -167,7 +167,7 @@ def collection_of(entry):
     return found[0] if found else None
 
 
-def _shape_of(entry):
+def shape_of(entry):
     """The line's `shape` field, else the X of a task ending `, X)` (X without `, `), as panels wrote it."""
     shape = entry.get("shape")
     if isinstance(shape, str):
@@ -317,7 +317,7 @@ class Index:
     def _kind(self, record):
         """The number of the (collections, shape) a judged entry counts towards."""
         collection = collection_of(record)
-        return _intern(self.kind_keys, self.kind_ids, ((collection,) if collection else (), _shape_of(record)))
+        return _intern(self.kind_keys, self.kind_ids, ((collection,) if collection else (), shape_of(record)))
 
     def _places(self, raw, flags, kind):
         places = [(ALL, raw)]
@@ -522,6 +522,12 @@ class Index:
             }
         return self._answer(compute)
 
+    def judged(self, collection):
+        """The judged entries of `collection`, oldest first (OFF-2's, under today's aliases), read back by offset."""
+        resolve = aliases.resolver()
+        return self._answer(lambda: [self._mapped(self._entry(pos), resolve)
+                                     for pos in sorted(self.judged_in.get(collection, ()))])
+
     def pending(self, calls):
         def compute():
             out = []
@@ -550,6 +556,13 @@ def index(path=None):
 def entries():
     """Every offload, oldest first, one per call id (OFF-2); models under their current alias."""
     return index().entries()
+
+
+def lines(path=None):
+    """Every offload line in the order written, verdicts as lines of their own (not merged as OFF-2's
+    entries are), aliases as written: for a replay that must know when each verdict was given (issue 20).
+    The log is append-only and never rotated (OFF-1), so this one file is the whole history."""
+    return [line for line in fileio.read_jsonl(path or log_path()) if isinstance(line.get("model"), str)]
 
 
 def by_call(call):
@@ -583,6 +596,12 @@ def record(collection, task=""):
     if collection and not collection.startswith("bench/"):
         collection = f"bench/{collection}"
     return index().record(collection, task)
+
+
+def judged(collection):
+    """Every judged entry of `collection` (`bench/<name>`), oldest first, one per call id: what the leaderboard
+    fits (issue 20), read through the index so the rest of the log is never parsed."""
+    return index().judged(collection)
 
 
 def pending(calls):

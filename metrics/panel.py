@@ -60,6 +60,7 @@ from metrics import (
     notices,
     offload,
     paths,
+    policy,
     registry,
     roles,
     route,
@@ -513,12 +514,13 @@ def merge_prompt(plan, answered):
 
 
 def merger_candidates(plan):
+    """MRG-3: the collection's merger alone, else the members the policy puts forward on this shape's
+    verdicts (`metrics.policy`: by default the counted rule, which ranks only members with verdicts), then
+    the router's primary, then the members in order."""
     if plan.merger:
         return [plan.merger]
     record = offload.shape_record(plan.shape)
-    judged = [a for a in plan.members_before_vision if record.get(a, {}).get("judged")]
-    judged.sort(key=lambda a: (-record[a]["useful"], -record[a]["useful"] / record[a]["judged"]))
-    candidates = list(judged)
+    candidates = policy.ranked(collections.chosen_policy(), plan.members_before_vision, record)
     try:
         primary = route.pick_seats(shape=plan.shape, large=len(plan.whole) > LARGE).get("primary")
         if primary:

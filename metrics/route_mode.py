@@ -54,6 +54,7 @@ from metrics import (
     offload,
     panel,
     paths,
+    policy,
     roles,
     route,
 )
@@ -181,7 +182,11 @@ def plan(name, ask, caller):
 def rank(eligible):
     """RT-6: most useful verdicts, then verified suite findings, then a preferred connection; members cooling
     down last; one time in four (ROTATE) the least recently used member first. Evidence that cannot be read
-    counts as none."""
+    counts as none.
+
+    With gateway.json's policy `"thompson"` (issue 20, `metrics.policy`) the first step is a Thompson draw
+    instead, from each member's useful/judged verdicts over the whole log (RT-6's evidence: a route turn has
+    no shape, and its own verdicts carry none); cooling members still go last and the rotation still runs."""
     def evidence(read):
         try:
             return read()
@@ -197,7 +202,10 @@ def rank(eligible):
         findings = (found.get(alias) or (0,))[0]
         return verdicts, findings, connections.full_tag_of(alias) in preferred
 
-    ranked = sorted(eligible, key=score, reverse=True)
+    if collections.chosen_policy() == policy.THOMPSON:
+        ranked = policy.thompson(eligible, useful)  # issue 20: a draw from each member's posterior on its verdicts
+    else:
+        ranked = sorted(eligible, key=score, reverse=True)
     cooling = evidence(route.cooling) or set()
     ready = [a for a in ranked if a not in cooling]
     ranked = ready + [a for a in ranked if a in cooling]

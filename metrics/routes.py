@@ -85,6 +85,7 @@ ROUTES = (
     # verdicts (§12): each charges the key's rate cap, which is written down
     Route("POST", "/bench/verdict", "verdict", writes=True),
     Route("GET", "/bench/record", "record", writes=True),
+    Route("GET", "/bench/leaderboard", "leaderboard", writes=True, listed=False),  # issue 20
     Route("POST", "/bench/pending", "pending", writes=True, listed=False),
     # Ollama's and Gemini's listings (§7.3, §7.4, §8.2)
     Route("GET", "/api/tags", "ollama_tags", fmt="ollama_chat"),

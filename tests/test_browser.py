@@ -483,3 +483,33 @@ def test_from_a_key_to_a_panel_in_the_browser_ep10_ob1_ob21_ob22(browser, home, 
             srv.server_close()
     refused = [p for p in problems if "status of 400" in p]
     assert [p for p in problems if p not in refused] == [] and len(refused) == 1
+
+
+def test_issue20_leaderboard_on_at_a_glance(page, dash):
+    """Issue 20: At a glance ranks bench/core's models by their verdicts inside judged panels, score and
+    interval on one scale, the figures folded, a CSV download; another collection with none says so."""
+    from metrics import leaderboard, offload
+
+    demo.set_collection("vision", ["seer"])
+    for panel, good, bad in (("p1", "alpha", "beta"), ("p2", "alpha", "beta"), ("p3", "beta", "alpha")):
+        for key, model, useful in (("member1", good, True), ("member2", bad, False)):
+            offload.add(model, "Review x (bench/core, review)", useful, "checked", call=f"{panel}.{key}",
+                        collection="bench/core", shape="review")
+    board = leaderboard.board("bench/core")
+    page.goto(dash + "/")
+    tab(page, "glance")
+    page.wait_for_selector("#leaderboard .lb-lines li")
+    assert page.eval_on_selector_all("#leaderboard .lb-lines li", "els => els.map(e => e.dataset.model)") == [
+        "alpha", "beta"]
+    top = board["models"][0]
+    assert f"alpha +{top['score']:.2f} (" in page.text_content("#leaderboard .lb-lines li:first-child")
+    assert not page.is_visible("#lb-figures table")
+    page.click("#lb-figures summary")
+    cells = page.eval_on_selector_all("#lb-figures tbody tr", "rs => rs.map(r => Array.from(r.cells, c => c.textContent))")
+    assert cells[0] == ["1", "alpha", f"{top['score']:.2f}", f"{top['low']:.2f} to {top['high']:.2f}", "3", "2", "2/3"]
+    shoot(page, "glance-leaderboard")
+    download = page.request.get(dash + page.get_attribute("#lb-csv", "href"))
+    assert download.ok and download.text().splitlines()[1].startswith("1,alpha,")
+    page.select_option("#lb-collection", "vision")
+    page.wait_for_selector("#lb-body:has-text('No ranking yet')")
+    assert page.evaluate("localStorage.getItem('bench.leaderboard')") == "vision"

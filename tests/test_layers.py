@@ -27,8 +27,8 @@ LAYERS = [
     ("calling: one call to one model, and its ledger line",
      ["metrics.ledger", "metrics.client", "metrics.llm_backend"]),
     ("panel: collections, roles, the offload log, the router, the panel itself and route mode",
-     ["metrics.collections", "metrics.roles", "metrics.offload", "metrics.shape", "metrics.route", "metrics.panel",
-      "metrics.conversations", "metrics.route_mode"]),
+     ["metrics.policy", "metrics.collections", "metrics.roles", "metrics.offload", "metrics.shape", "metrics.route",
+      "metrics.panel", "metrics.conversations", "metrics.route_mode", "metrics.leaderboard"]),
     ("access: who may call the servers",
      ["metrics.gatekeys", "metrics.guard", "metrics.httpserver"]),
     ("dashboard: what the dashboard reads and writes, one job a module",
@@ -41,7 +41,8 @@ LAYERS = [
       "scripts.check_deprecations", "scripts.notice", "scripts.reprefix",
       "scripts.provider_tags", "scripts.collection", "perf.run",
       "suite.tasks", "suite.run", "suite.seed", "suite.mine", "suite.pace", "suite.rebench", "suite.longcontext",
-      "metrics.remote", "metrics.mcp_tools", "metrics.mcp_server", "metrics.cli", "metrics.completion"]),
+      "metrics.remote", "metrics.mcp_tools", "metrics.mcp_server", "metrics.cli", "metrics.completion",
+      "metrics.replay"]),
 ]
 
 

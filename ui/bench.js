@@ -290,9 +290,9 @@
     var facets = [{label: "Connection", key: "connection"}, {label: "Status", key: "status"}, {label: "Role", key: "role"}, {label: "Price", key: "price"}]
       .map(function (f) { return {label: f.label, key: f.key, values: distinct(rows.map(function (r) {
         return {connection: r.connection, status: r.status.replace(/ in \d+d$/, ""), role: r.role, price: r.price}; }), f.key)}; });
-    var bar = filters(function () { return sec; }, facets);
+    var bar = filters(function () { return $("#glance-card"); }, facets);  /* the roster only, not other cards */
     add(bar, retiredToggle());
-    add(sec, h("div", {cls: "card"}, h("h2", {text: "At a glance"}),
+    add(sec, h("div", {cls: "card", id: "glance-card"}, h("h2", {text: "At a glance"}),
       h("p", {cls: "sub", text: rows.length + " models. Status comes from each model's latest probe; Offloads and Helped count real work through the gateway and your verdicts on it."}),
       bar, table(cols, trs, "No models on the bench yet."),
       h("details", {}, h("summary", {text: "How to read this"}),
@@ -570,11 +570,15 @@
     $$(":scope > :not(summary)", box).forEach(function (n) { n.remove(); });
     var calls = h("input", {type: "number", id: "gs-calls", min: 1, max: 10, value: C.settings.max_calls});
     var expl = h("input", {type: "number", id: "gs-explorers", min: 0, max: 2, value: C.settings.max_explorers});
+    var policy = h("select", {id: "gs-policy"}, (C.settings.policies || []).map(function (p) {
+      return h("option", {value: p, text: p === "counted" ? "counted (most useful verdicts)" : p + " (Thompson sampling)"});
+    }));
+    policy.value = C.settings.policy;
     var said = h("p", {role: "status"});
     var save = h("button", {type: "button", cls: "btn", text: "Save settings"});
     save.addEventListener("click", function () {
       var num = function (el) { return el.value === "" ? null : Number(el.value); };
-      post("/api/gateway-settings", {max_calls: num(calls), max_explorers: num(expl)}).then(function (r) {
+      post("/api/gateway-settings", {max_calls: num(calls), max_explorers: num(expl), policy: policy.value || null}).then(function (r) {
         said.className = r.ok ? "done" : "errors";
         said.textContent = r.ok ? "Settings saved." : errorsText(r.errors);
         if (r.ok) loadCollections();
@@ -582,6 +586,8 @@
     });
     add(box, h("div", {cls: "field"}, h("label", {"for": "gs-calls", text: "Max calls per request (1–10)"}), calls),
       h("div", {cls: "field"}, h("label", {"for": "gs-explorers", text: "Max explorers (0–2)"}), expl),
+      h("div", {cls: "field"}, h("label", {"for": "gs-policy", text: "Merger and route choice"}), policy),
+      h("p", {cls: "muted", text: "counted is the contract's rule: the model with the most useful verdicts on the task's shape merges, and route mode starts on the member with the most. thompson draws from each model's verdicts instead, so a model with few verdicts still gets tried now and then. Explorer seats follow staleness either way."}),
       h("p", {cls: "muted", text: "Explorers = min(max explorers, max calls − members). With 5 and 2: two or three members get 2 explorers, four get 1, five get none. A request naming no collection is refused with each one's description and tags."}),
       save, said);
   }
