@@ -127,14 +127,15 @@ def test_sch4_sch5_sch6_the_loop_runs_a_real_job_and_releases_the_lock(home):
     loop.release()
 
 
-def test_sch4_a_job_whose_program_is_not_installed_is_said_not_run(home):
-    """SCH-4, beyond it: `capabilities` names metrics/probe_caps.py, not in this install yet: said in the log
-    as such (never a failed exit that reads like a broken job), and the loop goes on."""
-    assert not (paths.CODE / "metrics" / "probe_caps.py").exists()
+def test_sch4_a_job_whose_program_is_not_installed_is_said_not_run(home, monkeypatch):
+    """SCH-4, beyond it: a job naming a program this install lacks (an install older than its job table) is
+    said in the log as such (never a failed exit that reads like a broken job), and the loop goes on."""
+    monkeypatch.setitem(jobs.JOBS, "nightly", (None, (1,), "a job from a later version", "scripts/not_here.py --x"))
+    assert not (paths.CODE / "scripts" / "not_here.py").exists()
     loop = scheduler.Scheduler(tick_s=0.05)
-    loop.run_job("capabilities", "07:00")
-    assert "skipped capabilities (due 07:00): metrics/probe_caps.py is not part of this install yet" in log_text()
-    assert "capabilities" not in loop.running
+    loop.run_job("nightly", "01:00")
+    assert "skipped nightly (due 01:00): scripts/not_here.py is not part of this install yet" in log_text()
+    assert "nightly" not in loop.running
 
 
 def test_sch5_a_failing_tick_is_logged_and_the_loop_goes_on(home):
