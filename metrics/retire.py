@@ -60,8 +60,14 @@ def _int(value):
         return 0
 
 
+def _failure(row):
+    """An unanswered perf row's class: its `failure`, else `timeout` when it only timed out, else `other`."""
+    return (row.get("failure") or "").strip() or ("timeout" if _int(row.get("timeout")) else "other")
+
+
 def evidence():
-    """AR-1: `(rows, last_answer, restored)`; rows are `(alias, date, answered, failure, detail)` by date."""
+    """AR-1: `(rows, last_answer, restored)`; rows are `(alias, date, answered, failure, detail)` by date (an
+    answered row's failure is "")."""
     rows = []
     current = aliases.resolver()
     try:
@@ -69,9 +75,8 @@ def evidence():
             for row in csv.DictReader(f):
                 alias, day = (row.get("model") or "").strip(), _date(row.get("timestamp"))
                 if alias and day:
-                    rows.append((aliases.follow(current, alias), day, _int(row.get("answered")) > 0,
-                                 (row.get("failure") or "").strip() or ("timeout" if _int(row.get("timeout")) else
-                                                                        "other"),
+                    ok = _int(row.get("answered")) > 0
+                    rows.append((aliases.follow(current, alias), day, ok, "" if ok else _failure(row),
                                  (row.get("detail") or "").strip()))
     except OSError:
         pass
