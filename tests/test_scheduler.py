@@ -187,3 +187,32 @@ def test_sch9_the_table_of_jobs(home):
     assert len(lines) == 1 + len(jobs.JOBS)
     assert any(line.split()[:2] == ["on", "suite"] and line.endswith("suite/run.py --next") for line in lines)
     assert any(line.split()[:2] == ["off", "perf"] and " 07:00  perf/run.py -n 3" in line for line in lines)
+
+
+def test_sch4_a_job_over_its_time_limit_is_stopped(home, monkeypatch):
+    """SCH-4: a job still running at the limit is stopped and said so. The job is real and never ends (the demo
+    upstream serving); the limit is shrunk from 2 h to a second."""
+    monkeypatch.setitem(jobs.JOBS, "forever", (None, (1,), "never ends", "metrics/demo.py --port 0"))
+    monkeypatch.setattr(scheduler, "RUN_LIMIT_S", 1)
+    loop = scheduler.Scheduler(tick_s=0.05)
+    started = time.monotonic()
+    loop.run_job("forever", "01:00")
+    assert time.monotonic() - started < 10
+    assert "ran forever (due 01:00): stopped at the 2 h limit" in log_text()
+    assert "forever" not in loop.running
+
+
+def test_sch4_a_job_that_cannot_start_is_said(home, monkeypatch, tmp_path):
+    """SCH-4: a checkout whose virtualenv interpreter cannot be run (SU-34 picks it) logs `could not start`."""
+    checkout = tmp_path / "checkout"
+    (checkout / "scripts").mkdir(parents=True)
+    (checkout / "scripts" / "job.py").write_text("print('never')\n")
+    broken = checkout / ".venv" / "bin" / "python"
+    broken.parent.mkdir(parents=True)
+    broken.write_text("not a program\n")  # no execute bit: exec refuses it
+    monkeypatch.setattr(paths, "CODE", checkout)
+    monkeypatch.setitem(jobs.JOBS, "nightly", (None, (1,), "a job", "scripts/job.py"))
+    loop = scheduler.Scheduler(tick_s=0.05)
+    loop.run_job("nightly", "01:00")
+    assert "ran nightly (due 01:00): could not start ([Errno 13] Permission denied" in log_text()
+    assert "nightly" not in loop.running
