@@ -129,7 +129,8 @@ def ask(target, fields):
     body = json.dumps({"model": target.served, **fields}).encode("utf-8")
     blob = transport.request("POST", target.url, {**target.headers, **target.auth()}, body, TIMEOUT)
     reply = json.loads(blob)
-    choice = (reply.get("choices") or [{}])[0] if isinstance(reply, dict) else {}
+    choices = reply.get("choices") if isinstance(reply, dict) else None
+    choice = choices[0] if isinstance(choices, list) and choices else None
     if not isinstance(choice, dict):
         raise ValueError("no choice in the reply")
     message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
@@ -141,7 +142,8 @@ def evidence(cap, message, finish):
     if cap == "tools":
         calls = message.get("tool_calls")
         if isinstance(calls, list) and calls:
-            function = (calls[0] or {}).get("function") or {}
+            function = calls[0].get("function") if isinstance(calls[0], dict) else None
+            function = function if isinstance(function, dict) else {}
             return f"called {function.get('name')}({function.get('arguments')})"
         return "finish_reason tool_calls" if finish == "tool_calls" else ""
     for field in ("reasoning_content", "reasoning"):
@@ -172,7 +174,7 @@ def probe(target, gap, wait):
             cooling = learn.record(target.alias, f"{exc.code} {text}", WHERE)["cooldown_s"] > 0
             said.append(f"{cap}: HTTP {exc.code} (unknown)")
             continue
-        except (OSError, ValueError, AttributeError) as exc:
+        except (OSError, ValueError) as exc:
             said.append(f"{cap}: unknown ({type(exc).__name__})")
             continue
         seen = evidence(cap, message, finish)

@@ -153,3 +153,21 @@ def test_sch4_the_weekly_capabilities_job_runs_the_probe(up, monkeypatch):
     assert "ran capabilities (due 07:00): exit 0 in " in log
     assert [r["model"] for r in chat_posts(up)] == ["busy"]
     assert learn.cooldowns()["busy"]["where"] == "capability probe"
+
+
+def test_probe3_an_unreadable_reply_or_a_closed_port_is_unknown_and_not_recorded(up, capsys):
+    """A reply that is no chat completion (a 200 carrying an error) and an endpoint that refuses connections say
+    nothing of the model: `unknown (<why>)`, nothing learned, no rest."""
+    import socket
+
+    up.set_model("plain", fail="error200")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+    fileio.update(paths.file("config", "endpoints.json"),
+                  lambda d: d.__setitem__("gone", {"base": f"http://127.0.0.1:{closed}/v1", "key": "demo"}))
+    registry.add_registration("away", "plain", "gone")
+    said, _ = run_main(capsys, "--model", "plain", "--model", "away", "--gap", "0")
+    assert said == {"plain": "tools: unknown (ValueError) reasoning: unknown (ValueError)",
+                    "away": "tools: unknown (ConnectionRefusedError) reasoning: unknown (ConnectionRefusedError)"}
+    assert learn.learned("plain") == {} and learn.learned("away") == {} and learn.cooldowns() == {}
