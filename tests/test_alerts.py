@@ -106,7 +106,7 @@ def test_dp6_gone_on_an_open_webui_hub_says_so(home):
     """A model the hub stopped serving 3 days ago whose retirement cannot be done (two registry blocks for one
     alias, a hand edit): it is not counting down, so it gets `model:gone:` (kind retired) whose action points at
     Open WebUI (DP-6)."""
-    with demo.Upstream(models={"keep": {"answer": "ready"}, "old": {"answer": "ready"}}) as up:
+    with demo.Upstream(models={"keep": {"answer": "ready"}, "old": {"fail": "404"}}) as up:
         fileio.write_atomic(paths.file("config", "endpoints.json"), json.dumps(
             {"hub": {"base": f"http://127.0.0.1:{up.port}/api", "kind": "hub", "hub": "openwebui", "default": True}}))
         registry.add_registration("keep", "keep", "hub")
@@ -114,12 +114,10 @@ def test_dp6_gone_on_an_open_webui_hub_says_so(home):
         yaml = paths.file("config", "extra-openai-models.yaml")
         text = yaml.read_text(encoding="utf-8")
         yaml.write_text(text + text[text.index("\n- model_id: twice"):], encoding="utf-8")
-        assert script("check_deprecations.py").returncode == 0
-        up.set_model("old", fail="404")
-        snap = paths.file("config", "served-snapshot.json")
-        script("check_deprecations.py")
-        three_days_ago = (TODAY - datetime.timedelta(days=3)).isoformat()
-        fileio.update(snap, lambda d: d["first_missing"].__setitem__("old", three_days_ago))
+        four_days_ago, three_days_ago = ((TODAY - datetime.timedelta(days=n)).isoformat() for n in (4, 3))
+        fileio.write_atomic(paths.file("config", "served-snapshot.json"), json.dumps(  # as the earlier checks left it
+            {"updated": three_days_ago, "last_seen": {"keep": three_days_ago, "old": four_days_ago},
+             "first_missing": {"old": three_days_ago}}))
         done = script("check_deprecations.py")
     assert done.returncode == 1, done.stdout + done.stderr
     assert "  could not retire twice: expected one registry block for 'twice', found 2" in done.stdout
