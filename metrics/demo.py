@@ -41,6 +41,8 @@ Model spec keys (all optional):
   late_id bool (with tool_calls): a streamed call's id comes on its second delta (the first arguments
         piece), not on its head
   whole bool: a chat request asking to stream gets a plain JSON chat.completion (tool calls included)
+  serves_as str: the name the reply's `model` field gives instead of the requested one (a provider that
+        silently serves another model: SWAP, the capability probe's `served as`, PROBE-3)
   replies {substring: answer}: a scripted suite model (issue 18). The first substring (in the spec's
         order, case-sensitive) found in the last user message picks the answer; none found → the usual
         answer. Suite tests script a model that finds a seeded bug, one that invents, and so on
@@ -280,6 +282,8 @@ def check_spec(name, spec):
     replies = spec.get("replies", {})
     if not isinstance(replies, dict) or not all(isinstance(v, str) for v in replies.values()):
         raise ValueError(f"model {name!r}: replies is {{substring: answer text}}, not {replies!r}")
+    if "serves_as" in spec and not (isinstance(spec["serves_as"], str) and spec["serves_as"]):
+        raise ValueError(f"model {name!r}: serves_as is a model name, not {spec['serves_as']!r}")
     if "say" in spec and not isinstance(spec["say"], str):
         raise ValueError(f"model {name!r}: say is a text, not {spec['say']!r}")
     for key in SCRIPTED:
@@ -687,7 +691,7 @@ class Handler(BaseHTTPRequestHandler):
         if fail == "length_empty" and not reasoning:
             reasoning = fill((DEFAULT_THOUGHT,), name, messages)
         said = " ".join([content or ""] + [call["arguments"] for call in calls]) if calls else content
-        reply = {"id": f"chatcmpl-demo{seq:08d}", "created": int(time.time()), "model": name,
+        reply = {"id": f"chatcmpl-demo{seq:08d}", "created": int(time.time()), "model": spec.get("serves_as", name),
                  "content": content, "reasoning": reasoning, "calls": calls,
                  "finish": "length" if fail == "length_empty" else "tool_calls" if calls else "stop",
                  "usage": usage(messages, said, reasoning),

@@ -313,7 +313,7 @@ def note_limits(alias, limits, where, evidence=""):
 
 def note_capability(alias, cap, evidence=""):
     """A capability seen working (LRN-9); failures prove nothing and are never stored.
-    No caller yet but the tests: the onboarding probe (its 4 calls) will call it."""
+    The capability probe (`metrics/probe_caps.py`, PROBE-3) calls it."""
     if not alias or cap not in CAPABILITIES:
         return
 

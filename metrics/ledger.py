@@ -199,6 +199,20 @@ def write(record):
     return True
 
 
+def benchmark_calls_path():
+    return paths.file("metrics", "benchmark-calls.json")
+
+
+def count_benchmark(alias, calls=1):
+    """COST-2, SU-33: `calls` a runner made to `alias` to measure it (not to work), added to
+    `metrics/benchmark-calls.json` (`{alias: n}`, sorted) under its lock (models.md improvement 7)."""
+    def add(data):
+        known = data.get(alias)
+        data[alias] = (known if isinstance(known, int) and not isinstance(known, bool) else 0) + calls
+
+    fileio.update(benchmark_calls_path(), add, sort_keys=True)
+
+
 def _months(since, until):
     start, end = month_start(since), until if until is not None else time.time()
     while start <= end:

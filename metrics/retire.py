@@ -22,6 +22,10 @@ Decisions where the spec is silent:
   restored and its latest perf row failed before that: then it is pending for the full backstop, 7 days.
 - The confirmation call answered with a non-IMMEDIATE failure (a 429, a timeout) also counts as "answered
   the confirmation call": an outage is not evidence of a model being gone.
+- AL-2 ("transient trouble, one 429 or a timeout, is never an alert"): a countdown whose only evidence is
+  rate limits or timeouts on one day is said (`retires in 7d unless it answers`) but raises no `retiring`
+  alert, which would keep the model from explorer seats over one bad morning. A second day of them, or
+  any other failure, raises it as AR-6 says.
 """
 
 import csv
@@ -39,6 +43,7 @@ CONFIRM_SECONDS = 90
 QUOTA_MARKERS = ("free-models-per-day", "usage_limit_exceeded")
 REASON_CHARS = 400
 ALERT_ERRORS = (OSError, ValueError, RuntimeError)  # a locked, unreadable or unwritable alerts.json
+TRANSIENT = {"capacity", "timeout"}  # AL-2: trouble that says nothing of the model on its own
 
 
 def _date(text):
@@ -55,8 +60,14 @@ def _int(value):
         return 0
 
 
+def _failure(row):
+    """An unanswered perf row's class: its `failure`, else `timeout` when it only timed out, else `other`."""
+    return (row.get("failure") or "").strip() or ("timeout" if _int(row.get("timeout")) else "other")
+
+
 def evidence():
-    """AR-1: `(rows, last_answer, restored)`; rows are `(alias, date, answered, failure, detail)` by date."""
+    """AR-1: `(rows, last_answer, restored)`; rows are `(alias, date, answered, failure, detail)` by date (an
+    answered row's failure is "")."""
     rows = []
     current = aliases.resolver()
     try:
@@ -64,9 +75,8 @@ def evidence():
             for row in csv.DictReader(f):
                 alias, day = (row.get("model") or "").strip(), _date(row.get("timestamp"))
                 if alias and day:
-                    rows.append((aliases.follow(current, alias), day, _int(row.get("answered")) > 0,
-                                 (row.get("failure") or "").strip() or ("timeout" if _int(row.get("timeout")) else
-                                                                        "other"),
+                    ok = _int(row.get("answered")) > 0
+                    rows.append((aliases.follow(current, alias), day, ok, "" if ok else _failure(row),
                                  (row.get("detail") or "").strip()))
     except OSError:
         pass
@@ -146,6 +156,13 @@ def decide(alias, info, today, where, renamed=""):
     return "pending", max(left, 1), why
 
 
+def transient(info):
+    """AL-2: whether a countdown rests on one day of rate limits or timeouts alone (no alert for it)."""
+    fails = info["fails"]
+    return (not info["missing_since"] and bool(fails) and all(failure in TRANSIENT for _, failure, _ in fails)
+            and len({day for day, _, _ in fails}) == 1)
+
+
 def held(decisions, states, tags):
     """AR-4: `{connection: [aliases held]}`: a tagged connection with candidates whose models with evidence
     (two or more) are all down."""
@@ -179,7 +196,8 @@ def live_from_snapshot():
 
 
 def run(live=None, first_missing=None, dry_run=False, today=None):
-    """Decide and (unless `dry_run`) act: `(lines, pending keys)`; `([], set())` on an empty data folder."""
+    """Decide and (unless `dry_run`) act: `(lines, keys of the pending alerts)`; `([], set())` on an empty data
+    folder."""
     today = today or datetime.date.today()
     if live is None:
         live, first_missing = live_from_snapshot()
@@ -231,9 +249,10 @@ def run(live=None, first_missing=None, dry_run=False, today=None):
     for conn, group in sorted(holds.items()):
         lines.append(f"  HELD on {conn}: every model on it is down at once, so the connection is the likely "
                      f"problem; not retiring {', '.join(group)}")
+    alerted = {alias: said for alias, said in pending.items() if not transient(states[alias])}
     if not dry_run:
         try:
-            for alias, (days, why) in pending.items():
+            for alias, (days, why) in alerted.items():
                 alerts.raise_alert(f"model:pending:{keys[alias]}", "retiring",
                                    f"{alias} retires in {days} day{'s' if days != 1 else ''} unless it answers",
                                    f"{why}. Retry it from the dashboard's Models page, or retire it now", alias=alias)
@@ -245,4 +264,4 @@ def run(live=None, first_missing=None, dry_run=False, today=None):
             alerts.sweep("connection:", {f"connection:held:{conn}" for conn in holds})
         except ALERT_ERRORS as exc:  # alerting is never fatal (DP-6)
             lines.append(f"  could not update alerts: {exc}")
-    return lines, {f"model:pending:{keys[a]}" for a in pending}
+    return lines, {f"model:pending:{keys[a]}" for a in alerted}

@@ -451,8 +451,16 @@ def get(url, headers=None, timeout=60):
     Any non-2xx answer, a redirect included, raises HTTPError; network errors raise
     OSError, the deadline TimeoutError, a body over 32 MB ValueError.
     """
+    return request("GET", url, headers, None, timeout)
+
+
+def request(method, url, headers=None, data=None, timeout=60):
+    """One whole request through the pool (no stream, no retry): the body bytes of a 2xx answer.
+
+    Raises as `get()` does; the capability probe POSTs its two questions this way (PROBE-2).
+    """
     deadline = Deadline(timeout)
-    sent = send("GET", url, {"User-Agent": USER_AGENT, **(headers or {})}, None, deadline.left)
+    sent = send(method, url, {"User-Agent": USER_AGENT, **(headers or {})}, data, deadline.left)
     key, conn, resp, sock = response(sent)
     body = Body(deadline, resp, sock)
     try:

@@ -19,11 +19,14 @@ Decisions beyond the reference (§13.8) and where the contract is silent:
 - Roster: `available_models()` (registered, served now, not failing every perf reading) minus aliases
   named by a `retiring` alert (`alias` or `aliases`) minus ad hoc models; none → says so, exit 0.
 - The log's date is the day each line is written (a run across midnight continues in the next day's
-  file). Ctrl-C logs `stopped (<n> left)` and exits 130.
+  file). Ctrl-C logs `stopped (<n> left)` and exits 130; the pair being asked counts as left (its child is
+  stopped before it saves anything), every answer saved before stays.
 """
 
 import argparse
 import datetime
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -33,6 +36,7 @@ from metrics import alerts, paths, scheduler, scoring
 from suite import tasks as suite_tasks
 
 ETA_PER_CALL = 60  # PC-3: the ETA counts each call as a minute on top of the gap
+STOP_WAIT = 10  # seconds a stopped child may take to end before it is killed
 RUN = Path(__file__).resolve().parent / "run.py"
 
 
@@ -68,10 +72,24 @@ def queue(prefix, models):
 
 
 def ask(task, alias, timeout):
-    """One child run; its exit code."""
+    """One child run; its exit code. Stopped (Ctrl-C), the child is stopped as Ctrl-C stops it and waited for,
+    so no run is left asking a model behind a runner that has gone."""
     command = [scheduler.child_python(), str(RUN), "--task", task["id"], "--model", alias, "--timeout", str(timeout),
                "--gap", "0"]
-    return subprocess.run(command, cwd=paths.CODE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
+    child = subprocess.Popen(command, cwd=paths.CODE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        return child.wait()
+    except KeyboardInterrupt:
+        if os.name == "posix":
+            child.send_signal(signal.SIGINT)
+        else:
+            child.terminate()
+        try:
+            child.wait(STOP_WAIT)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+        raise
 
 
 def rate_limited(task, alias):
@@ -94,7 +112,11 @@ def work(pending, args):
             time.sleep(args.gap)
         first = False
         task, alias = pending.pop(ready[0])
-        code = ask(task, alias, args.timeout)
+        try:
+            code = ask(task, alias, args.timeout)
+        except KeyboardInterrupt:  # the pair being asked is still unanswered: it counts as left
+            pending.insert(0, (task, alias))
+            raise
         if code != 0:
             log(f"failed {task['id']} {alias} (suite/run.py exited {code}); {len(pending)} left")
         elif rate_limited(task, alias):

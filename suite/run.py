@@ -61,6 +61,14 @@ def ask(alias, prompt, timeout, min_length, sleep=time.sleep):
     raise AssertionError("unreachable")
 
 
+def count(alias, calls):
+    """SU-33: the calls counted as measurement, not work, per model (COST-2); never fatal."""
+    try:
+        ledger.count_benchmark(alias, calls)
+    except Exception as exc:
+        print(f"   (could not count the benchmark calls: {exc})", file=sys.stderr)
+
+
 def learn_from(alias, text):
     """SU-33: a blocked answer teaches the learning module (never fatal)."""
     try:
@@ -96,6 +104,7 @@ class Run:
               flush=True)
         min_length = task.get("min_answer_chars", scoring.DEFAULT_MIN)
         text, seconds, attempts = ask(alias, prompt, self.timeout, min_length)
+        count(alias, attempts)
         return text, seconds, attempts, scoring.score(task, text)
 
     def one(self, task, alias, prompt):

@@ -38,6 +38,7 @@ LAYERS = [
     ("top: the servers, the commands, the demo upstream",
      ["gateway", "serve", "metrics.launcher", "metrics.demo", "scripts.sync_config",
       "scripts.init", "scripts.onboard", "scripts.check", "scripts.list_served", "metrics.retire", "scripts.auto_retire",
+      "metrics.probe_caps",
       "scripts.check_deprecations", "scripts.notice", "scripts.reprefix",
       "scripts.provider_tags", "scripts.collection", "perf.run",
       "suite.tasks", "suite.run", "suite.seed", "suite.mine", "suite.pace", "suite.rebench", "suite.longcontext",

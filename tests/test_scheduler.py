@@ -127,14 +127,15 @@ def test_sch4_sch5_sch6_the_loop_runs_a_real_job_and_releases_the_lock(home):
     loop.release()
 
 
-def test_sch4_a_job_whose_program_is_not_installed_is_said_not_run(home):
-    """SCH-4, beyond it: `capabilities` names metrics/probe_caps.py, not in this install yet: said in the log
-    as such (never a failed exit that reads like a broken job), and the loop goes on."""
-    assert not (paths.CODE / "metrics" / "probe_caps.py").exists()
+def test_sch4_a_job_whose_program_is_not_installed_is_said_not_run(home, monkeypatch):
+    """SCH-4, beyond it: a job naming a program this install lacks (an install older than its job table) is
+    said in the log as such (never a failed exit that reads like a broken job), and the loop goes on."""
+    monkeypatch.setitem(jobs.JOBS, "nightly", (None, (1,), "a job from a later version", "scripts/not_here.py --x"))
+    assert not (paths.CODE / "scripts" / "not_here.py").exists()
     loop = scheduler.Scheduler(tick_s=0.05)
-    loop.run_job("capabilities", "07:00")
-    assert "skipped capabilities (due 07:00): metrics/probe_caps.py is not part of this install yet" in log_text()
-    assert "capabilities" not in loop.running
+    loop.run_job("nightly", "01:00")
+    assert "skipped nightly (due 01:00): scripts/not_here.py is not part of this install yet" in log_text()
+    assert "nightly" not in loop.running
 
 
 def test_sch5_a_failing_tick_is_logged_and_the_loop_goes_on(home):
@@ -186,3 +187,32 @@ def test_sch9_the_table_of_jobs(home):
     assert len(lines) == 1 + len(jobs.JOBS)
     assert any(line.split()[:2] == ["on", "suite"] and line.endswith("suite/run.py --next") for line in lines)
     assert any(line.split()[:2] == ["off", "perf"] and " 07:00  perf/run.py -n 3" in line for line in lines)
+
+
+def test_sch4_a_job_over_its_time_limit_is_stopped(home, monkeypatch):
+    """SCH-4: a job still running at the limit is stopped and said so. The job is real and never ends (the demo
+    upstream serving); the limit is shrunk from 2 h to a second."""
+    monkeypatch.setitem(jobs.JOBS, "forever", (None, (1,), "never ends", "metrics/demo.py --port 0"))
+    monkeypatch.setattr(scheduler, "RUN_LIMIT_S", 1)
+    loop = scheduler.Scheduler(tick_s=0.05)
+    started = time.monotonic()
+    loop.run_job("forever", "01:00")
+    assert time.monotonic() - started < 10
+    assert "ran forever (due 01:00): stopped at the 2 h limit" in log_text()
+    assert "forever" not in loop.running
+
+
+def test_sch4_a_job_that_cannot_start_is_said(home, monkeypatch, tmp_path):
+    """SCH-4: a checkout whose virtualenv interpreter cannot be run (SU-34 picks it) logs `could not start`."""
+    checkout = tmp_path / "checkout"
+    (checkout / "scripts").mkdir(parents=True)
+    (checkout / "scripts" / "job.py").write_text("print('never')\n")
+    broken = checkout / ".venv" / "bin" / "python"
+    broken.parent.mkdir(parents=True)
+    broken.write_text("not a program\n")  # no execute bit: exec refuses it
+    monkeypatch.setattr(paths, "CODE", checkout)
+    monkeypatch.setitem(jobs.JOBS, "nightly", (None, (1,), "a job", "scripts/job.py"))
+    loop = scheduler.Scheduler(tick_s=0.05)
+    loop.run_job("nightly", "01:00")
+    assert "ran nightly (due 01:00): could not start ([Errno 13] Permission denied" in log_text()
+    assert "nightly" not in loop.running

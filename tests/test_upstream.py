@@ -1,4 +1,4 @@
-"""The local upstream's scripted models (metrics/demo.py): `replies`, `listed`; what each answers, typos refused."""
+"""The local upstream's scripted models (metrics/demo.py): `replies`, `listed`, `serves_as`; what each answers, typos refused."""
 
 import json
 import urllib.request
@@ -42,3 +42,14 @@ def test_a_404_model_is_unlisted_unless_its_spec_says_listed():
     assert listed == ["alive", "ghost"] and after == ["ghost"]
     with pytest.raises(ValueError, match="listed is true or false"):
         demo.Upstream(models={"m": {"listed": "yes"}})
+
+
+def test_serves_as_names_another_model_in_the_reply():
+    """A provider that silently serves another model (SWAP, PROBE-3): the reply's `model` says so."""
+    body = json.dumps({"model": "asked", "messages": [{"role": "user", "content": "hi"}]}).encode()
+    with demo.Upstream(models={"asked": {"answer": "hi", "serves_as": "vendor/other-model"}}) as up:
+        request = urllib.request.Request(up.base_url + "/chat/completions", body, {"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=10) as reply:
+            assert json.load(reply)["model"] == "vendor/other-model"
+    with pytest.raises(ValueError, match="serves_as is a model name"):
+        demo.Upstream(models={"m": {"serves_as": ""}})
