@@ -2,6 +2,7 @@
 
 import json
 import os
+import random
 import subprocess
 import sys
 import textwrap
@@ -134,3 +135,21 @@ def test_sd_a_whole_pair_written_run_and_scored(home, tmp_path, monkeypatch):
                                          ("builders/a.py", False), ("a_test.py", True), ("vendor/x.py", True)])
 def test_sd2_skipped_folders_by_whole_name(rel, skipped):
     assert seed.skipped_path(rel) is skipped
+
+
+def test_sd6_a_rare_kind_is_drawn_as_often_as_a_common_one():
+    """SD-6 draws the kind first, then a candidate of it: one `not` among five comparisons still wins about half
+    the draws, where drawing among the six candidates would give it one in six."""
+    code = textwrap.dedent('''\
+        def window(a, b, c, d, e, flag):
+            if a < b and c > d:
+                return e >= a
+            if not flag:
+                return b <= c
+            return d == e
+        ''')
+    offered = seed.candidates(code)
+    assert len(offered["compare"]) >= 5 and len(offered["not"]) == 1
+    drawn = [seed.choose_edit(code, ["compare", "not"], random.Random(n)).kind for n in range(200)]
+    assert 70 <= drawn.count("not") <= 130, drawn.count("not")
+    assert seed.choose_edit(code, ["augassign"], random.Random(0)) is None  # no candidate of the kinds asked

@@ -4,6 +4,7 @@ against real files."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -139,3 +140,15 @@ def test_pc_a_paced_run_rests_the_rate_limited_model(home, monkeypatch):
     assert suite_tasks.saved(loaded["seeded-hard-a"], "finder") == "FAULT: line 3\nalready answered"
     assert suite_tasks.saved(loaded["seeded-hard-b"], "doomed") is None
     assert suite_tasks.saved(loaded["seeded-other"], "finder") is None
+
+
+def test_mn7_the_question_names_no_model_and_points_at_no_line():
+    """MN-7: the claim is a hypothesis; the wording around it neither names a model nor says where to look."""
+    from suite import mine
+
+    claim = "add subtracts its arguments"
+    asked = mine.question(claim)
+    assert f"Claim (a hypothesis to check, not a fact): {claim}" in asked
+    assert not re.search(r"\d", asked.replace(claim, ""))  # no line number, nor any other digit, of our own
+    assert "bench/" not in asked and "VERDICT: TRUE" in asked and "VERDICT: FALSE" in asked
+    assert asked.isascii()
