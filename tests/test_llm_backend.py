@@ -29,6 +29,9 @@ ANSWER = "Cap the retry loop at three tries and add jitter between them."
 SYSTEM = "Be brief."
 TIMEOUT = 60
 SLOW_TIMEOUT = 1.5
+# `llm` children started at once: each spends a second or two of CPU importing, and a dozen together on two
+# busy cores could run past TIMEOUT before any scenario is asked
+BURST = 8
 
 # scenario -> (upstream spec, which upstream, key name, timeout)
 SCENARIOS = {
@@ -194,7 +197,7 @@ def world(tmp_path_factory):
         def subprocess_run(name):
             return llm_backend.cli(served(name, "subprocess"), "Review my retry loop.", SYSTEM, SCENARIOS[name][3])
 
-        with stderr_captured() as read_stderr, concurrent.futures.ThreadPoolExecutor(2 * len(SCENARIOS)) as pool:
+        with stderr_captured() as read_stderr, concurrent.futures.ThreadPoolExecutor(BURST) as pool:
             asked = {name: pool.submit(inprocess, name) for name in SCENARIOS}
             ran = {name: pool.submit(subprocess_run, name) for name in SCENARIOS}
             results = {}
