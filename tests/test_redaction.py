@@ -76,7 +76,7 @@ def fastest(function, text, runs):
 @pytest.mark.parametrize("name", REDACTIONS)
 def test_every_redaction_takes_linear_time_on_adversarial_text(name, monkeypatch):
     """Issue 21 item 1: 10 times the text may cost about 10 times the time, never 100 times. A generous ratio,
-    a 5 ms floor under the small time, the best of two large runs and a 10 s cap keep a busy machine (or a
+    a 20 ms floor under the small time, the best of three large runs and a 10 s cap keep a busy machine (or a
     parallel test worker) from failing it; a quadratic pattern (the old redaction took 12 s for 100 KB of
     closers) fails both."""
     monkeypatch.setenv("BENCHWARMERS_KEY_HUB", ENDPOINT_KEY)  # keys.hide has a secret to look for
@@ -85,8 +85,8 @@ def test_every_redaction_takes_linear_time_on_adversarial_text(name, monkeypatch
     for case, make in ADVERSARIAL.items():
         small, large = (make(size) for size in sizes)
         took_small = fastest(redaction, small, 3)
-        took_large = fastest(redaction, large, 2)
-        if took_large > 10 or took_large / max(took_small, 0.005) > 30:
+        took_large = fastest(redaction, large, 3)
+        if took_large > 10 or took_large / max(took_small, 0.02) > 30:
             slow.append(f"{case}: {took_small:.4f} s for {len(small):,}, {took_large:.4f} s for {len(large):,}")
     assert not slow, slow
 
@@ -339,5 +339,5 @@ def test_tool_calls_and_results_are_matched_in_linear_time():
         except Exception:
             pass  # a panel refuses tool turns; the pairing has been done by then
     small, large = gemini_tool_turns(2_000), gemini_tool_turns(20_000)
-    took_small, took_large = fastest(read, small, 3), fastest(read, large, 2)
-    assert took_large < 10 and took_large / max(took_small, 0.005) < 30, (took_small, took_large)
+    took_small, took_large = fastest(read, small, 3), fastest(read, large, 3)
+    assert took_large < 10 and took_large / max(took_small, 0.02) < 30, (took_small, took_large)
