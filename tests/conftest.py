@@ -2,10 +2,20 @@
 
 import contextlib
 import os
+import time
 
 import pytest
 
 from metrics import paths
+
+
+def wait_for(check, seconds=20):
+    """Poll `check` until it is true or `seconds` pass: for what another process or thread does, with no
+    event to wait on. Gives back the last answer."""
+    deadline = time.monotonic() + seconds
+    while not check() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return check()
 
 
 @pytest.fixture(autouse=True)

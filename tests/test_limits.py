@@ -20,6 +20,7 @@ import pytest
 import gateway as gateway_module
 from metrics import catalog, demo, fileio, formats, gatekeys, httpserver, offload, paths
 from metrics.formats import common
+from conftest import wait_for
 
 PROMPT = "Is this loop off by one? for i in range(1, len(xs)): total += xs[i]"
 PNG = "data:image/png;base64," + base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 60).decode()
@@ -81,13 +82,6 @@ def seat_requests(upstream):
 
 def call_log():
     return fileio.read_jsonl(paths.file("runs", "gateway", "calls.jsonl"))
-
-
-def wait_for(condition, seconds=10.0):
-    deadline = time.monotonic() + seconds
-    while not condition() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    return condition()
 
 
 def settings(**values):

@@ -7,9 +7,9 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 from metrics import demo, paths
+from conftest import wait_for
 from suite import tasks as suite_tasks
 
 FAULT = [{"regex": r"^\W*fault:\s*line\s*3\b", "label": "fault: line 3"}]
@@ -34,15 +34,6 @@ def pace(*args):
 def log_lines():
     found = list(paths.file("runs").glob("pace-*.log"))
     return found[0].read_text(encoding="utf-8").splitlines() if found else []
-
-
-def wait_for(check, seconds=20):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def children(pid):

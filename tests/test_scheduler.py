@@ -9,9 +9,8 @@ import sys
 import threading
 import time
 
-import pytest
-
 from metrics import jobs, paths, scheduler
+from conftest import wait_for
 
 MONDAY = datetime.date(2026, 10, 12)
 
@@ -88,15 +87,6 @@ def test_sch6_sch3_a_naive_state_entry_reads_as_local_and_every_enabled_job_is_r
     state, rec = {"availability": "2026-10-12T04:00:00"}, Recorder()
     rec.tick(at(0, "05:30"), state, only=tuple(jobs.JOBS))
     assert sorted(state) == sorted(jobs.JOBS) and rec.lines[0].startswith("would run availability (due Mon 05:00)")
-
-
-def wait_for(check, seconds=20):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def log_text():
