@@ -9,8 +9,8 @@ import subprocess
 import sys
 
 from metrics import demo, paths
-from conftest import wait_for
 from suite import tasks as suite_tasks
+from conftest import wait_for
 
 FAULT = [{"regex": r"^\W*fault:\s*line\s*3\b", "label": "fault: line 3"}]
 
