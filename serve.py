@@ -62,6 +62,13 @@ def page_script():
     return "\n".join(f.read_text(encoding="utf-8") for f in files)
 
 
+def script_json(value):
+    """JSON to inline in a `<script>` (SHELL-9): `</` written `<\\/` so no string ends the script, and `<!--`
+    written `\\u003c!--` so none opens the script-data escape state that a later `<script` would turn into a
+    trap. Both are the same JSON."""
+    return json.dumps(value).replace("</", "<\\/").replace("<!--", "\\u003c!--")
+
+
 @dataclasses.dataclass(frozen=True)
 class Page(routes.Route):
     """A dashboard row: never a gateway route, the admin login as its credential, matched on the raw path."""
@@ -394,8 +401,8 @@ class Handler(gateway.Handler):
                                        "written over it.</p>")
         preview = urllib.parse.parse_qs(self.path.partition("?")[2]).get("theme", [""])[0]
         theme = themes.in_use(preview)
-        bench = json.dumps({**benchview.bench_json(), "theme": theme, "auth": bool(guard.admin_token()),
-                            "gateway": benchview.gateway_url(self.port)}).replace("</", "<\\/")
+        bench = script_json({**benchview.bench_json(), "theme": theme, "auth": bool(guard.admin_token()),
+                             "gateway": benchview.gateway_url(self.port)})
         parts = {"theme": theme, "favicon": self.favicon(theme), "tokens": themes.css(),
                  "style": (UI / "bench.css").read_text(encoding="utf-8"), "bench": bench,
                  "script": page_script()}
