@@ -482,6 +482,7 @@ def main(argv=None):
     server = gateway.listen(address, port, Handler, "BENCH_PORT", upstream)
     gateway.stop_on_signals(server)
     scheduler.start()  # §4: the recurring jobs run inside the dashboard; one loop per data folder (SCH-7)
+    onboarding.queue()  # IMP-7: a batch the last server left queued or running carries on
     # the first panel and the Gateway card's first read (the offload index) pay no one-off cost
     threading.Thread(target=panel.warm_up, name="warm-up", daemon=True).start()
     print(banner(address, server.server_address[1]), flush=True)
