@@ -1283,6 +1283,15 @@
       if (det2.open) followLog($("pre", det2), item.log, det2);
     });
   }
+  /* DS-5: while a hub adds a model, before anything is queued, the chip names it at a 3 % fill. */
+  function queueHint(served, label) {
+    var box = $("#oq");
+    box.textContent = "";
+    box.hidden = false;
+    box.className = "oq";
+    var text = "Adding " + served + " to " + label;
+    add(box, h("span", {cls: "oq-chip", id: "oq-text", title: text, role: "status"}, h("span", {cls: "oq-fill", style: "width:3%", "aria-hidden": "true"}), h("span", {cls: "oq-label", text: text})));
+  }
   $("#onboard-open").addEventListener("click", function () { openPicker(""); });
   get("/api/onboard-queue").then(function (q) { drawQueue(q); if (q.running) pollQueue(); }).catch(function () { return null; });
 
@@ -1321,7 +1330,8 @@
   window.Bench = {B: B, $: $, $$: $$, h: h, add: add, store: store, when: when, thousands: thousands,
     errorsText: errorsText, post: post, get: get, reloadSoon: reloadSoon, confirmDialog: confirmDialog,
     table: table, td: td, chip: chip, filters: filters, retiredToggle: retiredToggle, nameCell: nameCell,
-    distinct: distinct, openModel: openModel, loaders: loaders, show: show};
+    distinct: distinct, openModel: openModel, loaders: loaders, show: show,
+    queue: {draw: drawQueue, poll: pollQueue, open: openQueue, hint: queueHint}};
 
   document.addEventListener("DOMContentLoaded", function () {
     var firstStep = drawFirstRun();
