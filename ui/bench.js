@@ -1214,7 +1214,8 @@
     var n = q.items.length, fin = settled(q.items), run = q.items.filter(function (i) { return i.state === "running"; })[0];
     var count = function (s) { return q.items.filter(function (i) { return i.state === s; }).length; };
     var text;
-    if (q.running && run) text = q.stopping ? "Stopping after " + run.served : "Onboarding " + (fin + 1) + " of " + n + (run.step ? ", step " + run.step + "/5" : "") + ": " + run.served;
+    var next = run || q.items.filter(function (i) { return i.state === "queued"; })[0];  /* a batch just accepted has none running yet */
+    if (q.running && next) text = q.stopping ? "Stopping after " + next.served : "Onboarding " + (fin + 1) + " of " + n + (next.step ? ", step " + next.step + "/5" : "") + ": " + next.served;
     else text = "Onboarded " + count("done") + " of " + n + (count("failed") ? " · " + count("failed") + " failed" : "") +
       (count("no answer") ? " · " + count("no answer") + " did not answer" : "") + (count("skipped") ? " · " + count("skipped") + " skipped" : "");
     var step = run && run.step ? (run.step - 0.5) / 5 : 0;

@@ -24,7 +24,7 @@
     if (row.cost && row.cost.input !== undefined) return [row.cost.input + " / " + row.cost.output, "input / output, per million tokens (models.dev)"];
     return ["paid", "no price listed, and not free"];
   }
-  function context(n) { return n ? Math.round(n / 1000) + "k" : "?"; }
+  function context(n) { return !n ? "?" : n < 1000 ? (n / 1000).toFixed(1) + "k" : Math.round(n / 1000) + "k"; }
   function limits(l) {
     return l ? ["rpm", "rpd", "tpm", "tpd"].filter(function (k) { return l[k]; }).map(function (k) { return Bench.thousands(l[k]) + " " + k; }).join(" · ") : "";
   }
