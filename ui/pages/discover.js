@@ -70,7 +70,7 @@
     Bench.add(card, h("h2", {text: "Discover"}),
       h("p", {cls: "sub", id: "ds-sub", text: r.free + " free models from models.dev and FreeLLMAPI, deduped; " + Bench.thousands(r.hidden) +
         " paid models on providers you have no route to are left out. Read from the feeds the daily catalog job caches; opening this page fetches nothing."}),
-      bar, Bench.table(cols, rows, empty),
+      bar, rows.length ? Bench.table(cols, rows, "") : h("p", {cls: "muted", id: "ds-empty", text: empty}),
       h("details", {cls: "key"}, h("summary", {text: "How to read this"}),
         h("p", {text: "Reach: on bench (already a model here), connected (an endpoint or your Open WebUI hub reaches its provider), easy to add (an OpenAI-compatible provider you have no endpoint for yet), other. A model first seen in the last 7 days is marked new. Add… opens the model: each route either says which bench model it already is or offers Add via this."})));
   }
