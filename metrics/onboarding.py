@@ -13,8 +13,8 @@ Decisions where the spec leaves room:
   (`resume()`, called by serve.py at start) carries on with the batch. Each onboarding runs under
   `metrics/onboardrun.py`, which appends the exit line itself, so a model running across the restart still
   gets its outcome; a run whose process is gone without an exit line (killed) is `failed`, said so.
-- Modalities come from the listing's own `architecture` fields; a listing without them shows no chips (the
-  models.dev cache belongs to the catalog job, which fills Models' facts once the model is on the bench).
+- Modalities come from the listing's own `architecture` fields, else from the cached models.dev feed's entry
+  with the same normalised name (OB-9); the cache is only read, never fetched.
 - "New since the daily check" needs a daily check: before the served snapshot exists nothing is called new
   (every model would be).
 - An Open WebUI hub's rows are grouped by the provider-tags file; no live hub question is asked (no hub adapter
@@ -29,7 +29,7 @@ import subprocess
 import sys
 import threading
 
-from metrics import benchview, changes, endpoints, fileio, onboardrun, paths
+from metrics import benchview, catalog, changes, endpoints, fileio, onboardrun, paths, sources
 
 MODES = ("full", "quick", "quick-adhoc")
 SERVED_RULE = re.compile(r"^[\w./:@+-]{1,200}$")
@@ -76,9 +76,25 @@ def _group(name, row, tags):
     return tag.split("/", 1)[0].replace("?", "") if isinstance(tag, str) and tag else "unknown connection"
 
 
-def _modalities(row):
+def feed_modalities():
+    """OB-9's fallback: `{normalised model: (inputs, outputs)}` from the cached models.dev feed (never fetched)."""
+    found = {}
+    for provider in sources.cached("modelsdev").values():
+        models = provider.get("models") if isinstance(provider, dict) else None
+        for model_id, entry in (models.items() if isinstance(models, dict) else ()):
+            mods = entry.get("modalities") if isinstance(entry, dict) else None
+            if isinstance(mods, dict):
+                found.setdefault(catalog.norm_model(model_id), tuple(
+                    [m for m in mods.get(k) or [] if isinstance(m, str)] for k in ("input", "output")))
+    return found
+
+
+def _modalities(row, known):
+    """OB-9: the listing's own `architecture` modalities, else the models.dev feed's for the same model."""
     arch = row.get("architecture") if isinstance(row.get("architecture"), dict) else {}
-    return tuple([m for m in arch.get(k) or [] if isinstance(m, str)] for k in ("input_modalities", "output_modalities"))
+    if isinstance(arch.get("input_modalities"), list) or isinstance(arch.get("output_modalities"), list):
+        return tuple([m for m in arch.get(k) or [] if isinstance(m, str)] for k in ("input_modalities", "output_modalities"))
+    return known.get(catalog.norm_model(row.get("id")), ([], []))
 
 
 def candidates():
@@ -92,6 +108,7 @@ def candidates():
     tags = fileio.read_json(paths.file("config", "provider-tags.json"))
     snapshot = fileio.read_json(paths.file("config", "served-snapshot.json"))
     seen = snapshot.get("last_seen") if snapshot.get("updated") and isinstance(snapshot.get("last_seen"), dict) else None
+    known = feed_modalities()
     errors, rows = [], []
     with concurrent.futures.ThreadPoolExecutor(max_workers=min(8, len(found))) as pool:
         listed = {name: pool.submit(endpoints.models, name) for name in found}
@@ -106,7 +123,7 @@ def candidates():
                 key = picker_key(model, name, default_name)
                 if key in taken:
                     continue
-                inputs, outputs = _modalities(served[model])
+                inputs, outputs = _modalities({"id": model, **served[model]}, known)
                 rows.append({"served": model, "endpoint": name, "key": key, "group": _group(name, served[model], tags),
                              "new": whole and key not in seen, "inputs": inputs, "outputs": outputs})
     if not rows and errors:

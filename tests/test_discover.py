@@ -20,7 +20,9 @@ from metrics import alerts, catalog, demo, discover, endpoints, fileio, jobs, pa
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "feeds"
 CODE = Path(__file__).resolve().parent.parent
-ROUTES = {"/api.json": "modelsdev", "/v1/latest": "freellmapi", "/api/v1/models": "openrouter"}
+ROUTES = {"/api.json": "modelsdev", "/v1/latest": "freellmapi", "/api/v1/models": "openrouter",
+          "/v1/models": "listing"}
+LISTING = {"data": [{"id": "google/gemma-3-27b-it:free", "object": "model"}, {"id": "kimi-x", "object": "model"}]}
 
 
 class Feeds(http.server.ThreadingHTTPServer):
@@ -35,7 +37,8 @@ class Feeds(http.server.ThreadingHTTPServer):
         self.reset()
 
     def reset(self):
-        self.bodies = {name: json.loads((FIXTURES / f"{name}.json").read_text()) for name in ROUTES.values()}
+        self.bodies = {name: json.loads((FIXTURES / f"{name}.json").read_text()) for name in list(ROUTES.values())[:3]}
+        self.bodies["listing"] = LISTING  # a provider's plain /models: ids only, no modalities
         self.hits.clear()
 
     def url(self, name):
@@ -140,7 +143,7 @@ def test_cat6_to_cat11_the_refresh_script_writes_every_layer_with_its_source(pro
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].startswith("2 models; context window known for 2.") and len(lines) == 3
-    assert {p for p, _ in providers.hits} == set(ROUTES)
+    assert {p for p, _ in providers.hits} == {"/api.json", "/v1/latest", "/api/v1/models"}
     written = fileio.read_json(paths.file("config", "model-catalog.json"), comments=False)
     assert written["_why"].startswith("Written by the catalog refresh") and written["refreshed"][:4].isdigit()
     llama, oss = written["models"]["llama"], written["models"]["oss"]
@@ -158,7 +161,9 @@ def test_cat6_to_cat11_the_refresh_script_writes_every_layer_with_its_source(pro
     assert oss["limits"] == {"rpm": 20, "rpd": 50} and oss["cost"] == {"input": 0, "output": 0}
     assert (oss["open_weights"], oss["sources"]["open_weights"]) == (True, "models.dev openrouter")
     # what catalog.info reads, and the CLI's alias form
-    assert catalog.info("llama")["max_output"] == 32768
+    info = catalog.info("llama")  # CAT-1, CAT-2: what the refresh found, as every reader sees it
+    assert (info["max_output"], info["cost"], info["quirks"]) == (32768, llama["cost"], llama["quirks"])
+    assert (info["limits"]["rpd"], info["sources"]["limits"]) == (1000, "freellmapi groq")
     shown = json.loads(refresh_script("oss").stdout)
     assert shown["sources"]["context_window"] in ("openrouter", "openrouter listing")
 
@@ -341,6 +346,17 @@ def test_ds1_no_cache_is_an_empty_page_and_still_no_fetch(pointed):
     assert discover.page() == {"ok": True, "errors": [], "rows": [], "free": 0, "hidden": 0,
                                "cached": {"modelsdev": False, "freellmapi": False}}
     assert pointed.hits == []
+
+
+def test_ob9_the_picker_takes_modalities_from_the_cached_feed_when_the_listing_has_none(pointed):
+    from metrics import onboarding
+
+    cache_fixtures()
+    fileio.write_atomic(endpoints.path(), json.dumps({"plain": {"base": pointed.url("listing")[:-len("/models")],
+                                                                "key": "", "kind": "provider"}}))
+    found = {c["served"]: (c["inputs"], c["outputs"]) for c in onboarding.candidates()["candidates"]}
+    assert found == {"google/gemma-3-27b-it:free": (["text", "image"], ["text"]), "kimi-x": ([], [])}
+    assert [p for p, _ in pointed.hits] == ["/v1/models"]  # the endpoint asked, the feed only read
 
 
 def test_demo_seeds_feed_caches_so_discover_has_rows_offline(pointed):
