@@ -160,8 +160,11 @@ def routes_for(row, place):
 
 
 def live_routes(rows):
-    """DS-3's live hub routes (LiteLLM, CLI Proxy API) for these rows, and the hubs that could not be asked:
-    `(routes, errors)`. The hub adapters plug in here; until they do there are none and no hub is asked."""
+    """DS-3's live hub routes (LiteLLM, CLI Proxy API) for these rows (the popup's row first, then the same model
+    on other providers), and the hubs that could not be asked: `(routes, errors)`. Each route is whole:
+    `{via: "hub", hub, connection, endpoint, label, note, steps, on_bench_as, provider, model, free, cost,
+    limits}`; an error reads "could not ask <Hub> (<ep>) which connections it has: <exc>". The hub adapters
+    plug in here; until they do there are none and no hub is asked."""
     return [], []
 
 

@@ -28,6 +28,7 @@ import re
 import subprocess
 import sys
 import threading
+import time
 
 from metrics import benchview, catalog, changes, endpoints, fileio, onboardrun, paths, sources
 
@@ -240,17 +241,16 @@ def exit_code(text):
     return int(code) if code.lstrip("-").isdigit() else None
 
 
-def watch(name, pid, stopping):
+def watch(name, pid):
     """Wait for an onboarding this server did not start: its exit code, or None when its process is gone
-    without an exit line (killed). `stopping` is an Event that ends the wait early (None then too)."""
+    without an exit line (killed). Polled: another process's exit cannot be waited on."""
     while True:
         code = exit_code(read_log(name))
         if code is not None:
             return code
         if not alive(pid):
             return exit_code(read_log(name))  # it may have written the line on its way out
-        if stopping.wait(WATCH_S):
-            return None
+        time.sleep(WATCH_S)
 
 
 def read_log(name):
@@ -317,7 +317,6 @@ class Queue:
         self.worker = None
         self.stop_asked = saved.get("stop_asked") is True
         self.who = saved.get("who") if isinstance(saved.get("who"), str) else "ui"
-        self.closing = threading.Event()
 
     def _save(self):
         """Write the queue as it is now (called under `self.lock`)."""
@@ -394,7 +393,7 @@ class Queue:
             return item, False
 
     def _work(self):
-        while not self.closing.is_set():
+        while True:
             item, earlier = self._next()
             if item is None:
                 return
@@ -426,9 +425,7 @@ class Queue:
             self._settle(item, state="failed", note="the dashboard stopped before this onboarding started; queue "
                                                     "it again")
             return
-        code = watch(item["log"], item.get("pid"), self.closing)
-        if code is None and self.closing.is_set():
-            return
+        code = watch(item["log"], item.get("pid"))
         if code is None:
             self._settle(item, state="failed", exit=None, note="its process ended without an exit line (killed "
                                                                "while the dashboard was stopped?); the log shows how far "
