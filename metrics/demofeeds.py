@@ -49,7 +49,8 @@ def modelsdev(base_url):
                                            released="2025-03-17")}},
         "chutes": {"id": "chutes", "name": "Chutes", "npm": "@ai-sdk/openai-compatible",
                    "api": "https://llm.chutes.ai/v1", "models": {
-            "zai-org/GLM-4.5-Air": _model("zai-org/GLM-4.5-Air", 131072, 98304, reasoning=True, released="2025-07-28")}}}
+            "zai-org/GLM-4.5-Air": _model("zai-org/GLM-4.5-Air", 131072, 98304, reasoning=True,
+                                          released="2025-07-28")}}}
 
 
 def freellmapi():

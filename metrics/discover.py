@@ -96,7 +96,8 @@ def merge_freellmapi(rows, feed_rows):
             "sources": ["freellmapi"], "free": True, "cost": None, "context": free["context"], "output": None,
             "tools": free["tools"] is True, "reasoning": False, "vision": free["vision"], "in_mods": ins,
             "out_mods": ["text"], "released": "", "knowledge": "", "open_weights": None, "api": "",
-            "openai_like": False, "connection": sources.PLATFORM_CONNECTION.get(free["platform"]), "limits": free["limits"]}
+            "openai_like": False, "connection": sources.PLATFORM_CONNECTION.get(free["platform"]),
+            "limits": free["limits"]}
     return rows
 
 
@@ -106,9 +107,13 @@ def bench_models():
         fallback = endpoints.default()
     except RuntimeError:
         fallback = None
-    return [{"alias": alias, "served": reg.get("model_name") or alias, "norm": catalog.norm_model(reg.get("model_name") or alias),
-             "endpoint": endpoints.endpoint_name(reg) or fallback, "connection": connections.connection_of(alias)}
-            for alias, reg in registry.registrations().items()]
+    found = []
+    for alias, reg in registry.registrations().items():
+        served = reg.get("model_name") or alias
+        found.append({"alias": alias, "served": served, "norm": catalog.norm_model(served),
+                      "endpoint": endpoints.endpoint_name(reg) or fallback,
+                      "connection": connections.connection_of(alias)})
+    return found
 
 
 class Place:
@@ -120,7 +125,8 @@ class Place:
         self.endpoints = endpoints.readable()
         self.hub = endpoints.find_hub("openwebui")
         tags = fileio.read_json(paths.file("config", "provider-tags.json"))
-        self.hub_connections = {t.split("/", 1)[0] for t in tags.values() if isinstance(t, str) and t} if self.hub else set()
+        self.hub_connections = {t.split("/", 1)[0] for t in tags.values() if isinstance(t, str) and t} \
+            if self.hub else set()
         self.models = bench_models()
         self.own_client = sources.own_client_only(facts["free_in_own_client_only"])
         self.reverse = {}

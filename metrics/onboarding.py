@@ -94,7 +94,8 @@ def _modalities(row, known):
     """OB-9: the listing's own `architecture` modalities, else the models.dev feed's for the same model."""
     arch = row.get("architecture") if isinstance(row.get("architecture"), dict) else {}
     if isinstance(arch.get("input_modalities"), list) or isinstance(arch.get("output_modalities"), list):
-        return tuple([m for m in arch.get(k) or [] if isinstance(m, str)] for k in ("input_modalities", "output_modalities"))
+        return tuple([m for m in arch.get(k) or [] if isinstance(m, str)]
+                     for k in ("input_modalities", "output_modalities"))
     return known.get(catalog.norm_model(row.get("id")), ([], []))
 
 
@@ -427,9 +428,9 @@ class Queue:
             return
         code = watch(item["log"], item.get("pid"))
         if code is None:
-            self._settle(item, state="failed", exit=None, note="its process ended without an exit line (killed "
-                                                               "while the dashboard was stopped?); the log shows how far "
-                                                               "it got")
+            self._settle(item, state="failed", exit=None,
+                         note="its process ended without an exit line (killed while the dashboard was stopped?); "
+                              "the log shows how far it got")
             return
         self._outcome(item, code)
 

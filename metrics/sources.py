@@ -109,7 +109,8 @@ def freellmapi_rows(data):
         if not isinstance(platform, str) or not platform or not isinstance(model, str) or not model:
             continue
         limits = item.get("limits") if isinstance(item.get("limits"), dict) else {}
-        quirks = [q.get("title") for q in item.get("quirks") or [] if isinstance(q, dict) and isinstance(q.get("title"), str)]
+        quirks = [q.get("title") for q in item.get("quirks") or []
+                  if isinstance(q, dict) and isinstance(q.get("title"), str)]
         rows.append({"platform": platform.lower(), "id": model, "name": item.get("name") or model,
                      "context": positive(item.get("contextWindow")), "vision": item.get("supportsVision") is True,
                      "tools": item.get("supportsTools") if isinstance(item.get("supportsTools"), bool) else None,

@@ -134,8 +134,8 @@ def test_src3_to_src7_maps_norms_and_prices():
     assert [catalog.norm_model(m) for m in ("openai/gpt-oss-120b:free", "gemini-3.8-flash-high", "llm7.codestral",
                                             "mistral-small-latest", "claude-x@20250101", "m-2025-01-31")] == [
         "gpt-oss-120b", "gemini-3.8-flash", "codestral", "mistral-small", "claude-x", "m"]
-    assert [sources.is_free(c) for c in (None, {"input": None, "output": None}, {"input": 0}, {"input": 0, "output": 1})] \
-        == [None, None, True, False]
+    costs = (None, {"input": None, "output": None}, {"input": 0}, {"input": 0, "output": 1})
+    assert [sources.is_free(c) for c in costs] == [None, None, True, False]
 
 
 def test_cat6_to_cat11_the_refresh_script_writes_every_layer_with_its_source(providers):
@@ -153,7 +153,8 @@ def test_cat6_to_cat11_the_refresh_script_writes_every_layer_with_its_source(pro
     assert (llama["max_output"], llama["sources"]["max_output"]) == (32768, "models.dev groq")
     assert llama["cost"] == {"input": 0.59, "output": 0.79} and llama["knowledge_cutoff"] == "2023-12"
     assert llama["limits"] == {"rpm": 30, "rpd": 1000, "tpm": 12000, "tpd": 100000}  # CAT-9
-    assert llama["sources"]["limits"] == "freellmapi groq" and llama["quirks"] == ["tool calls sometimes come back as text"]
+    assert llama["sources"]["limits"] == "freellmapi groq"
+    assert llama["quirks"] == ["tool calls sometimes come back as text"]
     # OpenRouter on its own connection (CAT-7), zero limits dropped
     assert (oss["structured_output"], oss["sources"]["structured_output"]) == (True, "openrouter")
     assert (oss["reasoning"], oss["sources"]["reasoning"]) == (True, "openrouter")
