@@ -22,9 +22,10 @@ Decisions where the spec leaves room, or where an improvement changes it:
   `window.BENCH`; the script draws the tables from that JSON and from the APIs (one request per page load).
 - No fonts are shipped (OFF-2 allows none: the CSS fallback stacks apply), so `/fonts/<file>` is 404;
   `/ui/<file>` serves the two named page files.
-- Connect (sign-in), quotas, Discover, benchmarks and the scheduler are other issues: their routes are not
-  here yet (an unknown POST is 404, an unknown GET the page). Endpoints and onboarding are
-  (`metrics.endpointedit`, `metrics.onboarding`).
+- Connect (sign-in), quotas and benchmarks are other issues: their routes are not here yet (an unknown POST
+  is 404, an unknown GET the page). Endpoints, onboarding and Discover are (`metrics.endpointedit`,
+  `metrics.onboarding`, `metrics.discover`); `GET /api/discover` (Discover's rows) is our addition to the
+  API index.
 """
 
 import argparse
@@ -41,9 +42,9 @@ import urllib.parse
 from pathlib import Path
 
 import gateway
-from metrics import (__version__, benchview, changes, client, collectionedit, collections, endpointedit, endpoints,
-                     gatewaycard, guard, jobs, leaderboard, modeledit, modelfacts, onboarding, panel, paths, registry,
-                     routes, scheduler, settingsedit, themes)
+from metrics import (__version__, benchview, changes, client, collectionedit, collections, discover, endpointedit,
+                     endpoints, gatewaycard, guard, jobs, leaderboard, modeledit, modelfacts, onboarding, panel, paths,
+                     registry, routes, scheduler, settingsedit, themes)
 
 UI = Path(__file__).resolve().parent / "ui"
 PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
@@ -103,6 +104,8 @@ DASHBOARD = (
     Page("GET", "/api/onboard-queue", "api_queue"),
     Page("GET", "/api/onboard", "api_onboard_log", query=True),
     Page("GET", "/api/leaderboard", "api_leaderboard", query=True),
+    Page("GET", "/api/discover", "api_discover"),
+    Page("GET", "/api/discover-model", "api_discover_model", query=True),
     Page("GET", "/ui/", "static"),
     Page("GET", "/fonts/", "static"),
     Page("POST", "/api/model", "write", writes=True),
@@ -374,6 +377,15 @@ class Handler(gateway.Handler):
                                   {"Content-Disposition": f'attachment; filename="{leaderboard.filename(answer)}"'})
         self.answer(200, {"ok": True, "errors": [], **answer})
 
+    def api_discover(self):
+        """Discover's rows (DS-1, DS-2; our addition), from the cached feeds only: never a network call."""
+        self.answer(200, discover.page())
+
+    def api_discover_model(self):
+        """DS-3: one row's routes; 404 when Discover has no such row."""
+        query = urllib.parse.parse_qs(self.path.partition("?")[2])
+        self.answer(*discover.model((query.get("provider") or [""])[0], (query.get("model") or [""])[0]))
+
     def static(self):
         """TH-8: only named files; anything else (another name, a query, a path) is 404."""
         folder, _, name = self.path.partition("/")[2].partition("/")
@@ -489,6 +501,7 @@ def main(argv=None):
     server = gateway.listen(address, port, Handler, "BENCH_PORT", upstream)
     gateway.stop_on_signals(server)
     scheduler.start()  # §4: the recurring jobs run inside the dashboard; one loop per data folder (SCH-7)
+    onboarding.queue()  # IMP-7: a batch the last server left queued or running carries on
     # the first panel and the Gateway card's first read (the offload index) pay no one-off cost
     threading.Thread(target=panel.warm_up, name="warm-up", daemon=True).start()
     print(banner(address, server.server_address[1]), flush=True)

@@ -32,6 +32,9 @@ from metrics import endpoints, fileio, paths, registry
 FIELDS = ("context_window", "max_output", "vision", "tools")
 CAPABILITIES = ("vision", "tools")
 LIMIT_AXES = ("rpm", "rpd", "tpm", "tpd")
+# what else the refresh writes (CAT-6..9, metrics/catalogrefresh.py): in a record only when it was found
+REFRESHED = ("structured_output", "reasoning", "input_modalities", "output_modalities", "knowledge_cutoff",
+             "release_date", "open_weights", "description", "cost", "quirks")
 
 _listings = {}  # (endpoint name, listing url) -> {id: row}
 _generation = 0  # bumped whenever _listings changes, so a table built before it is dropped
@@ -150,10 +153,14 @@ def _record(alias):
     entry = refreshed.get(alias) if isinstance(refreshed, dict) else None
     if isinstance(entry, dict):
         said = entry.get("sources") if isinstance(entry.get("sources"), dict) else {}
-        for field in FIELDS:
+        for field in FIELDS + REFRESHED:  # CAT-1: the refresh's fields, prices and quirks, when it found them
             if entry.get(field) is not None:
                 record[field] = entry[field]
                 sources[field] = said.get(field, "catalog")
+        listed = entry.get("limits") if isinstance(entry.get("limits"), dict) else {}
+        listed = {axis: n for axis, n in listed.items() if axis in LIMIT_AXES and _positive(n)}
+        if listed:  # CAT-2's last layer: the limits a feed lists (FreeLLMAPI), under anything a person entered
+            record["limits"], sources["limits"] = listed, said.get("limits", "catalog")
 
     reg = registry.registration(alias)
     name = endpoints.endpoint_name(reg)

@@ -1282,6 +1282,7 @@ def set_collection(name, members, **fields):
     fileio.update(collections.collections_path(), lambda data: data.__setitem__(name, {"members": members, **fields}))
 
 
+DEMO_SCOUT = {"persona": "plain", "latency": 0.1, "context_window": 65536, "max_output": 8192, "tools": True}
 DEMO_COLLECTION = {"members": ["terse", "verbose", "contrarian"], "description": "three reviewers and two explorers",
                    "tags": ["demo"]}
 
@@ -1292,9 +1293,12 @@ def start_demo():
     os.environ["BENCH_CLIENT"] = "builtin"
     os.environ["BENCHWARMERS_DEMO"] = "1"  # the reply footer's verdict command names this folder
     paths.reload()
-    up = Upstream().start()
-    register(up)
+    from metrics import demofeeds  # the demo's Discover rows: feed caches written, nothing fetched
+
+    up = Upstream({**DEMO_MODELS, demofeeds.UNREGISTERED: DEMO_SCOUT}).start()
+    register(up, aliases={name: name for name in DEMO_MODELS})
     set_collection("demo", **DEMO_COLLECTION)
+    demofeeds.seed(up.base_url)
     return up
 
 

@@ -4,9 +4,10 @@
 jobs are written, so a job added later starts on. The job table here (names, times, what each does, the
 command, §4) is the one place they are written down: `metrics/scheduler.py` runs them from it.
 
-Decision: `catalog` runs `scripts/refresh_catalog.py` (the public-feed refresh, CAT-6..12, the operations
-issue's), not §4's `metrics/catalog.py`, whose module here only reads the catalog: run, it would exit 0
-having refreshed nothing. Until a job's program is part of the install, the scheduler logs it as skipped.
+Decision: `catalog` runs `scripts/refresh_catalog.py` (the public-feed refresh, CAT-6..11,
+metrics/catalogrefresh.py), not §4's `metrics/catalog.py`, whose module here only reads the catalog: run,
+it would exit 0 having refreshed nothing. A job whose program is not part of the install is logged as
+skipped.
 """
 
 import datetime

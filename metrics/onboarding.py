@@ -9,10 +9,12 @@ onboardings at once.
 Decisions where the spec leaves room:
 - `POST /api/onboard` (one model at once, for scripts) is refused while a queued batch runs (IMP-8), so the
   one-at-a-time promise holds for both doors.
-- The queue lives in memory (OB-16): a restart drops the rest of a batch, and the log of a model running then
-  keeps no exit line (IMP-7 is not taken up).
-- Modalities come from the listing's own `architecture` fields; a listing without them shows no chips (the
-  models.dev cache belongs to the catalog job, which fills Models' facts once the model is on the bench).
+- The queue persists (IMP-7): every change is written to `runs/onboard-queue.json`, and a restarted dashboard
+  (`resume()`, called by serve.py at start) carries on with the batch. Each onboarding runs under
+  `metrics/onboardrun.py`, which appends the exit line itself, so a model running across the restart still
+  gets its outcome; a run whose process is gone without an exit line (killed) is `failed`, said so.
+- Modalities come from the listing's own `architecture` fields, else from the cached models.dev feed's entry
+  with the same normalised name (OB-9); the cache is only read, never fetched.
 - "New since the daily check" needs a daily check: before the served snapshot exists nothing is called new
   (every model would be).
 - An Open WebUI hub's rows are grouped by the provider-tags file; no live hub question is asked (no hub adapter
@@ -26,13 +28,15 @@ import re
 import subprocess
 import sys
 import threading
+import time
 
-from metrics import benchview, changes, endpoints, fileio, paths
+from metrics import benchview, catalog, changes, endpoints, fileio, onboardrun, paths, sources
 
 MODES = ("full", "quick", "quick-adhoc")
 SERVED_RULE = re.compile(r"^[\w./:@+-]{1,200}$")
 LOG_RULE = re.compile(r"^onboard-\d{8}T\d{6}-[A-Za-z0-9._-]+\.log$")
-EXIT_MARK = "__ONBOARD_EXIT__"
+EXIT_MARK = onboardrun.EXIT_MARK
+WATCH_S = 1.0  # how often a restarted server looks at an onboarding it did not start
 STEP = re.compile(r"\[([1-5])/5\]")
 ALIAS = re.compile(r"->\s+alias\s+(\S+)")
 REASON = re.compile(r"^\s+(tiny|large): (.+)$", re.M)
@@ -73,9 +77,26 @@ def _group(name, row, tags):
     return tag.split("/", 1)[0].replace("?", "") if isinstance(tag, str) and tag else "unknown connection"
 
 
-def _modalities(row):
+def feed_modalities():
+    """OB-9's fallback: `{normalised model: (inputs, outputs)}` from the cached models.dev feed (never fetched)."""
+    found = {}
+    for provider in sources.cached("modelsdev").values():
+        models = provider.get("models") if isinstance(provider, dict) else None
+        for model_id, entry in (models.items() if isinstance(models, dict) else ()):
+            mods = entry.get("modalities") if isinstance(entry, dict) else None
+            if isinstance(mods, dict):
+                found.setdefault(catalog.norm_model(model_id), tuple(
+                    [m for m in mods.get(k) or [] if isinstance(m, str)] for k in ("input", "output")))
+    return found
+
+
+def _modalities(row, known):
+    """OB-9: the listing's own `architecture` modalities, else the models.dev feed's for the same model."""
     arch = row.get("architecture") if isinstance(row.get("architecture"), dict) else {}
-    return tuple([m for m in arch.get(k) or [] if isinstance(m, str)] for k in ("input_modalities", "output_modalities"))
+    if isinstance(arch.get("input_modalities"), list) or isinstance(arch.get("output_modalities"), list):
+        return tuple([m for m in arch.get(k) or [] if isinstance(m, str)]
+                     for k in ("input_modalities", "output_modalities"))
+    return known.get(catalog.norm_model(row.get("id")), ([], []))
 
 
 def candidates():
@@ -89,6 +110,7 @@ def candidates():
     tags = fileio.read_json(paths.file("config", "provider-tags.json"))
     snapshot = fileio.read_json(paths.file("config", "served-snapshot.json"))
     seen = snapshot.get("last_seen") if snapshot.get("updated") and isinstance(snapshot.get("last_seen"), dict) else None
+    known = feed_modalities()
     errors, rows = [], []
     with concurrent.futures.ThreadPoolExecutor(max_workers=min(8, len(found))) as pool:
         listed = {name: pool.submit(endpoints.models, name) for name in found}
@@ -103,7 +125,7 @@ def candidates():
                 key = picker_key(model, name, default_name)
                 if key in taken:
                     continue
-                inputs, outputs = _modalities(served[model])
+                inputs, outputs = _modalities({"id": model, **served[model]}, known)
                 rows.append({"served": model, "endpoint": name, "key": key, "group": _group(name, served[model], tags),
                              "new": whole and key not in seen, "inputs": inputs, "outputs": outputs})
     if not rows and errors:
@@ -184,19 +206,52 @@ def spawn(served, endpoint, mode, who):
     where = paths.file("runs", name)
     where.parent.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONIOENCODING": "utf-8", "BENCH_ONBOARD_LOG": name}
-    with open(where, "ab") as out:
-        process = subprocess.Popen(command(served, endpoint, mode), stdin=subprocess.DEVNULL, stdout=out,
+    runner = [sys.executable, "-m", "metrics.onboardrun", str(where)]
+    with open(where, "ab") as out:  # the runner's own complaints, if it has any, land in the same log
+        process = subprocess.Popen(runner + command(served, endpoint, mode), stdin=subprocess.DEVNULL, stdout=out,
                                    stderr=subprocess.STDOUT, cwd=str(paths.CODE), env=env, start_new_session=True)
     changes.log(who, "", "onboard" if mode == "full" else f"onboard ({mode})", None, served)
     return name, process
 
 
 def finish(name, process):
-    """Wait for the process and append the exit line the page and the queue read (OB-17)."""
-    code = process.wait()
-    with open(paths.file("runs", name), "a", encoding="utf-8") as out:
-        out.write(f"\n{EXIT_MARK} {code}\n")
-    return code
+    """Wait for the process; its runner has appended the exit line the page and the queue read (OB-17)."""
+    return process.wait()
+
+
+def alive(pid):
+    """Whether process `pid` still runs (an onboarding started before this server did)."""
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    if os.name == "nt":  # os.kill would end it there
+        found = subprocess.run(["tasklist", "/FI", f"PID eq {pid}", "/NH"], capture_output=True, text=True)
+        return str(pid) in found.stdout
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def exit_code(text):
+    """The code on a log's exit line; None when the line is not there (yet)."""
+    head, mark, rest = text.rpartition(EXIT_MARK)
+    code = rest.strip().split()[0] if mark and rest.strip() else ""
+    return int(code) if code.lstrip("-").isdigit() else None
+
+
+def watch(name, pid):
+    """Wait for an onboarding this server did not start: its exit code, or None when its process is gone
+    without an exit line (killed). Polled: another process's exit cannot be waited on."""
+    while True:
+        code = exit_code(read_log(name))
+        if code is not None:
+            return code
+        if not alive(pid):
+            return exit_code(read_log(name))  # it may have written the line on its way out
+        time.sleep(WATCH_S)
 
 
 def read_log(name):
@@ -241,27 +296,56 @@ def outcome(text, code):
     return state, alias, note[:NOTE_CHARS]
 
 
-# -- the queue (OB-13..16) ----------------------------------------------------------------------------
+# -- the queue (OB-13..16, persisted: IMP-7) ----------------------------------------------------------
+
+def queue_path():
+    return paths.file("runs", "onboard-queue.json")
+
 
 class Queue:
-    """One batch at a time, one model at a time; every method answers the queue object of OB-15."""
+    """One batch at a time, one model at a time; every method answers the queue object of OB-15.
+
+    Every change is written to `runs/onboard-queue.json` (IMP-7); a new Queue starts from that file, and
+    `resume()` carries on with what was queued or running when the last server stopped.
+    """
 
     def __init__(self):
         self.lock = threading.Lock()
-        self.items = []
+        saved = fileio.read_json(queue_path())
+        items = saved.get("items") if isinstance(saved.get("items"), list) else []
+        self.items = [i for i in items if isinstance(i, dict) and isinstance(i.get("served"), str)
+                      and isinstance(i.get("state"), str)]
         self.worker = None
-        self.stop_asked = False
-        self.who = "ui"
+        self.stop_asked = saved.get("stop_asked") is True
+        self.who = saved.get("who") if isinstance(saved.get("who"), str) else "ui"
+
+    def _save(self):
+        """Write the queue as it is now (called under `self.lock`)."""
+        fileio.write_atomic(queue_path(), fileio.dumps({"items": self.items, "stop_asked": self.stop_asked,
+                                                        "who": self.who}))
 
     def state(self):
         with self.lock:
-            items = [dict(i) for i in self.items]
+            items = [{k: v for k, v in i.items() if k != "pid"} for i in self.items]
             running = self.worker is not None
             stopping = running and self.stop_asked
         for item in items:
             if item["state"] == "running":
-                item["step"] = step_of(read_log(item["log"])) if item["log"] else 0
+                item["step"] = step_of(read_log(item["log"])) if item.get("log") else 0
         return {"ok": True, "errors": [], "running": running, "stopping": stopping, "items": items}
+
+    def _start(self):
+        """Start the worker (called under `self.lock`, with none running)."""
+        self.worker = threading.Thread(target=self._work, name="onboarding", daemon=True)
+        self.worker.start()
+
+    def resume(self):
+        """IMP-7: after a restart, carry on with a batch that was queued or running; whether it did."""
+        with self.lock:
+            if self.worker is None and any(i["state"] in ("queued", "running") for i in self.items):
+                self._start()
+                return True
+        return False
 
     def add(self, body, who):
         items = body.get("items")
@@ -288,41 +372,71 @@ class Queue:
             self.stop_asked = False
             self.items += accepted
             self.who = who
+            self._save()
             if self.worker is None:
-                self.worker = threading.Thread(target=self._work, name="onboarding", daemon=True)
-                self.worker.start()
+                self._start()
         return self.state()
 
     def _next(self):
+        """The item to work on: one left running by an earlier server first, else the first queued one."""
         with self.lock:
+            item = next((i for i in self.items if i["state"] == "running"), None)
+            if item is not None:
+                return item, True
             item = next((i for i in self.items if i["state"] == "queued"), None)
             if item is None:
                 self.worker = None
                 self.stop_asked = False
-                return None
+                self._save()
+                return None, False
             item["state"] = "running"
-            return item
+            self._save()
+            return item, False
 
     def _work(self):
         while True:
-            item = self._next()
+            item, earlier = self._next()
             if item is None:
                 return
             try:
-                self._run(item)
+                self._watch(item) if earlier else self._run(item)
             except Exception as exc:  # the batch goes on (OB-14)
-                item.update(state="failed", note=f"{type(exc).__name__}: {exc}"[:NOTE_CHARS])
+                self._settle(item, state="failed", note=f"{type(exc).__name__}: {exc}"[:NOTE_CHARS])
+
+    def _settle(self, item, **fields):
+        with self.lock:
+            item.update(fields)
+            item.pop("pid", None)
+            self._save()
 
     def _run(self, item):
         problems, _ = refusals(item["served"], item["endpoint"], item["mode"])
         if problems:
-            item.update(state="failed", note="; ".join(problems)[:NOTE_CHARS])
+            self._settle(item, state="failed", note="; ".join(problems)[:NOTE_CHARS])
             return
         name, process = spawn(item["served"], item["endpoint"], item["mode"], self.who)
-        item["log"] = name
-        code = finish(name, process)
-        state, alias, note = outcome(read_log(name), code)
-        item.update(state=state, alias=alias, note=note, exit=code)
+        with self.lock:
+            item.update(log=name, pid=process.pid)
+            self._save()
+        self._outcome(item, finish(name, process))
+
+    def _watch(self, item):
+        """An item a stopped server left running: wait for its process (IMP-7)."""
+        if not item.get("log"):
+            self._settle(item, state="failed", note="the dashboard stopped before this onboarding started; queue "
+                                                    "it again")
+            return
+        code = watch(item["log"], item.get("pid"))
+        if code is None:
+            self._settle(item, state="failed", exit=None,
+                         note="its process ended without an exit line (killed while the dashboard was stopped?); "
+                              "the log shows how far it got")
+            return
+        self._outcome(item, code)
+
+    def _outcome(self, item, code):
+        state, alias, note = outcome(read_log(item["log"]), code)
+        self._settle(item, state=state, alias=alias, note=note, exit=code)
 
     def stop(self):
         with self.lock:
@@ -332,6 +446,7 @@ class Queue:
             for item in self.items:
                 if item["state"] == "queued":
                     item.update(state="skipped", note="stopped before its turn")
+            self._save()
         return self.state()
 
     def clear(self):
@@ -339,6 +454,7 @@ class Queue:
             if self.worker is not None:
                 return {"ok": False, "errors": ["still running: Stop it first, or wait"]}
             self.items = []
+            self._save()
         return self.state()
 
     def summary(self):
@@ -352,10 +468,15 @@ _queues_lock = threading.Lock()
 
 def queue():
     """The onboarding queue of the data folder in use: a queue belongs to its bench, so a process that serves
-    another folder (a test, a second demo) never shows or runs the first one's models."""
+    another folder (a test, a second demo) never shows or runs the first one's models. Made from the saved
+    file the first time it is asked for, carrying on with a batch a stopped server left (IMP-7)."""
     key = str(paths.data())
     with _queues_lock:
-        return _queues.setdefault(key, Queue())
+        found = _queues.get(key)
+        if found is None:
+            found = _queues[key] = Queue()
+            found.resume()
+        return found
 
 
 def onboard_now(body, who):

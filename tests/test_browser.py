@@ -21,7 +21,7 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 ARGS = ["--no-sandbox", "--headless=new", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]
-PAGES = ["glance", "logs", "endpoints", "models", "collections", "settings", "info"]
+PAGES = ["glance", "logs", "endpoints", "models", "collections", "discover", "settings", "info"]
 TOKEN = "a-very-long-admin-token-0123456789"
 
 
@@ -112,8 +112,8 @@ def test_controls_are_labelled_and_reachable_by_keyboard_ui1(page):
     page.keyboard.press("ArrowDown")
     assert page.evaluate("document.activeElement.id") == "t-logs"
     assert page.get_attribute("#t-logs", "aria-selected") == "true"
-    assert page.evaluate("document.querySelectorAll('[role=tab]').length") == 7
-    assert page.evaluate("document.querySelectorAll('[role=tabpanel]').length") == 7
+    assert page.evaluate("document.querySelectorAll('[role=tab]').length") == len(PAGES)
+    assert page.evaluate("document.querySelectorAll('[role=tabpanel]').length") == len(PAGES)
 
 
 def test_create_a_collection_ask_it_and_judge_by_keyboard_co7_gw1_gw5(page, dash):

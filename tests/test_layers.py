@@ -23,7 +23,7 @@ LAYERS = [
      ["metrics.transport", "metrics.gather"]),
     ("registry: what models there are, where they are served, what is known of them",
      ["metrics.endpoints", "metrics.registry", "metrics.connections", "metrics.aliases", "metrics.history", "metrics.catalog",
-      "metrics.learn", "metrics.alerts"]),
+      "metrics.learn", "metrics.alerts", "metrics.sources", "metrics.catalogrefresh"]),
     ("calling: one call to one model, and its ledger line",
      ["metrics.ledger", "metrics.client", "metrics.llm_backend"]),
     ("panel: collections, roles, the offload log, the router, the panel itself and route mode",
@@ -34,7 +34,7 @@ LAYERS = [
     ("dashboard: what the dashboard reads and writes, one job a module",
      ["metrics.tails", "metrics.changes", "metrics.themes", "metrics.jobs", "metrics.scheduler", "metrics.benchview",
       "metrics.gatewaycard", "metrics.collectionedit", "metrics.modeledit", "metrics.modelfacts", "metrics.settingsedit",
-      "metrics.endpointedit", "metrics.onboarding"]),
+      "metrics.endpointedit", "metrics.onboardrun", "metrics.onboarding", "metrics.discover"]),
     ("top: the servers, the commands, the demo upstream",
      ["gateway", "serve", "metrics.launcher", "metrics.demo", "scripts.sync_config",
       "scripts.init", "scripts.onboard", "scripts.check", "scripts.list_served", "metrics.retire", "scripts.auto_retire",
@@ -43,7 +43,7 @@ LAYERS = [
       "scripts.provider_tags", "scripts.collection", "perf.run",
       "suite.tasks", "suite.run", "suite.seed", "suite.mine", "suite.pace", "suite.rebench", "suite.longcontext",
       "metrics.remote", "metrics.mcp_tools", "metrics.mcp_server", "metrics.cli", "metrics.completion",
-      "metrics.replay"]),
+      "metrics.replay", "scripts.refresh_catalog", "metrics.demofeeds"]),
 ]
 
 

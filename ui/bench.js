@@ -1214,7 +1214,8 @@
     var n = q.items.length, fin = settled(q.items), run = q.items.filter(function (i) { return i.state === "running"; })[0];
     var count = function (s) { return q.items.filter(function (i) { return i.state === s; }).length; };
     var text;
-    if (q.running && run) text = q.stopping ? "Stopping after " + run.served : "Onboarding " + (fin + 1) + " of " + n + (run.step ? ", step " + run.step + "/5" : "") + ": " + run.served;
+    var next = run || q.items.filter(function (i) { return i.state === "queued"; })[0];  /* a batch just accepted has none running yet */
+    if (q.running && next) text = q.stopping ? "Stopping after " + next.served : "Onboarding " + (fin + 1) + " of " + n + (next.step ? ", step " + next.step + "/5" : "") + ": " + next.served;
     else text = "Onboarded " + count("done") + " of " + n + (count("failed") ? " · " + count("failed") + " failed" : "") +
       (count("no answer") ? " · " + count("no answer") + " did not answer" : "") + (count("skipped") ? " · " + count("skipped") + " skipped" : "");
     var step = run && run.step ? (run.step - 0.5) / 5 : 0;
@@ -1283,6 +1284,15 @@
       if (det2.open) followLog($("pre", det2), item.log, det2);
     });
   }
+  /* DS-5: while a hub adds a model, before anything is queued, the chip names it at a 3 % fill. */
+  function queueHint(served, label) {
+    var box = $("#oq");
+    box.textContent = "";
+    box.hidden = false;
+    box.className = "oq";
+    var text = "Adding " + served + " to " + label;
+    add(box, h("span", {cls: "oq-chip", id: "oq-text", title: text, role: "status"}, h("span", {cls: "oq-fill", style: "width:3%", "aria-hidden": "true"}), h("span", {cls: "oq-label", text: text})));
+  }
   $("#onboard-open").addEventListener("click", function () { openPicker(""); });
   get("/api/onboard-queue").then(function (q) { drawQueue(q); if (q.running) pollQueue(); }).catch(function () { return null; });
 
@@ -1321,7 +1331,8 @@
   window.Bench = {B: B, $: $, $$: $$, h: h, add: add, store: store, when: when, thousands: thousands,
     errorsText: errorsText, post: post, get: get, reloadSoon: reloadSoon, confirmDialog: confirmDialog,
     table: table, td: td, chip: chip, filters: filters, retiredToggle: retiredToggle, nameCell: nameCell,
-    distinct: distinct, openModel: openModel, loaders: loaders, show: show};
+    distinct: distinct, openModel: openModel, loaders: loaders, show: show,
+    queue: {draw: drawQueue, poll: pollQueue, open: openQueue, hint: queueHint}};
 
   document.addEventListener("DOMContentLoaded", function () {
     var firstStep = drawFirstRun();
