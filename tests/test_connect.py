@@ -33,7 +33,8 @@ def table(fake, tmp_path, monkeypatch):
     found = {"fakekey": fake.table("fakekey", "key"), "fakeoauth": fake.table("fakeoauth", "oauth"),
              "fakedev": fake.table("fakedev", "device"),
              "fakelocal": {"label": "Fake local", "flow": "local", "base": fake.base + "/v1", "entry": {"kind": "local"}},
-             "fakeapp": {**fake.table("fakeapp", "oauth"), "client_id": "", "register": "https://example.test/apps"}}
+             "fakeapp": {**fake.table("fakeapp", "oauth"), "label": "Fake app", "client_id": "",
+                         "register": "https://example.test/apps"}}
     where = tmp_path / "providers.json"
     where.write_text(json.dumps(found))
     monkeypatch.setenv(providers.OVERRIDE_ENV, str(where))
@@ -95,7 +96,7 @@ def test_cn1_view_lists_providers_with_suggestions_and_what_is_missing(dash, tab
     rows = {r["id"]: r for r in body["providers"]}
     assert status == 200 and body["ok"] and {"openrouter", "huggingface", "github", "ollama"} <= set(rows)
     assert rows["fakekey"]["suggest"] == "fakekey-2" and rows["fakedev"]["code"] and not rows["fakekey"]["code"]
-    assert rows["fakeapp"]["missing"].startswith("Fake oauth needs an app of your own: register one at https://example.test/apps")
+    assert rows["fakeapp"]["missing"].startswith("Fake app needs an app of your own: register one at https://example.test/apps")
     assert rows["fakeapp"]["own_id"] == "" and rows["fakeapp"]["shipped"] is False and "register" not in rows["fakekey"]
     assert rows["huggingface"]["missing"] and rows["openrouter"]["missing"] == ""
 
@@ -286,3 +287,12 @@ def test_cn6_a_failed_renewal_ends_the_call_with_sign_in_again(dash, fake):
     reply = client.chat("fakem", "hello", timeout=20)
     assert "sign in again" in reply["error"] and "refresh token revoked" in reply["error"]
     assert scoring.failure_class(reply["error"]) == "signin" and reply["attempts"] == 0
+
+
+def test_cn8_open3_the_callback_needs_no_login_and_callbackx_is_not_it(dash, monkeypatch):
+    monkeypatch.setenv("BENCHWARMERS_ADMIN_TOKEN", "a-very-long-admin-token-0123456789")
+    status, resp, page = call(dash, "GET", "/connect/callback/some-id?code=x")
+    assert status == 200 and "unknown or has expired" in page and resp.getheader("Referrer-Policy") == "no-referrer"
+    assert call(dash, "GET", "/connect/callbackx?state=x")[0] == 303
+    assert call(dash, "GET", "/api/connect")[0] == 401
+    assert call(dash, "GET", "/connect/callback?state=x", host="evil.example:80")[0] == 403  # Host-checked still
