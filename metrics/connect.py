@@ -258,7 +258,10 @@ def callback(raw):
     entry = providers.table().get(pid, {})
     label = entry.get("label") or pid
     query = urllib.parse.parse_qs(raw.partition("?")[2])
-    said = lambda k: (query.get(k) or [""])[0]  # noqa: E731 (one query's first values)
+
+    def said(name):
+        return (query.get(name) or [""])[0]
+
     if said("error"):
         result = _failed(entry, record["endpoint"], f"{label} said {said('error')}" +
                          (f": {said('error_description')}" if said("error_description") else ""))

@@ -16,7 +16,7 @@ Recorded shapes (checked against LiteLLM 1.7x): `GET /health/readiness` → `{"s
 import sys
 from urllib.parse import urlsplit
 
-from metrics import hubs, transport
+from metrics import endpoints, hubs, transport
 
 WHICH = "litellm"
 LABEL = "LiteLLM"
@@ -81,13 +81,15 @@ def plan(connection, model_id):
     if sibling is None:
         raise ValueError(f"{LABEL} has no deployment on '{connection}' to copy; known: "
                          f"{', '.join(sorted({connection_of(d) for d in found})) or 'none'}")
+    note = endpoints.version_note(WHICH, ready.get("litellm_version"), CHECKED)
     params = sibling.get("litellm_params") or {}
     prefix = str(params.get("model") or "").partition("/")[0] if "/" in str(params.get("model") or "") else ""
     new = {"model": f"{prefix}/{model_id}" if prefix else model_id}
     new.update({k: params[k] for k in COPIED if k in params and not _masked(params[k])})
     return {"served": model_id, "endpoint": endpoint(), "connection": connection,
             "new": {"model_name": model_id, "litellm_params": new, "model_info": {}},
-            "steps": [f"deploy {model_id} on {connection} in {LABEL} (POST /model/new, copying {sibling.get('model_name')})"]}
+            "steps": [f"deploy {model_id} on {connection} in {LABEL} (POST /model/new, copying {sibling.get('model_name')})"]
+            + ([note] if note else [])}
 
 
 def add(connection, model_id):

@@ -22,7 +22,7 @@ Recorded shapes (checked against Open WebUI 0.5 and 0.6): `GET /api/version` →
 import sys
 import urllib.parse
 
-from metrics import fileio, hubs, paths, transport
+from metrics import endpoints, fileio, hubs, paths, transport
 
 WHICH = "openwebui"
 LABEL = "Open WebUI"
@@ -100,6 +100,8 @@ def plan(connection, model_id):
               "params": (existing or {}).get("params") or {}, "access_control": None, "is_active": True}
     steps.append(f"{'update' if existing else 'create'} the public model record {served} tagged {tag}"
                  + (f", with {sibling['id']}'s logo and capabilities" if sibling else ""))
+    note = endpoints.version_note(WHICH, (_ask("GET", "/api/version") or {}).get("version"), CHECKED)
+    steps += [note] if note else []
     return {"served": served, "endpoint": endpoint(), "connection": connection, "index": index,
             "model_ids": ids + [model_id] if write_config else None, "record": record,
             "update": existing is not None, "steps": steps}

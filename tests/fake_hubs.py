@@ -144,6 +144,7 @@ class LiteLLM(FakeHub):
 
     def reset(self):
         self.db = "connected"
+        self.version = "1.74.0"
         self.deployments = [
             {"model_name": "llama-3.3-70b", "litellm_params": {"model": "groq/llama-3.3-70b", "api_base":
              "https://api.groq.com/openai/v1", "api_key": "gsk_****", "timeout": 60, "max_retries": 2,
@@ -155,7 +156,7 @@ class LiteLLM(FakeHub):
 
     def route(self, method, path, query, body):
         if path == "/health/readiness":
-            return 200, {"status": "healthy", "db": self.db, "litellm_version": "1.74.0"}
+            return 200, {"status": "healthy", "db": self.db, "litellm_version": self.version}
         if path == "/model/info":
             return 200, {"data": copy.deepcopy(self.deployments)}
         if path == "/model/new" and method == "POST":

@@ -99,6 +99,10 @@ def test_hb3_litellm_needs_database_mode_and_copies_unmasked_params(bench):
     with pytest.raises(ValueError, match="taken-model is already deployed on openrouter in LiteLLM"):
         litellm_hub.plan("api.groq.com", "taken-model")
     assert litellm_hub.plan("openrouter", "taken-model")["new"] is None
+    hub.version = "2.0.1"  # HB-1's CHECKED: a release the bench was not checked against is said, not refused
+    assert litellm_hub.plan("api.groq.com", "m2")["steps"][-1] == ("LiteLLM 2.0.1 is not a release the bench was "
+                                                                   "checked against (1.72, 1.73, 1.74); most things "
+                                                                   "should still work.")
     keys.set_key("lite-admin", "sk-wrong")
     with pytest.raises(ValueError, match=r"refused the admin key \(401\): adding models needs the master key"):
         litellm_hub.plan("api.groq.com", "m")
