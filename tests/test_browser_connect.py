@@ -48,3 +48,9 @@ def test_sign_in_to_the_fake_provider_from_the_endpoints_page_cn6_cn8_ep2(page, 
     page.wait_for_selector("text=Fake app signs in with your app now.")
     assert providers.own_ids()["fakeapp"] == "my-app.1"
     shoot(page, "connect-endpoints")
+    first = keys.stored()["fakeoauth"]
+    with page.context.expect_page() as opened:  # CN-7: the row's Sign in again starts the flow for that name
+        block.locator("button", has_text="Sign in again").click()
+    opened.value.wait_for_selector("text=Fake oauth is connected as fakeoauth")
+    page.wait_for_selector("#cn-onboard")
+    assert page.inner_text("#ed-title") == "Sign in to Fake oauth again" and keys.stored()["fakeoauth"] != first
