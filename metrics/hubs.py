@@ -10,7 +10,7 @@ import json
 import sys
 import time
 
-from metrics import endpoints, keys, transport
+from metrics import endpoints, keys, renewal, transport
 
 ADMIN_TIMEOUT = 30
 LISTED_TRIES = 10
@@ -63,7 +63,7 @@ def wait_listed(name, served, tries=LISTED_TRIES, pause=LISTED_PAUSE):
     """HB-1: look for `served` in the endpoint's `/models` up to `tries` times; the step that says how it went."""
     for attempt in range(tries):
         try:
-            if served in endpoints.models(name):
+            if served in renewal.models(name):
                 return f"{name} lists {served}"
         except Exception:  # a hub restarting its model list answers again on a later look
             pass

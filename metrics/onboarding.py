@@ -27,7 +27,7 @@ import subprocess
 import sys
 import threading
 
-from metrics import benchview, changes, endpoints, fileio, paths
+from metrics import benchview, changes, endpoints, fileio, paths, renewal
 
 MODES = ("full", "quick", "quick-adhoc")
 SERVED_RULE = re.compile(r"^[\w./:@+-]{1,200}$")
@@ -91,7 +91,7 @@ def candidates():
     seen = snapshot.get("last_seen") if snapshot.get("updated") and isinstance(snapshot.get("last_seen"), dict) else None
     errors, rows = [], []
     with concurrent.futures.ThreadPoolExecutor(max_workers=min(8, len(found))) as pool:
-        listed = {name: pool.submit(endpoints.models, name) for name in found}
+        listed = {name: pool.submit(renewal.models, name) for name in found}  # EP-12: an expiring sign-in renewed first
         for name, future in listed.items():
             try:
                 served = future.result()

@@ -125,6 +125,13 @@ def _renew(endpoint, key_name, record):
     return ""
 
 
+def models(name, timeout=endpoints.LIST_TIMEOUT):
+    """EP-12: `endpoints.models(name)` after renewing an expiring sign-in first; a renewal that fails shows later
+    as the listing's 401 (the picker then says "check the key", the row "sign in again")."""
+    fresh(name)
+    return endpoints.models(name, timeout)
+
+
 def signed_in(record, now=None):
     """EP-11's `connect` of an endpoint row: the record plus `label`, `flow` and `expired` (ran out and does not
     renew itself: the row says "sign in again"); never a secret."""

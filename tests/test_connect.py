@@ -296,3 +296,13 @@ def test_cn8_open3_the_callback_needs_no_login_and_callbackx_is_not_it(dash, mon
     assert call(dash, "GET", "/connect/callbackx?state=x")[0] == 303
     assert call(dash, "GET", "/api/connect")[0] == 401
     assert call(dash, "GET", "/connect/callback?state=x", host="evil.example:80")[0] == 403  # Host-checked still
+
+
+def test_ep12_the_picker_renews_an_expiring_sign_in_before_listing(dash, fake):
+    _signed_in(dash)
+    old = keys.stored()["fakeoauth"]
+    fake.tokens.discard(old)  # the provider no longer takes the old token: only a renewed one lists
+    _expiring("fakeoauth", 60)
+    found = call(dash, "GET", "/api/candidates")[2]
+    assert "fakeoauth" not in " ".join(found.get("errors") or []) and keys.stored()["fakeoauth"] != old
+    assert {"fake/m1", "fake/m2"} <= {c["served"] for c in found["candidates"] if c["endpoint"] == "fakeoauth"}
