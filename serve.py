@@ -22,10 +22,10 @@ Decisions where the spec leaves room, or where an improvement changes it:
   `window.BENCH`; the script draws the tables from that JSON and from the APIs (one request per page load).
 - No fonts are shipped (OFF-2 allows none: the CSS fallback stacks apply), so `/fonts/<file>` is 404;
   `/ui/<file>` serves the two named page files.
-- Connect (sign-in), quotas and benchmarks are other issues: their routes are not here yet (an unknown POST
-  is 404, an unknown GET the page). Endpoints, onboarding and Discover are (`metrics.endpointedit`,
-  `metrics.onboarding`, `metrics.discover`); `GET /api/discover` (Discover's rows) is our addition to the
-  API index.
+- Every page's routes are here (`metrics.endpointedit`, `metrics.onboarding`, `metrics.discover`,
+  `metrics.connect`, `metrics.hubadd` ...); `GET /api/discover` (Discover's rows) is our addition to the API
+  index.
+- The Connect callback's page links back to the public URL when set, else `http://localhost:<port>/`.
 """
 
 import argparse
@@ -42,9 +42,9 @@ import urllib.parse
 from pathlib import Path
 
 import gateway
-from metrics import (__version__, benchview, changes, client, collectionedit, collections, discover, endpointedit,
-                     endpoints, gatewaycard, guard, jobs, leaderboard, modeledit, modelfacts, onboarding, panel, paths,
-                     registry, routes, scheduler, settingsedit, themes)
+from metrics import (__version__, benchview, changes, client, collectionedit, collections, connect, discover,
+                     endpointedit, endpoints, gatewaycard, guard, hubadd, jobs, leaderboard, modeledit, modelfacts,
+                     onboarding, panel, paths, registry, routes, scheduler, settingsedit, themes)
 
 UI = Path(__file__).resolve().parent / "ui"
 PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
@@ -100,6 +100,7 @@ DASHBOARD = (
     Page("GET", "/api/gateway-seat", "api_seat", query=True),
     Page("GET", "/api/endpoints", "api_endpoints"),
     Page("GET", "/api/connections", "api_connections"),
+    Page("GET", "/api/connect", "api_connect"),
     Page("GET", "/api/candidates", "api_candidates"),
     Page("GET", "/api/onboard-queue", "api_queue"),
     Page("GET", "/api/onboard", "api_onboard_log", query=True),
@@ -133,6 +134,10 @@ DASHBOARD = (
     Page("POST", "/api/onboard-queue", "write", writes=True),
     Page("POST", "/api/onboard-queue/stop", "write", writes=True),
     Page("POST", "/api/onboard-queue/clear", "write", writes=True),
+    Page("POST", "/api/connect/start", "write", writes=True),
+    Page("POST", "/api/connect/poll", "write", writes=True),
+    Page("POST", "/api/connect/app", "write", writes=True),
+    Page("POST", "/api/discover/add", "write", writes=True),
 )
 WRITES = {
     "/api/model": modeledit.change, "/api/remove": modeledit.remove, "/api/restore": modeledit.restore,
@@ -148,7 +153,10 @@ WRITES = {
     "/api/onboard": onboarding.onboard_now, "/api/onboard-queue": lambda body, who: onboarding.queue().add(body, who),
     "/api/onboard-queue/stop": lambda body, who: onboarding.queue().stop(),
     "/api/onboard-queue/clear": lambda body, who: onboarding.queue().clear(),
+    "/api/connect/poll": connect.poll, "/api/connect/app": connect.app, "/api/discover/add": hubadd.add,
 }
+# writes that need the port this dashboard listens on (a sign-in's redirect comes back to it)
+PORTED = {"/api/connect/start": connect.start}
 
 
 def _git(*args):
@@ -197,6 +205,8 @@ class Handler(gateway.Handler):
             return self.deny(403, problem)
         if path == "/login":
             return self.login_page()
+        if self.path.startswith((connect.CALLBACK + "?", connect.CALLBACK + "/")):
+            return self.connect_callback()  # RT-4 step 4 / OPEN-3: no login; the single-use state is the secret
         if not self.signed_in(page=not path.startswith("/api/")):
             return
         route = self.dashboard_route("GET")
@@ -230,7 +240,10 @@ class Handler(gateway.Handler):
         if problem:
             return self.answer(400, {"ok": False, "errors": [f"bad request: {problem}"], "changed": [], "sync": ""})
         try:
-            result = WRITES[route.path](body, changes.by(self.who))
+            if route.path in PORTED:
+                result = PORTED[route.path](body, changes.by(self.who), self.port)
+            else:
+                result = WRITES[route.path](body, changes.by(self.who))
         except (ValueError, TypeError) as exc:
             result = {"ok": False, "errors": [f"bad request: {exc}"], "changed": [], "sync": ""}
         except RuntimeError as exc:  # RESP-3: the endpoints layer's "no endpoints configured" and the like
@@ -350,6 +363,26 @@ class Handler(gateway.Handler):
 
     def api_connections(self):
         self.answer(200, endpointedit.connections_view())
+
+    def api_connect(self):
+        self.answer(200, connect.view())
+
+    def connect_callback(self):
+        """CN-8: finish the sign-in, save it, answer a small page; any failure is said on the page."""
+        self.who = "-"
+        try:
+            result = connect.callback(self.path)
+        except Exception as exc:
+            result = {"ok": False, "errors": [f"could not save it ({type(exc).__name__}: {exc})"]}
+        home = guard.public()[1] or f"http://localhost:{self.port}"
+        data = connect.page(result, home + "/").encode("utf-8")
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Cache-Control", "no-store")
+        self.send_header("Referrer-Policy", "no-referrer")
+        self.end_headers()
+        self.wfile.write(data)
 
     def api_candidates(self):
         """OB-6..10: `ok: false` with no endpoint or nothing reachable, still a 200 (the page says why)."""

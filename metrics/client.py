@@ -65,7 +65,7 @@ import time
 from email.utils import parsedate_to_datetime
 
 from metrics import (catalog, connections, endpoints, fileio, formats, keys, learn, ledger, notices, paths, registry,
-                     transport)
+                     renewal, transport)
 from metrics.formats.turn import delta_text
 from metrics.gather import Stalled, TimedOut, TooLarge
 # STOP, Body and HTTPError are callers' names too, as client.STOP (the gateway's and panel's stop) and the rest
@@ -499,6 +499,16 @@ APIS = {"chat": (build_chat, read_chat), "anthropic": (build_anthropic, read_nat
 # ---------------------------------------------------------------- pre-flight
 
 
+def renew_signin(call):
+    """CN-6 / CL-2 d: a sign-in that renews itself and is about to run out is renewed first (under its per-key
+    lock, `metrics.renewal`); a renewal that fails ends the call with a text containing `sign in again`."""
+    if not renewal.due(call.entry.get("connect")):
+        return
+    problem = renewal.fresh(call.endpoint)
+    if problem:
+        raise Stop(f"Error: client failed: {problem}")
+
+
 def require_key(call):
     """A registration that names a key sends nothing until the key is set: a keyless 401 would be misread (CL-2 d)."""
     name = call.registration.get("api_key_name") or ""
@@ -521,7 +531,7 @@ def name_connection(call):
 # unsent (Stop(text, refused=True) for a refusal) and may append to
 # `call.releases`. Sign-in renewal goes before require_key; the free-tier guard
 # (AL-5), then pacing (PACE), after name_connection.
-PREFLIGHT = [require_key, name_connection]
+PREFLIGHT = [renew_signin, require_key, name_connection]
 
 # fn(alias, connection, base, status, headers, body) for every response: success
 # headers before the body is read (body None), errors with their parsed JSON body

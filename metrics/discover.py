@@ -7,8 +7,8 @@ does (the "new" window moves).
 
 Routes (DISC-4) are made by `routes_for(row, place)` from what this install has: an Open WebUI hub that
 serves bench models from the row's connection, and non-hub endpoints that reach the row's provider. The
-live hub routes of DS-3 (LiteLLM, CLI Proxy API, asked per popup) are added by `live_routes()`, the one
-place the hub adapters plug in; until they exist it adds none and asks no one.
+live hub routes of DS-3 (LiteLLM, CLI Proxy API, asked per popup) are added by `live_routes()` through the
+hub adapters (`metrics/hubroutes.py`).
 
 Decisions where the spec is silent:
 - `GET /api/discover` (our addition) answers the page's rows: the shown ones (free, or connected, or on
@@ -24,7 +24,7 @@ Decisions where the spec is silent:
 import datetime
 import threading
 
-from metrics import catalog, connections, endpoints, fileio, paths, registry, sources
+from metrics import catalog, connections, endpoints, fileio, hubroutes, paths, registry, sources
 
 NEW_DAYS = 7
 REACH = ("connected", "easy to add", "on bench", "other")  # DISC-5's sort order
@@ -167,11 +167,16 @@ def routes_for(row, place):
 
 def live_routes(rows):
     """DS-3's live hub routes (LiteLLM, CLI Proxy API) for these rows (the popup's row first, then the same model
-    on other providers), and the hubs that could not be asked: `(routes, errors)`. Each route is whole:
-    `{via: "hub", hub, connection, endpoint, label, note, steps, on_bench_as, provider, model, free, cost,
-    limits}`; an error reads "could not ask <Hub> (<ep>) which connections it has: <exc>". The hub adapters
-    plug in here; until they do there are none and no hub is asked."""
-    return [], []
+    on other providers), and the hubs that could not be asked: `(routes, errors)`. The hub adapters are asked
+    once per distinct model id (`metrics/hubroutes.py`), and each route carries its row's facts like the
+    routes this install has."""
+    routes, errors = [], []
+    for model_id in dict.fromkeys(r["model"] for r in rows):
+        row = next(r for r in rows if r["model"] == model_id)
+        found, failed = hubroutes.live_routes(model_id)
+        routes += [_extended(row, route) for route in found]
+        errors += [e for e in failed if e not in errors]
+    return routes, errors
 
 
 def _mark_seen(rows, today):

@@ -1,4 +1,5 @@
-"""The Endpoints page: its views and writes (dashboard.md EP-1..15, without the sign-in flows of §8.6).
+"""The Endpoints page: its views and writes (dashboard.md EP-1..15; the sign-in flows of §8.6 are
+`metrics.connect`, which saves through `save()` here).
 
 `view()` is `GET /api/endpoints` with what each endpoint block shows; `save()` adds an endpoint, changes its
 key, or only tests it (`POST /api/endpoint`); `remove()` and `make_default()` are the row actions;
@@ -18,7 +19,7 @@ Decisions where the spec leaves room:
   has run, each block lists the models on the bench and says the rest are in the onboarding picker.
 """
 
-from metrics import benchview, changes, connections, endpoints, fileio, keys, modeledit, paths, registry
+from metrics import benchview, changes, connections, endpoints, fileio, keys, modeledit, paths, registry, renewal
 
 LIMIT_KEYS = ("rpm", "rpd", "tpm", "tpd", "rpmo")
 LIMIT_LABELS = {"rpm": "requests per minute", "rpd": "requests per day", "tpm": "tokens per minute",
@@ -78,7 +79,7 @@ def view():
         rows.append({"name": name, "base": str(entry.get("base") or "").rstrip("/"), "default": name == default_name,
                      "kind": kind, "hub": endpoints.hub(name), "api": entry.get("api") or "chat",
                      "key_name": entry.get("key") or "", "key_set": bool(keys.key(entry.get("key") or "")),
-                     "models": len(on_bench), "connect": None, "bench": on_bench, "served": more})
+                     "models": len(on_bench), "connect": renewal.signed_in(entry.get("connect")), "bench": on_bench, "served": more})
     return {"ok": True, "errors": [], "endpoints": rows, "updated": snap["updated"]}
 
 
@@ -119,12 +120,16 @@ def _problems(f, new, found):
     return errors
 
 
-def _entry(f, old, new):
-    """EP-5 without Connect: the entry as it will be written, and the secret the test uses."""
+def _entry(f, old, new, extra=None):
+    """EP-5: the entry as it will be written, and the secret the test uses. `extra` is a sign-in's (CN-4): the
+    provider's entry fields and the `connect` record; headers an entry already has are never rewritten."""
     entry = dict(old) if old else {"key": f["name"], "kind": f["kind"] or endpoints.kind_of({"base": f["base"]})}
     if f["key"]:
         entry.pop("connect", None)  # a typed key replaces a sign-in
         entry["key"] = entry.get("key") or f["name"]
+    for field, value in (extra or {}).items():
+        if not (field == "headers" and entry.get("headers")):
+            entry[field] = value
     entry["base"] = f["base"]
     if new and f["api"]:
         if f["api"] == "chat":
@@ -143,15 +148,15 @@ def _entry(f, old, new):
     return entry, secret
 
 
-def save(body, who):
-    """EP-4..7: `POST /api/endpoint` — test, add, or change a key."""
+def save(body, who, extra=None):
+    """EP-4..7: `POST /api/endpoint` — test, add, or change a key; a sign-in's save (CN-4) passes `extra`."""
     f = _body(body)
     found = endpoints.load()
     new = bool(body.get("new")) or f["name"] not in found
     errors = _problems(f, new, found)
     if errors:
         return refused(errors)
-    entry, secret = _entry(f, found.get(f["name"]), new)
+    entry, secret = _entry(f, found.get(f["name"]), new, extra)
     count, note = endpoints.listing_test(entry, secret)
     if count is None:
         return refused([note])

@@ -142,7 +142,7 @@ def hub(name):
 
 def find_hub(which):
     """The endpoint name whose hub is `which`, default first; None when none (EP-5). Never raises.
-    Callers: `scripts/reprefix.py`; the hub adapters (Open WebUI, LiteLLM) will call it too."""
+    Callers: `scripts/reprefix.py`, the hub adapters (`metrics.hubs`) and Discover's live hub routes."""
     found = readable()
     if not found:
         return None

@@ -89,8 +89,8 @@ def delete_key(name):
 
 
 def admin_key(endpoint, fallback=True):
-    """A hub's admin key (KEY-8): `admin_key` name if given, else `<key>-admin`; else the endpoint's own key.
-    No caller yet but the tests: the hub adapters (suite-cli-mcp.md §6) will call it."""
+    """A hub's admin key (KEY-8): `admin_key` name if given, else `<key>-admin`; else the endpoint's own key
+    (never with `fallback=False`: CLI Proxy API bans an address after refused keys). The hub adapters call it."""
     endpoint = endpoint or {}
     own = endpoint.get("key") or ""
     name = endpoint.get("admin_key") or (f"{own}-admin" if own else "")

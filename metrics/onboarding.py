@@ -30,7 +30,7 @@ import sys
 import threading
 import time
 
-from metrics import benchview, catalog, changes, endpoints, fileio, onboardrun, paths, sources
+from metrics import benchview, catalog, changes, endpoints, fileio, onboardrun, paths, renewal, sources
 
 MODES = ("full", "quick", "quick-adhoc")
 SERVED_RULE = re.compile(r"^[\w./:@+-]{1,200}$")
@@ -113,7 +113,7 @@ def candidates():
     known = feed_modalities()
     errors, rows = [], []
     with concurrent.futures.ThreadPoolExecutor(max_workers=min(8, len(found))) as pool:
-        listed = {name: pool.submit(endpoints.models, name) for name in found}
+        listed = {name: pool.submit(renewal.models, name) for name in found}  # EP-12: an expiring sign-in renewed first
         for name, future in listed.items():
             try:
                 served = future.result()

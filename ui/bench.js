@@ -946,8 +946,11 @@
     });
   };
 
-  /* -- Endpoints (EP-1..3, EP-10..14; the sign-in flows of §8.6 are not built) -------------------------- */
+  /* -- Endpoints (EP-1..3, EP-10..14; the sign-in flows of §8.6 are ui/pages/connect.js, through `after`) -- */
   var E = null;
+  /* What page files add to the Endpoints page: after.endpoints(E, section) once it is drawn, after.dialog(d, ep)
+     once the Add/Change dialog is built (before it opens). */
+  var after = {endpoints: [], dialog: []};
   function loadEndpoints() {
     return get("/api/endpoints").then(function (r) { E = r; drawEndpoints(); return r; });
   }
@@ -978,6 +981,7 @@
       h("div", {cls: "row"}, addBtn), h("div", {id: "e-status", role: "status"}),
       E.endpoints.length ? h("div", {cls: "toolbar"}, find) : h("p", {cls: "muted", text: "No endpoint yet. Add one: an OpenAI-compatible base URL and its API key."})),
       blocks, h("div", {cls: "card", id: "limits-card"}, h("h2", {text: "Rate limits per connection"}), h("p", {cls: "sub", text: "Loading…"})));
+    after.endpoints.forEach(function (f) { f(E, sec); });
     get("/api/connections").then(drawLimits);
   }
   function endpointBlock(ep) {
@@ -1082,6 +1086,7 @@
     add(d, h("h2", {id: "ed-title", text: adding ? "Add an endpoint" : "Change the key for " + ep.name}), form, said, done,
       h("div", {cls: "row end"}, h("button", {type: "button", cls: "btn ghost", text: "Close", on: {click: function () { d.close(); }}}), test, save));
     layout();
+    after.dialog.forEach(function (f) { f(d, ep); });
     d.showModal();
     (adding ? name : key).focus();
   }
@@ -1331,7 +1336,7 @@
   window.Bench = {B: B, $: $, $$: $$, h: h, add: add, store: store, when: when, thousands: thousands,
     errorsText: errorsText, post: post, get: get, reloadSoon: reloadSoon, confirmDialog: confirmDialog,
     table: table, td: td, chip: chip, filters: filters, retiredToggle: retiredToggle, nameCell: nameCell,
-    distinct: distinct, openModel: openModel, loaders: loaders, show: show,
+    distinct: distinct, openModel: openModel, loaders: loaders, show: show, after: after, openEndpoint: openEndpoint,
     queue: {draw: drawQueue, poll: pollQueue, open: openQueue, hint: queueHint}};
 
   document.addEventListener("DOMContentLoaded", function () {
