@@ -64,8 +64,8 @@ import sys
 import time
 from email.utils import parsedate_to_datetime
 
-from metrics import (catalog, connections, endpoints, fileio, formats, keys, learn, ledger, notices, paths, registry,
-                     transport)
+from metrics import (catalog, connections, endpoints, fileio, formats, freetier, keys, learn, ledger, notices, pacing,
+                     paths, quota, registry, transport)
 from metrics.formats.turn import delta_text
 from metrics.gather import Stalled, TimedOut, TooLarge
 # STOP, Body and HTTPError are callers' names too, as client.STOP (the gateway's and panel's stop) and the rest
@@ -118,6 +118,7 @@ class Call(transport.Deadline):
         self.url = ""
         self.headers = {}
         self.payload = {}
+        self.asked = ("", "", None, None)  # prompt, system, messages, body as the caller gave them
         self.releases = []  # run after the ledger line is written (a pacing ticket, LED-8)
         self.attempts = 0
         self.sent_at = None
@@ -523,10 +524,24 @@ def name_connection(call):
 # (AL-5), then pacing (PACE), after name_connection.
 PREFLIGHT = [require_key, name_connection]
 
+
+def refuse_if(check):
+    """A PREFLIGHT hook from a module below this one, which cannot raise Stop: `check(call)` returns the
+    refusal text (ledger `refused`, nothing sent) or ""."""
+    def hook(call):
+        text = check(call)
+        if text:
+            raise Stop(text, refused=True)
+    hook.__name__ = check.__name__
+    return hook
+
+
+PREFLIGHT += [refuse_if(freetier.hold), refuse_if(pacing.pace)]  # AL-5, then PACE (CL-2 e, f)
+
 # fn(alias, connection, base, status, headers, body) for every response: success
 # headers before the body is read (body None), errors with their parsed JSON body
 # (None when not JSON). Failures are swallowed (RET-7, QUO-8).
-OBSERVERS = []
+OBSERVERS = [quota.observe]
 
 
 def _prepare(call, prompt, system, messages, body):
@@ -553,6 +568,7 @@ def _prepare(call, prompt, system, messages, body):
     if call.api not in APIS:
         raise Stop(f"Error: client failed: the {call.api} API is not supported yet")
     call.url, call.payload = APIS[call.api][0](call, prompt, system, messages, body)
+    call.asked = (prompt, system, messages, body)  # what pacing estimates the tokens from (PACE-5)
     for hook in PREFLIGHT:
         hook(call)
     call.headers = {"Content-Type": "application/json", "User-Agent": USER_AGENT}
