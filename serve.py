@@ -42,8 +42,8 @@ from pathlib import Path
 
 import gateway
 from metrics import (__version__, benchview, changes, client, collectionedit, collections, endpointedit, endpoints,
-                     gatewaycard, guard, jobs, leaderboard, modeledit, modelfacts, onboarding, panel, paths, registry,
-                     routes, scheduler, settingsedit, themes)
+                     gatewaycard, guard, jobs, leaderboard, modeledit, modelfacts, onboarding, panel, paths, quotaview,
+                     registry, routes, scheduler, settingsedit, themes)
 
 UI = Path(__file__).resolve().parent / "ui"
 PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
@@ -96,6 +96,7 @@ DASHBOARD = (
     Page("GET", "/api/onboard-queue", "api_queue"),
     Page("GET", "/api/onboard", "api_onboard_log", query=True),
     Page("GET", "/api/leaderboard", "api_leaderboard", query=True),
+    Page("GET", "/api/quotas", "api_quotas"),
     Page("GET", "/ui/", "static"),
     Page("GET", "/fonts/", "static"),
     Page("POST", "/api/model", "write", writes=True),
@@ -366,6 +367,10 @@ class Handler(gateway.Handler):
             return self.send_text(200, leaderboard.csv_text(answer), "text/csv; charset=utf-8",
                                   {"Content-Disposition": f'attachment; filename="{leaderboard.filename(answer)}"'})
         self.answer(200, {"ok": True, "errors": [], **answer})
+
+    def api_quotas(self):
+        """The Quotas page (QT-1..5) and the token cost per model."""
+        self.answer(200, quotaview.view())
 
     def static(self):
         """TH-8: only named files; anything else (another name, a query, a path) is 404."""

@@ -34,7 +34,7 @@ LAYERS = [
     ("dashboard: what the dashboard reads and writes, one job a module",
      ["metrics.tails", "metrics.changes", "metrics.themes", "metrics.jobs", "metrics.scheduler", "metrics.benchview",
       "metrics.gatewaycard", "metrics.collectionedit", "metrics.modeledit", "metrics.modelfacts", "metrics.settingsedit",
-      "metrics.endpointedit", "metrics.onboarding"]),
+      "metrics.endpointedit", "metrics.onboarding", "metrics.quotaview"]),
     ("top: the servers, the commands, the demo upstream",
      ["gateway", "serve", "metrics.launcher", "metrics.demo", "scripts.sync_config",
       "scripts.init", "scripts.onboard", "scripts.check", "scripts.list_served", "metrics.retire", "scripts.auto_retire",
