@@ -2,6 +2,9 @@
 `went paid` alert is open is refused unsent until allow_paid or BENCH_ALLOW_PAID=1 lets it through."""
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -60,3 +63,14 @@ def test_al5_only_a_went_paid_alert_holds_and_a_broken_file_holds_nothing(bench)
     alerts.raise_alert("model:paid:pricey-v1", "went paid", "x" * 300)
     held = client.chat("pricey", "hi", timeout=10)["error"]
     assert f"now ({'x' * 160}), so" in held  # the alert's message at most 160 characters
+
+
+def test_improvement1_the_daily_served_check_keeps_the_guard(bench):
+    """models.md improvement 1: `check_deprecations.py` sweeps `model:` alerts it no longer finds, but the guard's
+    `model:paid:` one is the price watch's to clear: the model stays held the day after."""
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8", "PYTHONPATH": str(paths.CODE)}
+    done = subprocess.run([sys.executable, str(paths.CODE / "scripts" / "check_deprecations.py")], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    assert alerts.active()["model:paid:pricey-v1"]["kind"] == "went paid"
+    assert "free-tier guard holds" in client.chat("pricey", "hi", timeout=10)["error"]
