@@ -123,17 +123,77 @@ def _write_inflight(entries):
     fileio.write_atomic(inflight_path(), json.dumps(entries, indent=1) + "\n")
 
 
-def _events(since, inflight):
+def _event(row):
+    tin, tout = _int(row.get("tokens_in")), _int(row.get("tokens_out"))
+    return {"t": row["t"], "alias": row.get("alias"), "connection": row.get("connection"),
+            "requests": _int(row.get("attempts")), "tokens": tin + tout, "in": tin, "out": tout}
+
+
+class _Tail:
+    """One month file of the ledger, read once and then only for what was appended since.
+
+    Every admission of a paced call needs the last day of the ledger; parsing a whole month file each
+    time (1 s for 100,000 lines) under the pacing lock would pace everything to that. The file is only
+    ever appended to, so the bytes read stay read: kept are the events of the last day (and a little)
+    and each connection's requests this month (for rpmo); a line still being written is read next time.
+    """
+
+    def __init__(self, path):
+        self.path = path
+        self.identity = None
+        self.offset = 0
+        self.events = []
+        self.month = {}
+
+    def refresh(self, now):
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            st = None
+        identity = (st.st_dev, st.st_ino) if st else None
+        if identity != self.identity or (st and st.st_size < self.offset):
+            self.__init__(self.path)  # a new or replaced file: start again
+            self.identity = identity
+        if st and st.st_size > self.offset:
+            with open(self.path, "rb") as f:
+                f.seek(self.offset)
+                blob = f.read(st.st_size - self.offset)
+            whole = blob.rfind(b"\n") + 1  # a line still being written waits for the next look
+            self.offset += whole
+            for row in fileio.parse_lines(blob[:whole], self.path):
+                if isinstance(row.get("t"), (int, float)) and not isinstance(row.get("t"), bool):
+                    event = _event(row)
+                    self.events.append(event)
+                    connection = event["connection"] or "?"
+                    self.month[connection] = self.month.get(connection, 0) + event["requests"]
+        keep = now - DAY - 60
+        if self.events and self.events[0]["t"] < keep:
+            self.events = [e for e in self.events if e["t"] >= keep]
+        return self
+
+
+_tails = {}  # month file path -> _Tail; used under the pacing lock
+
+
+def _tail(t, now):
+    path = str(ledger.month_file(t))
+    if path not in _tails:
+        if len(_tails) >= 4:
+            _tails.clear()
+        _tails[path] = _Tail(path)
+    return _tails[path].refresh(now)
+
+
+def _events(since, inflight, now):
     """Ledger rows since `since` and in-flight entries as `{t, alias, connection, requests, tokens, in, out}`."""
-    found = []
-    for row in ledger.rows(since):
-        tin, tout = _int(row.get("tokens_in")), _int(row.get("tokens_out"))
-        found.append({"t": row["t"], "alias": row.get("alias"), "connection": row.get("connection"),
-                      "requests": _int(row.get("attempts")), "tokens": tin + tout, "in": tin, "out": tout})
+    if since >= now - DAY:  # this month's file and last month's (a call sent before midnight may end after)
+        found = [e for t in (ledger.month_start(now) - 1, now) for e in _tail(t, now).events if e["t"] >= since]
+    else:  # a quota record observed more than a day ago: rare, read the long way
+        found = [_event(row) for row in ledger.rows(since)]
     for entry in inflight.values():
         tokens = _int(entry.get("tokens"))
         found.append({"t": entry.get("t") or 0, "alias": entry.get("alias"), "connection": entry.get("connection"),
-                      "requests": 1, "tokens": tokens, "in": tokens, "out": 0})
+                      "requests": 1, "tokens": tokens, "in": tokens, "out": 0, "flying": True})
     found.sort(key=lambda e: e["t"])
     return found
 
@@ -158,10 +218,15 @@ def _ago(seconds):
 def _rule_block(rule, alias, connection, need, events, now):
     """`(free time, why)` when `rule` blocks a call needing `need`, else None (PACE-6, PACE-9)."""
     counts, window, reads = AXES[rule["axis"]]
-    start = ledger.month_start(now) if window is None else now - window
     key, who = ("connection", connection) if rule["scope"] == "connection" else ("alias", alias)
-    mine = [e for e in events if e[key] == who and e["t"] >= start]
-    used = sum(e[counts] for e in mine)
+    if window is None:  # the month's requests as the ledger's tail counted them, plus the calls in flight
+        mine = []
+        used = (_tail(now, now).month.get(connection or "?", 0)
+                + sum(e["requests"] for e in events if e.get("flying") and e["connection"] == connection
+                      and e["t"] >= ledger.month_start(now)))
+    else:
+        mine = [e for e in events if e[key] == who and e["t"] >= now - window]
+        used = sum(e[counts] for e in mine)
     need = 1 if counts == "requests" else min(max(need, 1), rule["limit"])
     if used + need <= rule["limit"]:
         return None
@@ -197,9 +262,9 @@ def _record_block(rec, alias, connection, events, now):
 
 def blocker(alias, connection, need, found_rules, records, inflight, now):
     """The latest-freeing `(free time, why)` among every rule and record that blocks now, or None."""
-    since = min([ledger.month_start(now) if AXES[r["axis"]][1] is None else now - AXES[r["axis"]][1]
-                 for r in found_rules] + [quota.epoch_of(r.get("observed_at")) or now for r in records])
-    events = _events(since, inflight)
+    since = min([now - (AXES[r["axis"]][1] or 0) for r in found_rules]  # rpmo reads the month's totals
+                + [quota.epoch_of(r.get("observed_at")) or now for r in records])
+    events = _events(since, inflight, now)
     blocks = [b for b in ([_rule_block(r, alias, connection, need, events, now) for r in found_rules]
                           + [_record_block(r, alias, connection, events, now) for r in records]) if b]
     return max(blocks, key=lambda b: b[0]) if blocks else None
@@ -274,7 +339,7 @@ def main(argv=None):
         print(f"nothing paces {alias} (connection {connection})")
         return 0
     now = time.time()
-    events = _events(min(ledger.month_start(now), now - DAY), _read_inflight(now))
+    events = _events(ledger.month_start(now), _read_inflight(now), now)
     for rule in found:
         counts, window, reads = AXES[rule["axis"]]
         start = ledger.month_start(now) if window is None else now - window
