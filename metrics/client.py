@@ -120,6 +120,7 @@ class Call(transport.Deadline):
         self.payload = {}
         self.asked = ("", "", None, None)  # prompt, system, messages, body as the caller gave them
         self.releases = []  # run after the ledger line is written (a pacing ticket, LED-8)
+        self.waits = []  # PREFLIGHT checks put off to the call's own thread: `check(call)` -> refusal text or ""
         self.attempts = 0
         self.sent_at = None
         self.status = 0
@@ -520,7 +521,9 @@ def name_connection(call):
 
 # Run in order after the request is built; a hook raises Stop to end the call
 # unsent (Stop(text, refused=True) for a refusal) and may append to
-# `call.releases`. Sign-in renewal goes before require_key; the free-tier guard
+# `call.releases`, or to `call.waits` a check that must wait (pacing): it runs
+# before the first request on the call's own thread, so a panel sending every
+# seat's request from one thread is not held by one seat's wait. Sign-in renewal goes before require_key; the free-tier guard
 # (AL-5), then pacing (PACE), after name_connection.
 PREFLIGHT = [require_key, name_connection]
 
@@ -876,7 +879,8 @@ def begin(alias, prompt, system="", timeout=DEFAULT_TIMEOUT, messages=None, on_d
     retries = RETRIES if retries is None else retries
     try:
         _prepare(call, prompt, system, messages, body)
-        call.early = _post(call, connect=False)
+        if not call.waits:
+            call.early = _post(call, connect=False)
     except Stop as stop:
         return functools.partial(_settle, call, _reply(error=stop.text), purpose, stop.refused)
     except Exception as exc:
@@ -887,6 +891,10 @@ def begin(alias, prompt, system="", timeout=DEFAULT_TIMEOUT, messages=None, on_d
 def _finish_call(call, purpose, retries):
     reply, refused = _reply(), False
     try:
+        for check in call.waits:
+            text = check(call)
+            if text:
+                raise Stop(text, refused=True)
         read = APIS[call.api][1]
         reply = _send(call, read, retries)
         if _budget_cut(call, reply):

@@ -10,6 +10,9 @@ admission until their ledger line is written. Check and reserve happen under one
 
 The client runs `pace(call)` in its PREFLIGHT after the free-tier guard: a call waits (in steps of at
 most 5 s) while a window is full, and is refused when the wait would end within 2 s of its deadline.
+A call that must wait waits on its own thread (`call.waits`, run before its first request), not in
+`client.begin()`: a panel sends every seat's request from one thread, and one paced seat must not hold
+the others' requests back.
 The refusal text says which limit and when to try again, in words the classifiers file as capacity
 and learn reads back as a cooldown (ERR-3, ERR-4).
 
@@ -25,6 +28,7 @@ Decisions where the spec is silent:
     python -m metrics.pacing ALIAS      each rule pacing ALIAS with used/limit, or that nothing paces it
 """
 
+import functools
 import json
 import math
 import os
@@ -270,9 +274,13 @@ def blocker(alias, connection, need, found_rules, records, inflight, now):
     return max(blocks, key=lambda b: b[0]) if blocks else None
 
 
-def admit(alias, connection, need, left):
+WAIT = object()  # what `admit(..., wait=False)` answers for a call that would have to wait
+
+
+def admit(alias, connection, need, left, wait=True):
     """PACE-7: `(ticket, "")` once the call may go (ticket None when nothing paces it), or `(None, why + wait)`
-    when it would have to wait past its deadline less 2 s. `left`: the call's remaining seconds."""
+    when it would have to wait past its deadline less 2 s. `left`: the call's remaining seconds. With `wait`
+    False, a call that would have to wait (and could) gets `(None, WAIT)` at once."""
     deadline = time.monotonic() + left
     while True:
         found_rules = rules(alias, connection)
@@ -291,10 +299,12 @@ def admit(alias, connection, need, left):
                 _write_inflight(inflight)
                 return ticket, ""
         free, why = blocked
-        wait = max(free - now, MIN_WAIT)
-        if time.monotonic() + wait > deadline - MARGIN:
-            return None, f"{why}; try again in {_wait_text(wait)}"
-        if transport.STOP.wait(min(wait, POLL)):
+        pause = max(free - now, MIN_WAIT)
+        if time.monotonic() + pause > deadline - MARGIN:
+            return None, f"{why}; try again in {_wait_text(pause)}"
+        if not wait:
+            return None, WAIT
+        if transport.STOP.wait(min(pause, POLL)):
             return None, ""
 
 
@@ -308,18 +318,21 @@ def release(ticket):
         _write_inflight(inflight)
 
 
-def pace(call):
-    """The client's PREFLIGHT step: wait for room, or the refusal text. A broken limit or pacing file, or a lock
-    that stays taken, paces nothing (CL-6): bookkeeping never fails a call."""
+def pace(call, wait=False):
+    """The client's PREFLIGHT step: room now, or the refusal text; a call that must wait for room is put off
+    to its own thread (`call.waits`), where this runs again and waits. A broken limit or pacing file, or a
+    lock that stays taken, paces nothing (CL-6): bookkeeping never fails a call."""
     try:
-        need = estimate(*call.asked)
-        ticket, why = admit(call.alias, call.connection, need, call.left())
+        ticket, why = admit(call.alias, call.connection, estimate(*call.asked), call.left(), wait)
     except Exception:
+        return ""
+    if why is WAIT:
+        call.waits.append(functools.partial(pace, wait=True))
         return ""
     if why:
         return REFUSED + why
     if ticket is not None:
-        call.releases.append(lambda: release(ticket))
+        call.releases.append(functools.partial(release, ticket))
     return ""
 
 
