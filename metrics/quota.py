@@ -21,6 +21,7 @@ Decisions where the spec is silent:
 """
 
 import datetime
+import math
 import re
 import sys
 import time
@@ -90,7 +91,7 @@ def _number(value):
 
 def _int(value):
     number = _number(value)
-    return int(number) if number is not None and number == number and abs(number) != float("inf") else None
+    return int(number) if number is not None and math.isfinite(number) else None
 
 
 def reset_at(value, now):
