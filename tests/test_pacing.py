@@ -172,3 +172,18 @@ def test_pace5_estimates():
     parts = [{"role": "user", "content": [{"type": "text", "text": "a" * 40}, {"type": "image_url", "image_url": {}}]}]
     assert pacing.estimate(messages=parts) == 11
     assert pacing.estimate("", "", None, {"temperature": 0.5}) == 1 + len('{"temperature": 0.5}') // 4
+
+
+def test_pace3_a_call_in_flight_counts_until_its_until(bench):
+    """Another process's call in flight weighs one request; one past its `until` (a crashed caller) is ignored
+    and dropped on the next write."""
+    limits(demo={"rpm": 1})
+    now = time.time()
+    flying = {"alias": "quick", "connection": "demo", "t": now - 5, "tokens": 3, "pid": 999_999}
+    inflight = paths.file("runs", "inflight.json")
+    fileio.write_atomic(inflight, json.dumps({"live": {**flying, "until": now + 100}}))
+    assert client.chat("quick", "hi", timeout=10)["error"].startswith(
+        "Error: client failed: rate limit (not sent; paced by the bench): demo allows 1 requests per minute")
+    fileio.write_atomic(inflight, json.dumps({"gone": {**flying, "until": now - 1}}))
+    assert client.chat("quick", "hi", timeout=10)["error"] == ""
+    assert json.loads(inflight.read_text()) == {}  # the stale entry went with the call's own release
