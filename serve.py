@@ -44,7 +44,7 @@ from pathlib import Path
 import gateway
 from metrics import (__version__, benchview, changes, client, collectionedit, collections, connect, discover,
                      endpointedit, endpoints, gatewaycard, guard, hubadd, jobs, leaderboard, modeledit, modelfacts,
-                     onboarding, panel, paths, registry, routes, scheduler, settingsedit, themes)
+                     onboarding, panel, paths, quotaview, registry, routes, scheduler, settingsedit, themes)
 
 UI = Path(__file__).resolve().parent / "ui"
 PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
@@ -107,6 +107,7 @@ DASHBOARD = (
     Page("GET", "/api/leaderboard", "api_leaderboard", query=True),
     Page("GET", "/api/discover", "api_discover"),
     Page("GET", "/api/discover-model", "api_discover_model", query=True),
+    Page("GET", "/api/quotas", "api_quotas"),
     Page("GET", "/ui/", "static"),
     Page("GET", "/fonts/", "static"),
     Page("POST", "/api/model", "write", writes=True),
@@ -418,6 +419,10 @@ class Handler(gateway.Handler):
         """DS-3: one row's routes; 404 when Discover has no such row."""
         query = urllib.parse.parse_qs(self.path.partition("?")[2])
         self.answer(*discover.model((query.get("provider") or [""])[0], (query.get("model") or [""])[0]))
+
+    def api_quotas(self):
+        """The Quotas page (QT-1..5) and the token cost per model."""
+        self.answer(200, quotaview.view())
 
     def static(self):
         """TH-8: only named files; anything else (another name, a query, a path) is 404."""

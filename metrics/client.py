@@ -64,8 +64,8 @@ import sys
 import time
 from email.utils import parsedate_to_datetime
 
-from metrics import (catalog, connections, endpoints, fileio, formats, keys, learn, ledger, notices, paths, registry,
-                     renewal, transport)
+from metrics import (catalog, connections, endpoints, fileio, formats, freetier, keys, learn, ledger, notices, pacing,
+                     paths, quota, registry, renewal, transport)
 from metrics.formats.turn import delta_text
 from metrics.gather import Stalled, TimedOut, TooLarge
 # STOP, Body and HTTPError are callers' names too, as client.STOP (the gateway's and panel's stop) and the rest
@@ -118,7 +118,9 @@ class Call(transport.Deadline):
         self.url = ""
         self.headers = {}
         self.payload = {}
+        self.asked = ("", "", None, None)  # prompt, system, messages, body as the caller gave them
         self.releases = []  # run after the ledger line is written (a pacing ticket, LED-8)
+        self.waits = []  # PREFLIGHT checks put off to the call's own thread: `check(call)` -> refusal text or ""
         self.attempts = 0
         self.sent_at = None
         self.status = 0
@@ -529,14 +531,31 @@ def name_connection(call):
 
 # Run in order after the request is built; a hook raises Stop to end the call
 # unsent (Stop(text, refused=True) for a refusal) and may append to
-# `call.releases`. Sign-in renewal goes before require_key; the free-tier guard
-# (AL-5), then pacing (PACE), after name_connection.
+# `call.releases`, or to `call.waits` a check that must wait (pacing): it runs
+# before the first request on the call's own thread, so a panel sending every
+# seat's request from one thread is not held by one seat's wait. Sign-in renewal
+# goes before require_key; the free-tier guard (AL-5), then pacing (PACE), after
+# name_connection.
 PREFLIGHT = [renew_signin, require_key, name_connection]
+
+
+def refuse_if(check):
+    """A PREFLIGHT hook from a module below this one, which cannot raise Stop: `check(call)` returns the
+    refusal text (ledger `refused`, nothing sent) or ""."""
+    def hook(call):
+        text = check(call)
+        if text:
+            raise Stop(text, refused=True)
+    hook.__name__ = check.__name__
+    return hook
+
+
+PREFLIGHT += [refuse_if(freetier.hold), refuse_if(pacing.pace)]  # AL-5, then PACE (CL-2 e, f)
 
 # fn(alias, connection, base, status, headers, body) for every response: success
 # headers before the body is read (body None), errors with their parsed JSON body
 # (None when not JSON). Failures are swallowed (RET-7, QUO-8).
-OBSERVERS = []
+OBSERVERS = [quota.observe]
 
 
 def _prepare(call, prompt, system, messages, body):
@@ -563,6 +582,7 @@ def _prepare(call, prompt, system, messages, body):
     if call.api not in APIS:
         raise Stop(f"Error: client failed: the {call.api} API is not supported yet")
     call.url, call.payload = APIS[call.api][0](call, prompt, system, messages, body)
+    call.asked = (prompt, system, messages, body)  # what pacing estimates the tokens from (PACE-5)
     for hook in PREFLIGHT:
         hook(call)
     call.headers = {"Content-Type": "application/json", "User-Agent": USER_AGENT}
@@ -870,7 +890,8 @@ def begin(alias, prompt, system="", timeout=DEFAULT_TIMEOUT, messages=None, on_d
     retries = RETRIES if retries is None else retries
     try:
         _prepare(call, prompt, system, messages, body)
-        call.early = _post(call, connect=False)
+        if not call.waits:
+            call.early = _post(call, connect=False)
     except Stop as stop:
         return functools.partial(_settle, call, _reply(error=stop.text), purpose, stop.refused)
     except Exception as exc:
@@ -881,6 +902,10 @@ def begin(alias, prompt, system="", timeout=DEFAULT_TIMEOUT, messages=None, on_d
 def _finish_call(call, purpose, retries):
     reply, refused = _reply(), False
     try:
+        for check in call.waits:
+            text = check(call)
+            if text:
+                raise Stop(text, refused=True)
         read = APIS[call.api][1]
         reply = _send(call, read, retries)
         if _budget_cut(call, reply):

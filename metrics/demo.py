@@ -43,6 +43,13 @@ Model spec keys (all optional):
   whole bool: a chat request asking to stream gets a plain JSON chat.completion (tool calls included)
   serves_as str: the name the reply's `model` field gives instead of the requested one (a provider that
         silently serves another model: SWAP, the capability probe's `served as`, PROBE-3)
+  ratelimit int (issue 19, quota records and pacing): the model allows that many requests (its count since
+        set_model/clear). Every chat completions reply carries `x-ratelimit-limit-requests: N`,
+        `x-ratelimit-remaining-requests: max(N - count, 0)` and `x-ratelimit-reset-requests: <ratelimit_reset,
+        default "60s">`, as OpenAI-style providers send them; request N+1 onward is a 429 with those headers,
+        `Retry-After` (retry_after, default 1) and the rate-limit body. See `limit_headers()`
+  quota_body object (issue 19): the JSON body of this model's 429s (fail "429" or past its ratelimit)
+        instead of the plain rate-limit one: a Gemini quota violation, OpenRouter's passed-on headers
   replies {substring: answer}: a scripted suite model (issue 18). The first substring (in the spec's
         order, case-sensitive) found in the last user message picks the answer; none found → the usual
         answer. Suite tests script a model that finds a seeded bug, one that invents, and so on
@@ -279,6 +286,11 @@ def check_spec(name, spec):
     for key in SWITCHES:
         if key in spec and not isinstance(spec[key], bool):
             raise ValueError(f"model {name!r}: {key} is true or false, not {spec[key]!r}")
+    if "ratelimit" in spec and not (isinstance(spec["ratelimit"], int) and not isinstance(spec["ratelimit"], bool)
+                                    and spec["ratelimit"] > 0):
+        raise ValueError(f"model {name!r}: ratelimit is a positive whole number of requests, not {spec['ratelimit']!r}")
+    if "quota_body" in spec and not isinstance(spec["quota_body"], (dict, list)):
+        raise ValueError(f"model {name!r}: quota_body is a JSON object or list, not {spec['quota_body']!r}")
     replies = spec.get("replies", {})
     if not isinstance(replies, dict) or not all(isinstance(v, str) for v in replies.values()):
         raise ValueError(f"model {name!r}: replies is {{substring: answer text}}, not {replies!r}")
@@ -517,6 +529,17 @@ def fail_mode(spec, count, max_tokens):
     return fail
 
 
+def limit_headers(spec, count):
+    """`(headers, over)`: the rate-limit headers a `ratelimit` model sends with its reply to request `count`,
+    and whether that request is past the limit (answered 429). No headers without `ratelimit`."""
+    if "ratelimit" not in spec:
+        return [], False
+    allowed = spec["ratelimit"]
+    return [("x-ratelimit-limit-requests", str(allowed)),
+            ("x-ratelimit-remaining-requests", str(max(allowed - count, 0))),
+            ("x-ratelimit-reset-requests", str(spec.get("ratelimit_reset", "60s")))], count > allowed
+
+
 def garbles(reply, n):
     """Whether a native stream sends its piece `n` as GARBLED: the second piece of a garbled reply."""
     return n == 1 and reply.get("fail") == "garbled"
@@ -610,7 +633,8 @@ class Handler(BaseHTTPRequestHandler):
         if payload is None:
             return self.send_bytes(status, BAD_GATEWAY_HTML, "text/html; charset=utf-8")
         if api != "chat":
-            payload = formats.error_body(api, status, str((payload.get("error") or {}).get("message") or ""))
+            error = payload.get("error") if isinstance(payload, dict) else None  # a quota_body may be a list
+            payload = formats.error_body(api, status, str((error or {}).get("message") or ""))
         self.send_json(status, payload, headers)
 
     def read_body(self):
@@ -672,10 +696,15 @@ class Handler(BaseHTTPRequestHandler):
             if spec["echo_auth"] != 200:
                 return None, (spec["echo_auth"], error_body(said, spec["echo_auth"]), [])
             spec = {**spec, "answer": said}
+        limits, over = limit_headers(spec, count)
+        if over:
+            fail = "429"
         if fail in ERROR_REPLIES:
             status, payload = ERROR_REPLIES[fail]
             retry = [("Retry-After", str(spec.get("retry_after", 1)))] if fail == "429" else []
-            return None, (status, payload, retry)
+            if fail == "429" and "quota_body" in spec:
+                payload = spec["quota_body"]
+            return None, (status, payload, limits + retry)
         if fail == "502html":
             return None, (502, None, [])
         calls = [] if fail in ("empty", "length_empty") else script_calls(name, spec, messages, tools)
@@ -699,7 +728,7 @@ class Handler(BaseHTTPRequestHandler):
                  "pause": spec.get("pause", 1.0) if fail == "stall_mid" else 0,
                  "keepalive": bool(spec.get("keepalive")), "streams": spec.get("streams", True),
                  "parallel": bool(spec.get("parallel")), "late_id": bool(spec.get("late_id")),
-                 "whole": bool(spec.get("whole"))}
+                 "whole": bool(spec.get("whole")), "headers": limits}
         return reply, None
 
     def decide(self, body):
@@ -738,7 +767,7 @@ class Handler(BaseHTTPRequestHandler):
         if fail == "garbled":  # where a key must come: never valid JSON, wherever the answer's words fall
             data = data[:1] + LOST + data[1:]
         if fail not in ("drop", "stall_mid", *STALLS):
-            return self.send_bytes(200, data, "application/json")
+            return self.send_bytes(200, data, "application/json", reply.get("headers", ()))
         # Promise the whole body, then break off, hold or pause part way.
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -761,6 +790,8 @@ class Handler(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
+        for name, value in reply.get("headers", ()):
+            self.send_header(name, value)
         # Chunked keeps the connection reusable; a drop is close-delimited so its framing is whole.
         self.send_header("Transfer-Encoding" if chunked else "Connection", "chunked" if chunked else "close")
         self.end_headers()

@@ -117,6 +117,15 @@ def measure(alias, label, n, timeout):
             "detail": failures.get(worst, ""), "tokens_per_s": f"{percentile(rates, 0.5):.1f}" if rates else ""}
 
 
+def count(alias, calls):
+    """PF-7: a row's calls are counted as measurement, not work (`metrics/benchmark-calls.json`, COST-2); a
+    counter that cannot be written never fails the run."""
+    try:
+        ledger.count_benchmark(alias, calls)
+    except Exception as exc:
+        print(f"    (could not count the benchmark calls: {exc})", file=sys.stderr)
+
+
 def read_history():
     """`(header, rows)` of the history file; `([], [])` when there is none yet."""
     try:
@@ -212,6 +221,7 @@ def main(argv=None):
         n = 1 if ":free" in registry.names().get(alias, "") else args.n
         for label in labels:
             rows.append(measure(alias, label, n, args.timeout))
+            count(alias, n)
     append(rows)
     summary(rows, earlier)
     return 0

@@ -16,6 +16,8 @@ Decisions where the spec is silent:
 - A model's latest failure class is read from its newest perf row (followed through renames): an answered
   row clears it, an unanswered row without a class is `other` (a timeout-only row is `timeout`).
 - An alert that cannot be written prints `could not update alerts: ...` and the run goes on (DP-6).
+- The free-tier guard's `model:paid:` alerts are left alone by the `model:` sweep (models.md improvement 1):
+  the catalog refresh's price watch raises and clears them.
 """
 
 import datetime
@@ -24,6 +26,7 @@ import sys
 
 from metrics import alerts, endpoints, fileio, paths, registry, retire
 
+PAID_PREFIX = "model:paid:"  # AL-3/AL-5: the free-tier guard's alerts, never swept here
 ALERTS = {  # DP-6: kind of problem -> (alert kind, message, action)
     "never-served": ("registration", "{alias} is registered but {where} has never served {served}",
                      "check the served name for a typo, or add the model to the endpoint"),
@@ -157,8 +160,9 @@ def main(argv=None):
                 alerts.raise_alert(f"model:{kind}:{key}", what, message.format(**text), action.format(**text),
                                    alias=alias)
                 wrong.add(f"model:{kind}:{key}")
-            # the went-paid guard is the catalog refresh's to lift (AL-4, models.md improvement 1)
-            wrong |= {key for key in alerts.active() if key.startswith("model:paid:")}
+            # models.md improvement 1: the free-tier guard's `model:paid:` alerts are the price watch's to clear,
+            # not this sweep's (it would lift the guard a day after it was raised)
+            wrong |= {key for key in alerts.active() if key.startswith(PAID_PREFIX)}
             alerts.sweep("model:", wrong)
         except retire.ALERT_ERRORS as exc:
             print(f"could not update alerts: {exc}")

@@ -525,14 +525,17 @@ def test_preflight_hooks_and_observers(bench):
         client.PREFLIGHT.remove(refuse)
     assert res["error"].endswith("held for a test") and chats(bench) == []
     assert ledger_lines()[-1]["status"] == "refused" and ledger_lines()[-1]["connection"] == "demo"
+    def observe(*args):
+        seen.append(args)
+
     client.PREFLIGHT.append(reserve)
-    client.OBSERVERS.append(lambda *args: seen.append(args))
+    client.OBSERVERS.append(observe)
     try:
         client.chat("ok", "hi")
         client.chat("rate-once", "hi")
     finally:
         client.PREFLIGHT.remove(reserve)
-        client.OBSERVERS.clear()
+        client.OBSERVERS.remove(observe)  # the quota observer stays for every later test
     assert released == [2, 3]  # each release ran after its own ledger line
     statuses = [(a[0], a[1], a[3], a[5]) for a in seen]
     assert statuses[0] == ("ok", "demo", 200, None)

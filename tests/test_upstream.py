@@ -1,6 +1,8 @@
-"""The local upstream's scripted models (metrics/demo.py): `replies`, `listed`, `serves_as`; what each answers, typos refused."""
+"""The local upstream's scripted models (metrics/demo.py): `replies`, `listed`, `serves_as`, `ratelimit`, `quota_body`;
+what each answers, typos refused."""
 
 import json
+import urllib.error
 import urllib.request
 
 import pytest
@@ -53,3 +55,26 @@ def test_serves_as_names_another_model_in_the_reply():
             assert json.load(reply)["model"] == "vendor/other-model"
     with pytest.raises(ValueError, match="serves_as is a model name"):
         demo.Upstream(models={"m": {"serves_as": ""}})
+
+
+def test_ratelimit_sends_the_headers_counting_down_then_429_with_the_quota_body():
+    """Issue 19: a model that states its limit the way OpenAI-style providers do, then refuses past it."""
+    quota = {"error": {"code": 429, "message": "quota", "details": [{"violations": [{"quotaId": "PerDay", "quotaValue": "2"}]}]}}
+    body = json.dumps({"model": "capped", "messages": [{"role": "user", "content": "hi"}]}).encode()
+    with demo.Upstream(models={"capped": {"answer": "hi", "ratelimit": 2, "ratelimit_reset": "6m0s",
+                                          "quota_body": quota}}) as up:
+        seen = []
+        for _ in range(2):
+            request = urllib.request.Request(up.base_url + "/chat/completions", body, {"Content-Type": "application/json"})
+            with urllib.request.urlopen(request, timeout=10) as reply:
+                seen.append((reply.headers["x-ratelimit-limit-requests"], reply.headers["x-ratelimit-remaining-requests"],
+                             reply.headers["x-ratelimit-reset-requests"]))
+        request = urllib.request.Request(up.base_url + "/chat/completions", body, {"Content-Type": "application/json"})
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=10)
+    assert seen == [("2", "1", "6m0s"), ("2", "0", "6m0s")]
+    assert refused.value.code == 429 and refused.value.headers["Retry-After"] == "1"
+    assert refused.value.headers["x-ratelimit-remaining-requests"] == "0"
+    assert json.load(refused.value) == quota
+    with pytest.raises(ValueError, match="ratelimit is a positive whole number"):
+        demo.Upstream(models={"m": {"ratelimit": 0}})
