@@ -22,7 +22,8 @@ Decisions where the spec leaves room, or where an improvement changes it:
   `window.BENCH`; the script draws the tables from that JSON and from the APIs (one request per page load).
 - No fonts are shipped (OFF-2 allows none: the CSS fallback stacks apply), so `/fonts/<file>` is 404;
   `/ui/<file>` serves the two named page files.
-- Connect (sign-in), quotas, Discover, benchmarks and the scheduler are other issues: their routes are not
+- Benchmarks (issue 19) has no route: its data is `charts-data`, embedded in the page once (BM-1).
+- Connect (sign-in), quotas, Discover and the scheduler are other issues: their routes are not
   here yet (an unknown POST is 404, an unknown GET the page). Endpoints and onboarding are
   (`metrics.endpointedit`, `metrics.onboarding`).
 """
@@ -41,8 +42,8 @@ import urllib.parse
 from pathlib import Path
 
 import gateway
-from metrics import (__version__, benchview, changes, client, collectionedit, collections, endpointedit, endpoints,
-                     gatewaycard, guard, jobs, leaderboard, modeledit, modelfacts, onboarding, panel, paths, registry,
+from metrics import (__version__, benchmarks, benchview, changes, client, collectionedit, collections, endpointedit,
+                     endpoints, gatewaycard, guard, jobs, leaderboard, modeledit, modelfacts, onboarding, panel, paths, registry,
                      routes, scheduler, settingsedit, themes)
 
 UI = Path(__file__).resolve().parent / "ui"
@@ -398,7 +399,8 @@ class Handler(gateway.Handler):
                             "gateway": benchview.gateway_url(self.port)}).replace("</", "<\\/")
         parts = {"theme": theme, "favicon": self.favicon(theme), "tokens": themes.css(),
                  "style": (UI / "bench.css").read_text(encoding="utf-8"), "bench": bench,
-                 "script": page_script()}
+                 "script": page_script(),
+                 "charts": json.dumps(benchmarks.charts_data()).replace("</", "<\\/")}
         text = (UI / "index.html").read_text(encoding="utf-8")
         # one pass over the template: a `{{script}}` inside the data (a retire reason, say) stays text
         self.send_html(200, PLACEHOLDER.sub(lambda m: parts.get(m.group(1), m.group(0)), text))
