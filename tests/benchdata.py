@@ -19,10 +19,14 @@ What each scripted model does (so a test can predict every figure):
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import urllib.request
 
+import pytest
+
+from conftest import running_gateway
 from metrics import demo, fileio, paths
 
 HAND, CLAIM_F, CLAIM_T = "TASK-HAND", "TASK-CLAIM-FALSE", "TASK-CLAIM-TRUE"
@@ -130,3 +134,30 @@ def populate(up, gateway_base):
     run("perf/run.py", *[a for m in ("sage", "fair", "bold", "down") for a in ("--model", m)], "-n", "2",
         "--timeout", "10")
     judge_panels(gateway_base)
+
+
+@pytest.fixture(scope="session")
+def populated(tmp_path_factory):
+    """`(folder, upstream)`: a data folder filled by real runs once per session (two modules read it); the
+    upstream stays up meanwhile."""
+    folder = tmp_path_factory.mktemp("populated") / "data"
+    llm = tmp_path_factory.mktemp("populated-llm")
+    with pytest.MonkeyPatch.context() as mp, demo.Upstream(models={k: dict(v) for k, v in MODELS.items()}) as up:
+        mp.setenv("BENCHWARMERS_HOME", str(folder))
+        mp.setenv("LLM_USER_PATH", str(llm))
+        mp.setenv("BENCH_CLIENT", "builtin")
+        paths.reload()
+        with running_gateway() as srv:
+            populate(up, f"http://127.0.0.1:{srv.server_address[1]}")
+        paths.reload()
+        yield folder, up
+    paths.reload()
+
+
+@pytest.fixture
+def filled(home, populated, monkeypatch):
+    """This test's data folder, a copy of the populated one; the upstream its endpoint points at."""
+    shutil.copytree(populated[0], home, dirs_exist_ok=True)
+    monkeypatch.setenv("BENCH_CLIENT", "builtin")
+    paths.reload()
+    return populated[1]

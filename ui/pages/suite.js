@@ -376,14 +376,16 @@
     var sp = D.speed || [];
     var speed = {id: "chart-speed", heading: "Speed vs quality on our own tasks", title: "Speed vs quality", empty: "No suite timings yet.",
       has: function () { return sp.length > 0; }, draw: function (w) {
-        var secs = sp.map(function (d) { return d.seconds; });
-        var x0 = Math.max(1, 0.8 * Math.min.apply(null, secs)), x1 = Math.max(x0 * 1.5, 1.25 * Math.max.apply(null, secs));
+        var secs = sp.map(function (d) { return Math.max(0.05, d.seconds); });
+        var x0 = Math.max(1, 0.8 * Math.min.apply(null, secs)), x1 = 1.25 * Math.max.apply(null, secs);
+        if (x1 <= x0) x0 = 0.8 * Math.min.apply(null, secs);  /* all under a second: the 1 s floor would stack every dot */
+        if (x1 <= x0) x1 = x0 * 1.5;
         var y0 = lower(sp.map(function (d) { return d.recall; }));
-        var xt = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000].filter(function (v) { return v >= x0 && v <= x1; });
+        var xt = [0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000].filter(function (v) { return v >= x0 && v <= x1; });
         return scatter(w, sp.map(function (d) {
-          return {x: Math.min(x1, Math.max(x0, d.seconds)), y: d.recall, text: d.model,
+          return {x: Math.min(x1, Math.max(x0, d.seconds, 0.05)), y: d.recall, text: d.model,
             tip: d.model + "\nmedian " + d.seconds.toFixed(1) + "s per task over " + d.tasks + " tasks\nfinds " + pct(d.recall)};
-        }), {log: true, x0: x0, x1: x1, y0: y0, y1: 1, xticks: xt.length ? xt : [x0], xtext: function (v) { return (+v.toFixed(1)) + "s"; },
+        }), {log: true, x0: x0, x1: x1, y0: y0, y1: 1, xticks: xt.length ? xt : [x0], xtext: function (v) { return (v < 1 ? String(+v.toPrecision(2)) : v.toFixed(0)) + "s"; },
           yticks: range(Math.ceil(y0 * 10) / 10, 1, 0.1), ytext: pct, xtitle: "median seconds per task (log) →", ytitle: "↑ finds more", dot: "sky"});
       }};
     speed.table = folded("speed", ["Model", {title: "Median seconds", num: true}, {title: "Finds", num: true}, {title: "Tasks", num: true}],
