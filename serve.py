@@ -43,8 +43,8 @@ from pathlib import Path
 
 import gateway
 from metrics import (__version__, benchmarks, benchview, changes, client, collectionedit, collections, endpointedit,
-                     endpoints, gatewaycard, guard, jobs, leaderboard, modeledit, modelfacts, onboarding, panel, paths, registry,
-                     routes, scheduler, settingsedit, themes)
+                     endpoints, gatewaycard, guard, jobs, leaderboard, modeledit, modelfacts, onboarding, panel, paths,
+                     registry, routes, scheduler, settingsedit, themes)
 
 UI = Path(__file__).resolve().parent / "ui"
 PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")

@@ -165,7 +165,8 @@ def _perf_table(rows, models):
         for row in rows.get(alias, []):
             latest[(row.get("prompt") or "").strip()] = row
         for prompt, row in latest.items():
-            out.append({"model": alias, "prompt": prompt, "p50": _float(row.get("p50_s")), "p95": _float(row.get("p95_s")),
+            out.append({"model": alias, "prompt": prompt, "p50": _float(row.get("p50_s")),
+                        "p95": _float(row.get("p95_s")),
                         "chars": _float(row.get("chars_per_s")), "tokens": _float(row.get("tokens_per_s")),
                         **{k: _int(row.get(k)) for k in ("answered", "refused", "error", "timeout")}})
     return out
@@ -209,7 +210,8 @@ def charts_data(today=None):
                      if a in mine and a in recalls and recalls[a][1] > 0 and r["answers"]],
         "heat": _heat(scores, mine),
         "families": FAMILIES,
-        "wrong": [{"model": r["model"], "kind": k, "rate": r["by"][k][0] / r["answers"], "n": f"{r['by'][k][0]}/{r['by'][k][1]}"}
+        "wrong": [{"model": r["model"], "kind": k, "rate": r["by"][k][0] / r["answers"],
+                   "n": f"{r['by'][k][0]}/{r['by'][k][1]}"}
                   for r in wrong_rows if r["model"] in mine for k in wrong.KINDS if r["by"][k][0] > 0],
         "wrongTotals": {r["model"]: {"rate": r["wrong"] / r["answers"], "answers": r["answers"]}
                         for r in wrong_rows if r["model"] in mine and r["answers"]},

@@ -1,6 +1,6 @@
 """A populated data folder for the Benchmarks page's tests (issue 19), made the way a bench fills up: real runs.
 
-`populate(up)` points the current data folder at the local upstream `up` (scripted with MODELS), writes a
+`populate(up, gateway_base)` points the current data folder at the local upstream `up` (scripted with MODELS), writes a
 small suite of TASKS (one per family, bug/control pairs), then runs `suite/run.py` and `perf/run.py` as a
 user types them, asks a collection through the real gateway and judges its seats with `POST /bench/verdict`.
 Nothing is hand-written into the evidence files: the suite notes, saved answers, perf history and offload
@@ -85,9 +85,10 @@ MODELS = {
     "down": {"fail": "429", "retry_after": 0},
 }
 SUITE_MODELS = ("sage", "fair", "bold", "mute")
-# (panel members, {alias: (useful, real claims, false claims)}) per panel asked through the gateway
+# one panel of bench/crew per entry, asked through the gateway: {alias: (useful, real claims, false claims)}
 VERDICTS = [
-    {"sage": (True, ["the cache misses on update"], []), "fair": (True, [], []), "bold": (False, [], ["x is a thread"])},
+    {"sage": (True, ["the cache misses on update"], []), "fair": (True, [], []),
+     "bold": (False, [], ["x is a thread"])},
     {"sage": (True, [], []), "fair": (False, [], ["the lock is reentrant"]), "bold": (False, [], [])},
 ]
 

@@ -21,7 +21,7 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 ARGS = ["--no-sandbox", "--headless=new", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]
-PAGES = ["glance", "logs", "endpoints", "models", "collections", "settings", "info"]
+PAGES = ["glance", "suite", "logs", "endpoints", "models", "collections", "settings", "info"]
 TOKEN = "a-very-long-admin-token-0123456789"
 
 
@@ -110,10 +110,10 @@ def test_controls_are_labelled_and_reachable_by_keyboard_ui1(page):
     assert page.evaluate("document.activeElement.className") == "skip"
     page.focus("#t-glance")
     page.keyboard.press("ArrowDown")
-    assert page.evaluate("document.activeElement.id") == "t-logs"
-    assert page.get_attribute("#t-logs", "aria-selected") == "true"
-    assert page.evaluate("document.querySelectorAll('[role=tab]').length") == 7
-    assert page.evaluate("document.querySelectorAll('[role=tabpanel]').length") == 7
+    assert page.evaluate("document.activeElement.id") == "t-suite"
+    assert page.get_attribute("#t-suite", "aria-selected") == "true"
+    assert page.evaluate("document.querySelectorAll('[role=tab]').length") == 8
+    assert page.evaluate("document.querySelectorAll('[role=tabpanel]').length") == 8
 
 
 def test_create_a_collection_ask_it_and_judge_by_keyboard_co7_gw1_gw5(page, dash):

@@ -302,8 +302,10 @@
           var x = left + i * cw;
           if (familyOf[t] === lastFamily) return;
           lastFamily = familyOf[t];
-          if (i) svg.appendChild(s("line", {x1: x - 1, x2: x - 1, y1: top - 30, y2: top + models.length * ch, stroke: colour("muted"), "stroke-opacity": 0.5, "class": "family-sep"}));
           var rowAt = x > ends[0] ? 0 : 1;
+          /* the separator rises to its own label unless a longer name on the lower row runs across it */
+          var rise = rowAt === 0 && x <= ends[1] ? top - 4 : top - 30 + rowAt * 14;
+          if (i) svg.appendChild(s("line", {x1: x - 1, x2: x - 1, y1: rise, y2: top + models.length * ch, stroke: colour("muted"), "stroke-opacity": 0.5, "class": "family-sep"}));
           svg.appendChild(label(x + 2, top - 22 + rowAt * 14, lastFamily, {"font-size": 11, fill: colour("muted"), "class": "family"}));
           ends[rowAt] = x + 2 + lastFamily.length * 6.2 + 6;
         });
