@@ -23,8 +23,9 @@ Decisions where the spec leaves room, or where an improvement changes it:
 - No fonts are shipped (OFF-2 allows none: the CSS fallback stacks apply), so `/fonts/<file>` is 404;
   `/ui/<file>` serves the two named page files.
 - Every page's routes are here (`metrics.endpointedit`, `metrics.onboarding`, `metrics.discover`,
-  `metrics.connect`, `metrics.hubadd` ...); `GET /api/discover` (Discover's rows) is our addition to the API
-  index.
+  `metrics.connect`, `metrics.hubadd`, `metrics.quotaview` ...); `GET /api/discover` (Discover's rows) is our
+  addition to the API index.
+- Benchmarks has no route: its data is `charts-data`, embedded in the page once (BM-1).
 - The Connect callback's page links back to the public URL when set, else `http://localhost:<port>/`.
 """
 
@@ -42,9 +43,9 @@ import urllib.parse
 from pathlib import Path
 
 import gateway
-from metrics import (__version__, benchview, changes, client, collectionedit, collections, connect, discover,
-                     endpointedit, endpoints, gatewaycard, guard, hubadd, jobs, leaderboard, modeledit, modelfacts,
-                     onboarding, panel, paths, quotaview, registry, routes, scheduler, settingsedit, themes)
+from metrics import (__version__, benchmarks, benchview, changes, client, collectionedit, collections, connect,
+                     discover, endpointedit, endpoints, gatewaycard, guard, hubadd, jobs, leaderboard, modeledit,
+                     modelfacts, onboarding, panel, paths, quotaview, registry, routes, scheduler, settingsedit, themes)
 
 UI = Path(__file__).resolve().parent / "ui"
 PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
@@ -455,7 +456,8 @@ class Handler(gateway.Handler):
                              "gateway": benchview.gateway_url(self.port)})
         parts = {"theme": theme, "favicon": self.favicon(theme), "tokens": themes.css(),
                  "style": (UI / "bench.css").read_text(encoding="utf-8"), "bench": bench,
-                 "script": page_script()}
+                 "script": page_script(),
+                 "charts": script_json(benchmarks.charts_data())}
         text = (UI / "index.html").read_text(encoding="utf-8")
         # one pass over the template: a `{{script}}` inside the data (a retire reason, say) stays text
         self.send_html(200, PLACEHOLDER.sub(lambda m: parts.get(m.group(1), m.group(0)), text))

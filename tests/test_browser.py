@@ -21,7 +21,7 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 ARGS = ["--no-sandbox", "--headless=new", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]
-PAGES = ["glance", "quotas", "logs", "endpoints", "models", "collections", "discover", "settings", "info"]
+PAGES = ["glance", "suite", "quotas", "logs", "endpoints", "models", "collections", "discover", "settings", "info"]
 TOKEN = "a-very-long-admin-token-0123456789"
 
 
@@ -110,8 +110,8 @@ def test_controls_are_labelled_and_reachable_by_keyboard_ui1(page):
     assert page.evaluate("document.activeElement.className") == "skip"
     page.focus("#t-glance")
     page.keyboard.press("ArrowDown")
-    assert page.evaluate("document.activeElement.id") == "t-quotas"
-    assert page.get_attribute("#t-quotas", "aria-selected") == "true"
+    assert page.evaluate("document.activeElement.id") == "t-suite"
+    assert page.get_attribute("#t-suite", "aria-selected") == "true"
     assert page.evaluate("document.querySelectorAll('[role=tab]').length") == len(PAGES)
     assert page.evaluate("document.querySelectorAll('[role=tabpanel]').length") == len(PAGES)
 
