@@ -243,12 +243,12 @@ def run_policy(policy, base, prompts, seed, every, folder):
             bench = ask(port, kind, text)
             event = {"at": at, "shape": shape, "kind": kind}
             if kind == "route":
-                event.update(picked=shape, choice=bench["alias"], among=present(at, prompts))
+                event.update(picked=shape, choice=bench["alias"])
                 calls = [(bench["call"], bench["alias"], "route")]
             else:
                 seats = [s for s in bench["seats"] if s["status"] == "ok"]
-                event.update(picked=bench["shape"], seats=[s["alias"] for s in bench["seats"]],
-                             among=members(at, prompts))
+                event.update(picked=bench["shape"],  # the members always sit: only the explorers are kept
+                             explorers=[s["alias"] for s in bench["seats"] if s["seat"].startswith("explorer")])
                 calls = [(s["call"], s["alias"], s["seat"]) for s in seats]
                 merger = bench.get("merger")
                 if kind == "merged" and merger:
@@ -392,10 +392,12 @@ def phases(prompts):
 
 
 def choice_rows(run, kind, prompts, start=0, end=None):
+    """`[(chosen, {candidate: chance})]` of the merger's (among bench/sim's members) or route mode's (among
+    every model present) choices on prompts `start` to `end`."""
     end = prompts if end is None else end
-    kinds = ("merged",) if kind == "merger" else ("route",)
-    return [(e["choice"], {m: truth(m, e["shape"], e["at"], prompts) for m in e["among"]})
-            for e in run["events"] if e["kind"] in kinds and "choice" in e and start <= e["at"] < end]
+    wanted, among = ("merged", members) if kind == "merger" else ("route", present)
+    return [(e["choice"], {m: truth(m, e["shape"], e["at"], prompts) for m in among(e["at"], prompts)})
+            for e in run["events"] if e["kind"] == wanted and "choice" in e and start <= e["at"] < end]
 
 
 def gap_curve(run, kind, prompts, window):
@@ -413,9 +415,9 @@ def seated_all(run, prompts):
     """Panels (plain or merged) until every model present from the start has sat at least once."""
     wanted, seen, panels = set(present(0, prompts)), set(), 0
     for e in run["events"]:
-        if "seats" in e:
+        if "explorers" in e:
             panels += 1
-            seen.update(e["seats"])
+            seen.update(members(e["at"], prompts) + e["explorers"])
             if wanted <= seen:
                 return panels
     return None
@@ -450,7 +452,7 @@ def drop_and_find(run, prompts):
             sum(e["choice"] == DEGRADES for e in before) / len(before), 3) if before else None,
         "degrader chosen after (share of choices)": round(len(chosen_after) / len(between), 3) if between else None,
         "degrader last chosen (prompts after)": chosen_after[-1]["at"] - degrade if chosen_after else 0,
-        "newcomer first seated (prompts after)": after(run, prompts, join, lambda e: NEWCOMER in e.get("seats", [])),
+        "newcomer first seated (prompts after)": after(run, prompts, join, lambda e: "explorers" in e),
         "newcomer first chosen (prompts after)": after(run, prompts, join, lambda e: e.get("choice") == NEWCOMER),
         "newcomer first on its shapes' record (prompts after)": top,
     }
@@ -503,11 +505,11 @@ def svg(results, prompts):
         parts.append(f'<text x="{x0 + width / 2}" y="{height - 10}" text-anchor="middle" font-size="11">prompts</text>')
         parts.append(f'<text x="{x0 + 12}" y="{height / 2}" font-size="11" transform="rotate(-90 {x0 + 12} '
                      f'{height / 2})" text-anchor="middle">{ylabel}</text>')
-        for frac, label in ((DEGRADE_AT, "degrades"), (JOINS_AT, "newcomer")):
+        for n, (frac, label) in enumerate(((DEGRADE_AT, "degrades"), (JOINS_AT, "newcomer"))):
             x = px(prompts * frac)
             parts.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{py(high)}" y2="{py(low)}" stroke="#999" '
                          'stroke-dasharray="2,2"/>')
-            parts.append(f'<text x="{x + 2:.1f}" y="{py(high) + 10}" font-size="9" fill="#666">{label}</text>')
+            parts.append(f'<text x="{x + 2:.1f}" y="{py(high) + 10 + 11 * n}" font-size="9" fill="#666">{label}</text>')
         if low < 0 < high:
             parts.append(f'<line x1="{px(0)}" x2="{px(prompts)}" y1="{py(0):.1f}" y2="{py(0):.1f}" stroke="#888"/>')
         for i, (label, colour, dash, points) in enumerate(series):
@@ -515,10 +517,10 @@ def svg(results, prompts):
                 line = " ".join(f"{px(a):.1f},{py(v):.1f}" for a, v in points)
                 parts.append(f'<polyline points="{line}" fill="none" stroke="{colour}" stroke-width="1.8" '
                              f'stroke-dasharray="{dash}"/>')
-            y = py(high) + 24 + 13 * i
-            parts.append(f'<line x1="{px(0) + 8}" x2="{px(0) + 28}" y1="{y - 4}" y2="{y - 4}" stroke="{colour}" '
+            x, y = px(0) + (width - 2 * pad) / 2 * (i % 2), height + 8 + 14 * (i // 2)  # the legend, under the plot
+            parts.append(f'<line x1="{x}" x2="{x + 20}" y1="{y - 4}" y2="{y - 4}" stroke="{colour}" '
                          f'stroke-width="1.8" stroke-dasharray="{dash}"/>')
-            parts.append(f'<text x="{px(0) + 32}" y="{y}" font-size="10">{label}</text>')
+            parts.append(f'<text x="{x + 24}" y="{y}" font-size="10">{label}</text>')
 
     taus, gaps = [], []
     for result in results:
@@ -534,7 +536,7 @@ def svg(results, prompts):
     plot(0, "Kendall τ, record vs truth (mean of shapes)", -0.2, 1.0, taus, "τ")
     plot(width, "Gap closed, best single → oracle", -1.0, 1.0, gaps, "share of the gap")
     body = "\n".join(parts)
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{2 * width}" height="{height}" '
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{2 * width}" height="{height + 50}" '
             f'font-family="sans-serif" font-size="12">\n<rect width="100%" height="100%" fill="white"/>\n{body}\n</svg>\n')
 
 
@@ -605,11 +607,12 @@ def simulate(prompts, seed, every, out, readme=False, say=print, runs=None):
     if runs is None:
         runs = run_all(prompts, seed, every)
     results = [figures(r, prompts, every) for r in runs]
-    name = f"learning-{stamp}" + ("" if prompts >= 2000 else f"-{prompts}")
+    name = f"learning-{stamp}-seed{seed}" + ("" if prompts >= 2000 else f"-{prompts}")
     picture = out / f"{name}.svg"
     picture.write_text(svg(results, prompts), encoding="utf-8")
     (out / f"{name}.json").write_text(json.dumps({"prompts": prompts, "seed": seed, "every": every,
-                                                  "results": results, "runs": runs}, indent=1), encoding="utf-8")
+                                                  "results": results, "runs": runs}, separators=(",", ":")),
+                                      encoding="utf-8")
     text = table(results, prompts, seed, picture.relative_to(HERE) if picture.is_relative_to(HERE) else picture)
     say(text)
     if readme:
