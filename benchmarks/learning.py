@@ -27,7 +27,7 @@ its own process, at once. The figures, per policy:
 - Panels until every model has been seated; how soon after the degradation the degrading model stops
   being chosen; how soon after it joins the newcomer is seated, chosen and ranked first on its shape.
 
-    python -m benchmarks.learning                 the full run: 2,000 prompts (minutes)
+    python -m benchmarks.learning                 the full run: 2,000 prompts (about 2 minutes)
     python -m benchmarks.learning --prompts 300   a short run (the test's)
     python -m benchmarks.learning --seed 7 --out DIR
 
