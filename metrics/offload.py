@@ -492,10 +492,6 @@ class Index:
         resolve = aliases.resolver()
         return self._answer(lambda: {name: row[3][0] for name, row in self._merged(ALL, resolve).items()})
 
-    def last_order(self):
-        resolve = aliases.resolver()
-        return self._answer(lambda: {name: row[3][1] for name, row in self._merged(ALL, resolve).items()})
-
     def shape_record(self, shape):
         resolve = aliases.resolver()
 
@@ -582,12 +578,6 @@ def summary():
 def last_used():
     """`{alias: latest offload date}`, judged or not: the router's staleness (OFF-7, RTR-2)."""
     return index().last_used()
-
-
-def last_order():
-    """`{alias: the position of its latest offload in the log's order}`: finer than `last_used()`'s date, which
-    ties every model used today. The Thompson policy breaks staleness ties with it (issue 20)."""
-    return index().last_order()
 
 
 def shape_record(shape):

@@ -36,9 +36,10 @@ Decisions where the spec is silent:
   only fail).
 - The CLI's default is a large prompt (RTR-12 has only `--small`).
 - Issue 20: with gateway.json's policy `"thompson"`, explorer seats that tie on RTR-6's key go to the
-  least recently used by the offload log's order (`offload.last_order()`) instead of registration
-  order: whole days tie every model used today, so the same two would sit all day and the rest never
-  be judged again. The default policy keeps RTR-6 to the letter.
+  model with the fewest offloads instead of the first in registration order: whole days tie every model
+  used today, so the same two would sit all day and the rest never be judged again. Counts, not the log's
+  order, so a seeded run repeats (seats of one panel are logged in the order they finish). The default
+  policy keeps RTR-6 to the letter.
 
     python -m metrics.route [--shape S] [--small] [--with ALIAS]...
 """
@@ -385,13 +386,15 @@ def pick_seats(shape="general", large=False, nominees=(), members=None, explorer
         families.add(fam(alias))
 
     skip = {aliases.follow(current, a) for a in avoid or ()}
-    order = _used_order() if count and collections.chosen_policy() == policy.THOMPSON else {}
+    # issue 20: under Thompson, ties on RTR-6's key go to the model seen least (see the Decisions above)
+    fewest = count and collections.chosen_policy() == policy.THOMPSON
     while len(seats) < count:
         free = [a for a in rest if a not in chosen and fam(a) not in families and a not in skip]
         if not free:
             notes.append("no model left for an explorer seat (the rest are seated, of a seated family, or avoided)")
             break
-        pick = max(free, key=lambda a: (recs[a]["stale_days"], paid[a], -(recs[a]["recall"] or 0), -order.get(a, -1)))
+        pick = max(free, key=lambda a: (recs[a]["stale_days"], paid[a], -(recs[a]["recall"] or 0),
+                                        -recs[a]["offloads"] if fewest else 0))
         seats.append(pick)
         chosen.append(pick)
         families.add(fam(pick))
@@ -425,16 +428,6 @@ def pick_seats(shape="general", large=False, nominees=(), members=None, explorer
         "shape": shape,
         "notes": notes,
     }
-
-
-def _used_order():
-    """`{alias: position of its latest offload}` under the Thompson policy (issue 20): RTR-6 counts staleness in
-    whole days, so every model used today ties and the same two fill the explorer seats until midnight; the
-    log's order breaks the tie towards the least recently used. The contract's policy keeps RTR-6 as written."""
-    try:
-        return offload.last_order()
-    except Exception:  # unreadable evidence counts as none, as RTR-6's other sources do
-        return {}
 
 
 def _unregistered(alias):
