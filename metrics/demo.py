@@ -23,6 +23,9 @@ Model spec keys (all optional):
         | "stall_headers" | "stall_after_first" | "stall_mid" (pause, default 1 s)
   context_window int | max_output int | vision bool | tools bool | max_tokens_limit int
   decisions {question: answer}: what POST /v1/decisions answers (a decision model for the shape picker)
+  decides {question: {substring: answer}}: a decision model that reads the state (issue 20's simulated
+        bench): for each question asked, the first substring (in the spec's order, case-sensitive) found in
+        the request's `state` picks the answer; none found → the `decisions` answer, if any
   echo_auth int: a careless provider that repeats the prompt, then the Authorization header it was
         sent: as its answer when 200, else as the message of an error with that status (KEY-7's tests:
         a key must be hidden before any cut)
@@ -274,6 +277,20 @@ def listed(spec):
     return spec.get("listed", spec.get("fail") != "404")
 
 
+def read_state(rules, state, asked):
+    """`decides`: the answers a decision model that reads the state gives, `{question: answer}`, for the
+    questions asked. Why: the simulated bench (benchmarks/learning.py) needs the gateway's own shape
+    picker to recognise each prompt's shape, so a fixed `decisions` answer will not do."""
+    text = state if isinstance(state, str) else ""
+    found = {}
+    for question, table in rules.items():
+        if question in asked:
+            answer = next((a for mark, a in table.items() if mark in text), None)
+            if answer is not None:
+                found[question] = answer
+    return found
+
+
 def check_spec(name, spec):
     """Refuse a spec with an unknown fail mode or persona, or a tool script that is not one, so a typo fails
     loudly instead of answering."""
@@ -294,6 +311,9 @@ def check_spec(name, spec):
     replies = spec.get("replies", {})
     if not isinstance(replies, dict) or not all(isinstance(v, str) for v in replies.values()):
         raise ValueError(f"model {name!r}: replies is {{substring: answer text}}, not {replies!r}")
+    decides = spec.get("decides", {})
+    if not isinstance(decides, dict) or not all(isinstance(t, dict) for t in decides.values()):
+        raise ValueError(f"model {name!r}: decides is {{question: {{substring: answer}}}}, not {decides!r}")
     if "serves_as" in spec and not (isinstance(spec["serves_as"], str) and spec["serves_as"]):
         raise ValueError(f"model {name!r}: serves_as is a model name, not {spec['serves_as']!r}")
     if "say" in spec and not isinstance(spec["say"], str):
@@ -744,6 +764,7 @@ class Handler(BaseHTTPRequestHandler):
         self.server.upstream.pause(spec.get("latency", 0))
         asked = (body.get("questions") or {}) if isinstance(body.get("questions"), dict) else {}
         answers = {q: a for q, a in (spec.get("decisions") or {}).items() if q in asked}
+        answers.update(read_state(spec.get("decides") or {}, body.get("state"), asked))
         self.send_json(200, {"answers": answers})
 
     def plain(self, reply):

@@ -12,7 +12,8 @@
   keeps learning about it instead of freezing on the first model that got lucky.
 
 Explorer seats are not chosen here: they keep RTR-6's staleness rule whatever the policy, so every
-model on the bench still gets seen and judged.
+model on the bench still gets seen and judged (under Thompson, `metrics.route` breaks whole-day ties towards
+the least seen, and route mode draws on a new conversation's picked shape: benchmarks/learning.py found both).
 
 Draws come from the module-level `rng` (a `random.Random`), under a lock so concurrent panels never
 interleave one draw's calls. `BENCH_POLICY_SEED` in the environment seeds it when the module is

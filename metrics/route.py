@@ -35,6 +35,11 @@ Decisions where the spec is silent:
 - An ad hoc nominee must be registered to be seated (an unregistered name could
   only fail).
 - The CLI's default is a large prompt (RTR-12 has only `--small`).
+- Issue 20: with gateway.json's policy `"thompson"`, explorer seats that tie on RTR-6's key go to the
+  model with the fewest offloads instead of the first in registration order: whole days tie every model
+  used today, so the same two would sit all day and the rest never be judged again. Counts, not the log's
+  order, so a seeded run repeats (seats of one panel are logged in the order they finish). The default
+  policy keeps RTR-6 to the letter.
 
     python -m metrics.route [--shape S] [--small] [--with ALIAS]...
 """
@@ -46,7 +51,8 @@ import sys
 import threading
 import time
 
-from metrics import aliases, connections, endpoints, fileio, history, learn, offload, paths, registry, roles
+from metrics import (aliases, collections, connections, endpoints, fileio, history, learn, offload, paths, policy,
+                     registry, roles)
 
 NEVER = 9999
 EXPLORER_CLAMP = 2
@@ -380,12 +386,15 @@ def pick_seats(shape="general", large=False, nominees=(), members=None, explorer
         families.add(fam(alias))
 
     skip = {aliases.follow(current, a) for a in avoid or ()}
+    # issue 20: under Thompson, ties on RTR-6's key go to the model seen least (see the Decisions above)
+    fewest = count and collections.chosen_policy() == policy.THOMPSON
     while len(seats) < count:
         free = [a for a in rest if a not in chosen and fam(a) not in families and a not in skip]
         if not free:
             notes.append("no model left for an explorer seat (the rest are seated, of a seated family, or avoided)")
             break
-        pick = max(free, key=lambda a: (recs[a]["stale_days"], paid[a], -(recs[a]["recall"] or 0)))
+        pick = max(free, key=lambda a: (recs[a]["stale_days"], paid[a], -(recs[a]["recall"] or 0),
+                                        -recs[a]["offloads"] if fewest else 0))
         seats.append(pick)
         chosen.append(pick)
         families.add(fam(pick))

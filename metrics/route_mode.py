@@ -29,12 +29,20 @@ Decisions where the spec is silent or improved (formats.md §15):
   waits for them and ends their member calls as it does a panel's seats.
 - a line the data folder refuses (routes.jsonl, the offload) loses no answer: the turn is relayed and its
   `bench` says `"logged": false` with why, as a panel's seats do.
+- issue 20: with gateway.json's policy `"thompson"` a new conversation's first user message is put to the
+  shape picker (`metrics.shape`, one Decisions call, as a panel's prompt is), the members are drawn from
+  their verdicts on that shape (panels' and route turns' alike), and the conversation's offload line
+  carries the shape, so its verdict teaches that shape's record. The contract's policy asks no picker
+  and ranks on the whole log (RT-6).
+- ROTATE's coin comes from `rotation`, a `random.Random` seeded from `BENCH_POLICY_SEED` when set (a
+  simulation's run is then repeatable), as `metrics.policy`'s draws are.
 """
 
 import concurrent.futures
 import dataclasses
 import datetime
 import math
+import os
 import queue
 import random
 import sys
@@ -57,6 +65,7 @@ from metrics import (
     policy,
     roles,
     route,
+    shape as shapes,
 )
 from metrics.errors import Refusal, PromptTooLarge, Unsupported, UnknownCollection
 from metrics.formats import common
@@ -72,6 +81,7 @@ MESSAGE_KEPT = 200
 RETRY_FALLBACK = 60
 VERDICT_HINT = 'optional, once per conversation: POST /bench/verdict {"call", "useful": true|false, "note"}'
 RATE_LIMITED = ("error code: 429", "rate limit")
+rotation = random.Random(os.environ.get("BENCH_POLICY_SEED") or None)
 
 
 # Turns run on reused threads: starting one per turn cost more than the turn's whole plan.
@@ -107,6 +117,7 @@ class Plan:
     eligible: list
     skipped: list
     key: str
+    shape: str = ""
 
 
 def _members(collection):
@@ -179,14 +190,15 @@ def plan(name, ask, caller):
     return Plan(name, caller, eligible, skipped, conversations.key(name, caller, ask.messages))
 
 
-def rank(eligible):
+def rank(eligible, shape=None):
     """RT-6: most useful verdicts, then verified suite findings, then a preferred connection; members cooling
     down last; one time in four (ROTATE) the least recently used member first. Evidence that cannot be read
     counts as none.
 
     With gateway.json's policy `"thompson"` (issue 20, `metrics.policy`) the first step is a Thompson draw
     instead, from each member's useful/judged verdicts over the whole log (RT-6's evidence: a route turn has
-    no shape, and its own verdicts carry none); cooling members still go last and the rotation still runs."""
+    no shape, and its own verdicts carry none), or from their verdicts on `shape` when one is given (`start()`
+    picks it under that policy); cooling members still go last and the rotation still runs."""
     def evidence(read):
         try:
             return read()
@@ -203,13 +215,14 @@ def rank(eligible):
         return verdicts, findings, connections.full_tag_of(alias) in preferred
 
     if collections.chosen_policy() == policy.THOMPSON:
-        ranked = policy.thompson(eligible, useful)  # issue 20: a draw from each member's posterior on its verdicts
+        record = useful if shape is None else evidence(lambda: offload.shape_record(shape))
+        ranked = policy.thompson(eligible, record)  # issue 20: a draw from each member's posterior on its verdicts
     else:
         ranked = sorted(eligible, key=score, reverse=True)
     cooling = evidence(route.cooling) or set()
     ready = [a for a in ranked if a not in cooling]
     ranked = ready + [a for a in ranked if a in cooling]
-    if len(ready) >= 2 and random.random() < ROTATE:
+    if len(ready) >= 2 and rotation.random() < ROTATE:
         last = evidence(offload.last_used)
         oldest = min(ready, key=lambda a: (last.get(a) or "", ready.index(a)))  # never used sorts first
         ranked.remove(oldest)
@@ -352,11 +365,18 @@ def start(name, ask, caller):
     id and a queue of `Live`, `Chunk`, then `Done` or `Failed` events). Refusals raise before anything runs;
     the member call runs to its end even if the client hangs up (RT-18)."""
     planned = plan(name, ask, caller)
+
+    def ranked():
+        if collections.chosen_policy() == policy.THOMPSON:  # issue 20: a new conversation's shape
+            planned.shape = shapes.pick(conversations.first_user_text(ask.messages))[0]
+            return rank(planned.eligible, planned.shape)
+        return rank(planned.eligible)
+
     try:
-        record = conversations.claim(planned.key, planned.eligible, lambda: rank(planned.eligible), ask.messages)
+        record = conversations.claim(planned.key, planned.eligible, ranked, ask.messages)
     except OSError as exc:  # the turn is still answered; only its stickiness is not kept
         print(f"route mode: {exc}", file=sys.stderr, flush=True)
-        record = conversations.unstored(ask.messages, rank(planned.eligible))
+        record = conversations.unstored(ask.messages, ranked())
     panel.admit(caller)
     events = queue.Queue()
 
@@ -412,7 +432,7 @@ def finish(planned, record, member, error, tried):
         note = f"route conversation; first turn {status} in {member.seconds}s"
         problems += _written(lambda: offload.add(member.alias, f"{record['task']} (bench/{planned.name}:route)",
                                                  None, note, call=call, status=status, seconds=member.seconds,
-                                                 collection=f"bench/{planned.name}"))
+                                                 collection=f"bench/{planned.name}", shape=planned.shape or None))
     problems += _written(lambda: write_line(planned, record, call, member, turn, status, tried, error))
     if problems:
         bench["logged"], bench["log_error"] = False, problems[0]

@@ -162,3 +162,66 @@ def test_rt6_issue20_route_order_counted_by_default_thompson_when_chosen(routed)
     from metrics import learn
     learn.cool("backup", 60, "rate limited", "test")
     assert {route_mode.rank(members)[-1] for _ in range(10)} == {"backup"}
+
+
+# -- issue 20's gateway fixes, found by the simulated bench (benchmarks/learning.py) --------------------------------
+
+def route_turn(port, text):
+    """One route turn on bench/core: its `bench`."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    conn.request("POST", "/v1/chat/completions", json.dumps(
+        {"model": "bench/core:route", "messages": [{"role": "user", "content": text}]}).encode(),
+        {"Content-Type": "application/json"})
+    reply = json.loads(conn.getresponse().read())
+    conn.close()
+    return reply["bench"]
+
+
+def test_rt6_issue20_thompson_route_turn_draws_on_its_shape_and_logs_it(routed):
+    """Under Thompson a new conversation's shape is picked (the upstream's `decides` reads the prompt) and the
+    members are drawn from their verdicts on that shape; its offload line carries the shape. The default asks
+    no picker and ranks on the whole log (RT-6)."""
+    from conftest import running_gateway
+
+    routed.set_model("picker", decides={"shape": {"[code]": {"choice": "code", "confidence": 0.9}}})
+    fileio.write_atomic(paths.file("config", "decision-models.json"),
+                        json.dumps({"picker": {"via": "demo", "served": "picker", "question_types": ["choice"]}}))
+    demo.set_collection("core", ["steady", "backup", "plain"])
+    judged("steady", True, 40)  # the whole log's favourite
+    judged("steady", False, 30, shape="code")
+    judged("backup", False, 30, shape="code")
+    judged("plain", True, 30, shape="code")  # the coder
+    with running_gateway() as srv:
+        port = srv.server_address[1]
+        assert route_turn(port, "[code] write the parser")["alias"] == "steady"  # counted: RT-6's tuple
+        use_policy("thompson", idle_timeout=5)
+        policy.seed(1)
+        turns = [route_turn(port, f"[code] write parser {i}") for i in range(4)]
+    assert {t["alias"] for t in turns} == {"plain"}
+    lines = {e["call"]: e for e in offload.entries() if e.get("call")}
+    assert [lines[t["call"]].get("shape") for t in turns] == ["code"] * 4
+    assert lines[turns[0]["call"]]["collection"] == "bench/core"
+    first = [e for e in offload.entries() if "write the parser" in e.get("task", "")]
+    assert len(first) == 1 and "shape" not in first[0]  # the default's line is RT-22's, unchanged
+
+
+def test_rtr6_issue20_thompson_explorer_ties_go_to_the_least_seen(home):
+    """RTR-6 counts staleness in whole days: models used today all tie. The default seats the first in
+    registration order (every time, all day); Thompson's policy breaks the tie towards the fewest offloads."""
+    from metrics import registry, route
+
+    endpoint = {"base": "http://127.0.0.1:9/v1", "key": "", "kind": "local", "default": True}
+    paths.file("config", registry.NAME).write_text(
+        "".join(registry.block(a, a, endpoint) for a in ("ant", "bee", "cat", "dog")), encoding="utf-8")
+    for alias, times in (("ant", 3), ("bee", 2), ("cat", 1), ("dog", 1)):  # all today
+        for i in range(times):
+            offload.add(alias, "work (bench/core, general)", None, "", call=f"p{i}-{alias}.member1")
+
+    def explorers():
+        picks = route.pick_seats("general", members=[], explorers=2)
+        return [picks["explorer"]["model"], picks["explorer2"]["model"]]
+
+    use_policy(max_explorers=2)
+    assert explorers() == ["ant", "bee"]
+    use_policy("thompson", max_explorers=2)
+    assert explorers() == ["cat", "dog"]
