@@ -175,8 +175,8 @@ def test_bm3_bm8_empty_bench_says_so_in_each_chart(board, bench):
 
 def test_issue19_a_probed_model_shows_on_the_performance_chart_after_reload(board, filled):
     """Onboard a model the endpoint serves (scripts/onboard.py: register, sync, the perf/run.py probe; no suite),
-    then reload: its probe is a bar on "Did it answer?" and a row in the table. Discover's Add ends in the same
-    onboarding, so the integrator extends this scenario from the Discover page."""
+    then reload: its probe is a bar on "Did it answer?" and a row in the table. The same scenario from Discover's
+    Add via this is the end of tests/test_discover_browser.py."""
     page = board
     filled.set_model("newbie", answer="Newbie: ready.", latency=0.01)
     benchmarks_tab(page)

@@ -12,6 +12,7 @@ import pytest
 
 import serve
 from metrics import fileio, onboarding, sources
+from conftest import wait_for
 
 playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -58,7 +59,7 @@ def lab(bench):
                 pass
 
 
-def test_ds1_to_ds5_ob23_discover_rows_popup_and_add_via_a_direct_route(browser, lab):
+def test_ds1_to_ds5_ob23_discover_rows_popup_and_add_via_a_direct_route_then_its_probe_charted(browser, lab):
     context = browser.new_context(viewport={"width": 1440, "height": 1000})
     page = context.new_page()
     problems = []
@@ -104,5 +105,15 @@ def test_ds1_to_ds5_ob23_discover_rows_popup_and_add_via_a_direct_route(browser,
     page.screenshot(path=str(ARTIFACTS / "discover-steps.png"))
     queued = fileio.read_json(onboarding.queue_path())["items"]
     assert [(i["served"], i["endpoint"]) for i in queued] == [("fresh", "demo")]
+
+    # issue 19's scenario: the model added from Discover is probed by its onboarding, and after a reload its
+    # probe is on the Benchmarks page's Performance chart
+    assert wait_for(lambda: fileio.read_json(onboarding.queue_path())["items"][0]["state"] not in
+                    ("queued", "running"), 120)
+    page.reload()
+    page.click("[role=tab][data-tab=suite]")
+    bar = page.wait_for_selector("#chart-probes text[data-row=fresh]")
+    assert bar.text_content().startswith("fresh")
+    page.locator("#bm-perf").screenshot(path=str(ARTIFACTS / "discover-then-performance.png"))
     context.close()
     assert problems == []
