@@ -2,6 +2,7 @@
 
 import contextlib
 import os
+import shutil
 import time
 
 import pytest
@@ -129,3 +130,22 @@ def gw(routed):
     """The real gateway's base URL in front of the `routed` bench."""
     with running_gateway() as srv:
         yield f"http://127.0.0.1:{srv.server_address[1]}"
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMIUM_ARGS = ["--no-sandbox", "--headless=new", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+@pytest.fixture(scope="module")  # a module's browser: Playwright's loop must be gone before test_mcp's asyncio.run
+def browser():
+    """Debian's chromium through Playwright (its own browser download is never used); skips, saying why, only
+    where no browser can be had."""
+    playwright_api = pytest.importorskip("playwright.sync_api",
+                                         reason="playwright is not installed (pip install -e '.[test]')")
+    if not CHROMIUM:
+        pytest.skip("no chromium on PATH (apt-get install chromium); the browser tests need one")
+    with playwright_api.sync_playwright() as p:
+        found = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield found
+        found.close()

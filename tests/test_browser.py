@@ -1,14 +1,13 @@
 """The dashboard end to end in real headless Chromium (dashboard.md §7-§9, §12-13; issue 15's scenarios).
 
 Debian's `chromium` driven by Playwright's Python package (`executable_path` points at the system browser;
-Playwright's own browser download is not used). One browser serves the whole session; each test opens a fresh
+Playwright's own browser download is not used; the `browser` fixture is conftest's). One browser serves the module; each test opens a fresh
 context on its own dashboard. Screenshots of every page land in tests/artifacts/ (gitignored) to be looked at.
 A test skips, saying why, only where no browser can be had.
 """
 
 import datetime
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -16,23 +15,12 @@ import pytest
 import serve
 from metrics import demo, fileio, paths
 
-playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
-ARGS = ["--no-sandbox", "--headless=new", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
 PAGES = ["glance", "suite", "quotas", "logs", "endpoints", "models", "collections", "discover", "settings", "info"]
 TOKEN = "a-very-long-admin-token-0123456789"
 
 
-@pytest.fixture(scope="module")  # all browser tests live here; Playwright's loop must be gone before test_mcp's asyncio.run
-def browser():
-    if not CHROMIUM:
-        pytest.skip("no chromium on PATH (apt-get install chromium); the browser tests need one")
-    with playwright_api.sync_playwright() as p:
-        found = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield found
-        found.close()
 
 
 @pytest.fixture

@@ -17,8 +17,7 @@ import serve
 from benchdata import filled, populated  # noqa: F401 (fixtures)
 from metrics import paths, registry, themes
 
-playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
-from test_browser import ARGS, CHROMIUM  # noqa: E402 (after the skip: test_browser needs playwright too)
+pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
 
 SHOTS = Path("/tmp/benchwarmers-charts")
 CHARTS = ["chart-trust", "chart-hunt", "chart-work", "chart-wrong", "chart-heat", "chart-probes", "chart-speed"]
@@ -30,14 +29,6 @@ EMPTY = {"chart-trust": "No model has both suite scores and answers yet.",
          "chart-speed": "No suite timings yet."}
 
 
-@pytest.fixture(scope="module")
-def browser():
-    if not CHROMIUM:
-        pytest.skip("no chromium on PATH (apt-get install chromium); the browser tests need one")
-    with playwright_api.sync_playwright() as p:
-        found = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield found
-        found.close()
 
 
 @pytest.fixture

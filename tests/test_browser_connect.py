@@ -7,7 +7,7 @@ import pytest
 
 import serve
 from metrics import endpoints, keys, providers
-from test_browser import browser, page, shoot, tab  # noqa: F401 (fixtures used by name)
+from test_browser import page, shoot, tab  # noqa: F401 (fixtures used by name)
 from test_connect import fake, table  # noqa: F401 (fixtures used by name)
 
 

@@ -4,7 +4,6 @@ land in tests/artifacts/ (gitignored) to be looked at."""
 
 import json
 import os
-import shutil
 import signal
 from pathlib import Path
 
@@ -14,22 +13,11 @@ import serve
 from metrics import fileio, onboarding, sources
 from conftest import wait_for
 
-playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "feeds"
-ARGS = ["--no-sandbox", "--headless=new", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 
-@pytest.fixture(scope="module")
-def browser():
-    if not CHROMIUM:
-        pytest.skip("no chromium on PATH (apt-get install chromium); the browser tests need one")
-    with playwright_api.sync_playwright() as p:
-        found = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield found
-        found.close()
 
 
 @pytest.fixture

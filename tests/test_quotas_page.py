@@ -4,7 +4,6 @@ learned; `GET /api/quotas` through the real dashboard handler, then the page in 
 
 import datetime
 import json
-import shutil
 import urllib.request
 from pathlib import Path
 
@@ -13,8 +12,7 @@ import pytest
 import serve
 from metrics import client, demo, fileio, learn, paths
 
-playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
 SHOTS = Path("/tmp/benchwarmers-shots")
 SECRETISH = "account acct_93817 on project p-4411"
 
@@ -65,14 +63,6 @@ def test_qt2_qt5_the_api_from_real_calls(dash):
     assert spent["capped"]["calls"] == 2 and spent["thinker"]["reasoning"] > 0
 
 
-@pytest.fixture(scope="module")
-def browser():
-    if not CHROMIUM:
-        pytest.skip("no chromium on PATH (apt-get install chromium); the browser tests need one")
-    with playwright_api.sync_playwright() as p:
-        found = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--headless=new", "--disable-gpu"])
-        yield found
-        found.close()
 
 
 def test_qt1_the_quotas_page_in_chromium_shell10(browser, dash):
