@@ -1,8 +1,9 @@
 """The dashboard end to end in real headless Chromium (dashboard.md §7-§9, §12-13; issue 15's scenarios).
 
 Debian's `chromium` driven by Playwright's Python package (`executable_path` points at the system browser;
-Playwright's own browser download is not used; the `browser` fixture is conftest's). One browser serves the module; each test opens a fresh
-context on its own dashboard. Screenshots of every page land in tests/artifacts/ (gitignored) to be looked at.
+Playwright's own browser download is not used; the `browser` fixture is conftest's). One browser serves the
+module; each test opens a fresh context on its own dashboard. Screenshots of every page land in
+tests/artifacts/ (gitignored) to be looked at.
 A test skips, saying why, only where no browser can be had.
 """
 
