@@ -27,8 +27,9 @@ def home(tmp_path, monkeypatch):
     llmdir.mkdir()
     monkeypatch.setenv("BENCHWARMERS_HOME", str(data))
     monkeypatch.setenv("LLM_USER_PATH", str(llmdir))
+    unset = ("BENCH_CLIENT", "BENCHWARMERS_ADMIN_TOKEN", "BENCHWARMERS_DEMO")
     for name in list(os.environ):
-        if name.upper().startswith("BENCHWARMERS_KEY") or name in ("BENCH_CLIENT", "BENCHWARMERS_ADMIN_TOKEN"):
+        if name.upper().startswith("BENCHWARMERS_KEY") or name in unset:
             monkeypatch.delenv(name)
     paths.reload()
     yield data
@@ -149,3 +150,15 @@ def browser():
         found = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield found
         found.close()
+
+
+def watched_page(browser, width=1440, height=1000, timeout=15_000):
+    """A fresh context and page whose console errors and uncaught exceptions collect in `page.problems`, so a
+    test can say which problems it expected; the caller closes the context."""
+    context = browser.new_context(viewport={"width": width, "height": height})
+    page = context.new_page()
+    page.problems = []
+    page.on("console", lambda m: page.problems.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: page.problems.append(str(e)))
+    page.set_default_timeout(timeout)
+    return context, page

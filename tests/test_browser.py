@@ -15,6 +15,7 @@ import pytest
 
 import serve
 from metrics import demo, fileio, paths
+from conftest import watched_page
 
 pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
@@ -36,12 +37,8 @@ def dash(bench):
 @pytest.fixture
 def page(browser, dash):
     """A page at 1440 px that fails its test on any console error or uncaught exception."""
-    context = browser.new_context(viewport={"width": 1440, "height": 1000})
-    found = context.new_page()
-    problems = []
-    found.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-    found.on("pageerror", lambda e: problems.append(str(e)))
-    found.set_default_timeout(10_000)
+    context, found = watched_page(browser, timeout=10_000)
+    problems = found.problems
     found.goto(dash + "/")
     found.refusals = 0  # a test that makes the server refuse a write says how many 400s Chromium will report
     yield found
@@ -397,12 +394,8 @@ def test_from_a_key_to_a_panel_in_the_browser_ep10_ob1_ob21_ob22(browser, home, 
     with Upstream(models={n: dict(s) for n, s in TEST_MODELS.items()}, key=secret) as up:
         srv = serve.serve("127.0.0.1", 0)
         dash = f"http://127.0.0.1:{srv.server_address[1]}"
-        context = browser.new_context(viewport={"width": 1280, "height": 900})
-        page = context.new_page()
-        problems = []
-        page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-        page.on("pageerror", lambda e: problems.append(str(e)))
-        page.set_default_timeout(15_000)
+        context, page = watched_page(browser, 1280, 900)
+        problems = page.problems
         try:
             page.goto(dash + "/")
             page.wait_for_selector("#endpoint-dialog[open] #ep-name")

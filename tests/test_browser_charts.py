@@ -16,6 +16,7 @@ import pytest
 import serve
 from benchdata import filled, populated  # noqa: F401 (fixtures)
 from metrics import paths, registry, themes
+from conftest import watched_page
 
 pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
 
@@ -37,12 +38,8 @@ def board(browser):
     console error or uncaught exception."""
     srv = serve.serve("127.0.0.1", 0)
     base = f"http://127.0.0.1:{srv.server_address[1]}"
-    context = browser.new_context(viewport={"width": 1440, "height": 1000})
-    page = context.new_page()
-    problems = []
-    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: problems.append(str(e)))
-    page.set_default_timeout(15_000)
+    context, page = watched_page(browser)
+    problems = page.problems
     page.base = base
     yield page
     context.close()

@@ -360,7 +360,9 @@ def test_ob9_the_picker_takes_modalities_from_the_cached_feed_when_the_listing_h
     assert [p for p, _ in pointed.hits] == ["/v1/models"]  # the endpoint asked, the feed only read
 
 
-def test_demo_seeds_feed_caches_so_discover_has_rows_offline(pointed):
+def test_demo_seeds_feed_caches_so_discover_has_rows_offline(pointed, monkeypatch):
+    for name in ("BENCHWARMERS_HOME", "BENCH_CLIENT", "BENCHWARMERS_DEMO"):  # start_demo sets them: undone after
+        monkeypatch.setenv(name, os.environ.get(name, ""))
     up = demo.start_demo()
     try:
         rows = by_key(discover.build())

@@ -11,7 +11,7 @@ import pytest
 
 import serve
 from metrics import fileio, onboarding, sources
-from conftest import wait_for
+from conftest import wait_for, watched_page
 
 pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
@@ -48,12 +48,8 @@ def lab(bench):
 
 
 def test_ds1_to_ds5_ob23_discover_rows_popup_and_add_via_a_direct_route_then_its_probe_charted(browser, lab):
-    context = browser.new_context(viewport={"width": 1440, "height": 1000})
-    page = context.new_page()
-    problems = []
-    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: problems.append(str(e)))
-    page.set_default_timeout(15_000)
+    context, page = watched_page(browser)
+    problems = page.problems
     page.goto(lab + "/")
     page.click("[role=tab][data-tab=discover]")
     page.wait_for_selector("#tab-discover tbody tr[data-row]")

@@ -11,6 +11,7 @@ import pytest
 
 import serve
 from metrics import client, demo, fileio, learn, paths
+from conftest import watched_page
 
 pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
 SHOTS = Path("/tmp/benchwarmers-shots")
@@ -66,12 +67,8 @@ def test_qt2_qt5_the_api_from_real_calls(dash):
 
 
 def test_qt1_the_quotas_page_in_chromium_shell10(browser, dash):
-    context = browser.new_context(viewport={"width": 1440, "height": 1000})
-    page = context.new_page()
-    problems = []
-    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: problems.append(str(e)))
-    page.set_default_timeout(10_000)
+    context, page = watched_page(browser, timeout=10_000)
+    problems = page.problems
     page.goto(dash + "/")
     order = page.eval_on_selector_all("[role=tab]", "tabs => tabs.map(t => t.dataset.tab)")
     assert order.index("glance") < order.index("quotas") < order.index("logs")  # SHELL-10
