@@ -383,10 +383,16 @@ def stop(proc, timeout=15):
 
 
 def post(port, body, timeout=REQUEST_TIMEOUT):
-    """One panel: `(status, parsed reply or None)`; a new connection, as the gateway closes each one."""
+    """One panel: `(status, parsed reply or None)`."""
+    return request(port, "POST", "/v1/chat/completions", body, timeout)
+
+
+def request(port, method, path, body=None, timeout=REQUEST_TIMEOUT):
+    """One request of encoded `body`: `(status, parsed reply or None)`; a new connection, as the gateway closes
+    each one."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
-        conn.request("POST", "/v1/chat/completions", body, JSON_HEADERS)
+        conn.request(method, path, body, JSON_HEADERS)
         resp = conn.getresponse()
         data = resp.read()
     finally:

@@ -40,7 +40,6 @@ import argparse
 import concurrent.futures
 import datetime
 import hashlib
-import http.client
 import json
 import math
 import multiprocessing
@@ -181,18 +180,7 @@ def join_newcomer():
 
 def call(port, method, path, body=None):
     """One request to the gateway: `(status, parsed reply)`."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=TIMEOUT)
-    try:
-        conn.request(method, path, json.dumps(body).encode() if body is not None else None,
-                     {"Content-Type": "application/json"})
-        resp = conn.getresponse()
-        data = resp.read()
-    finally:
-        conn.close()
-    try:
-        return resp.status, json.loads(data)
-    except ValueError:
-        return resp.status, None
+    return rig.request(port, method, path, json.dumps(body).encode() if body is not None else None, TIMEOUT)
 
 
 def ask(port, kind, text):

@@ -54,6 +54,19 @@ def call(method, url, secret, body=None, headers=None):
     return json.loads(blob) if blob.strip() else None
 
 
+def admin_call(which, method, path, body=None, wants="an admin key"):
+    """One admin call to the hub endpoint of kind `which` (its root + `path`, its admin key); a 401 or 403 becomes
+    a ValueError saying the hub refused the key and that it wants `wants`."""
+    name = endpoint(which)
+    try:
+        return call(method, root(name) + path, admin_secret(name), body)
+    except transport.HTTPError as exc:
+        if exc.code in (401, 403):
+            raise ValueError(f"{endpoints.HUB_LABELS[which]} ({name}) refused the admin key ({exc.code}): {wants}; "
+                             "set it as the endpoint's admin key") from None
+        raise
+
+
 def said(exc):
     """An exception as a sentence fit to show: its type and text with every known key hidden."""
     return f"{type(exc).__name__}: {keys.hide(str(exc))[:300]}"

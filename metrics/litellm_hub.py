@@ -16,7 +16,7 @@ Recorded shapes (checked against LiteLLM 1.7x): `GET /health/readiness` → `{"s
 import sys
 from urllib.parse import urlsplit
 
-from metrics import endpoints, hubs, transport
+from metrics import endpoints, hubs
 
 WHICH = "litellm"
 LABEL = "LiteLLM"
@@ -38,14 +38,7 @@ def connection_of(deployment):
 
 
 def _ask(method, path, body=None):
-    name = endpoint()
-    try:
-        return hubs.call(method, hubs.root(name) + path, hubs.admin_secret(name), body)
-    except transport.HTTPError as exc:
-        if exc.code in (401, 403):
-            raise ValueError(f"{LABEL} ({name}) refused the admin key ({exc.code}): adding models needs the master "
-                             "key or an admin user's key; set it as the endpoint's admin key") from None
-        raise
+    return hubs.admin_call(WHICH, method, path, body, wants="adding models needs the master key or an admin user's key")
 
 
 def deployments():

@@ -22,7 +22,7 @@ Recorded shapes (checked against Open WebUI 0.5 and 0.6): `GET /api/version` →
 import sys
 import urllib.parse
 
-from metrics import endpoints, fileio, hubs, paths, transport
+from metrics import endpoints, fileio, hubs, paths
 
 WHICH = "openwebui"
 LABEL = "Open WebUI"
@@ -37,14 +37,8 @@ def endpoint():
 
 
 def _ask(method, path, body=None):
-    name = endpoint()
-    try:
-        return hubs.call(method, hubs.root(name) + path, hubs.admin_secret(name), body)
-    except transport.HTTPError as exc:
-        if exc.code in (401, 403):
-            raise ValueError(f"{LABEL} ({name}) refused the admin key ({exc.code}): connections and models are "
-                             "changed with an admin user's API key; set it as the endpoint's admin key") from None
-        raise
+    return hubs.admin_call(WHICH, method, path, body,
+                           wants="connections and models are changed with an admin user's API key")
 
 
 def _tags(config):

@@ -7,14 +7,16 @@ import copy
 import json
 import threading
 import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from localserver import LocalServer
 
 OWUI_ADMIN = "owui-admin-key-0123"
 LITELLM_MASTER = "sk-litellm-master-0123"
 CPA_MANAGEMENT = "cpa-management-key-0123"
 
 
-class FakeHub:
+class FakeHub(LocalServer):
     """A hub on its own port; subclasses answer `get(path, query)` and `post(method, path, query, body)`."""
 
     admin = ""
@@ -23,16 +25,7 @@ class FakeHub:
         self.lock = threading.Lock()
         self.hits = []  # (method, path) of every admin request
         self.reset()
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.root = f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def __enter__(self):
-        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
+        self.root = self.listen(self._handler())
 
     def admin_ok(self, headers):
         return headers.get("Authorization", "") == f"Bearer {self.admin}"

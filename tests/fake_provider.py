@@ -12,10 +12,12 @@ import json
 import secrets
 import threading
 import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from localserver import LocalServer
 
 
-class FakeProvider:
+class FakeProvider(LocalServer):
     def __init__(self):
         self.lock = threading.Lock()
         self.codes = {}  # code -> {"challenge", "redirect", "client_id"}
@@ -25,16 +27,7 @@ class FakeProvider:
         self.seen = []  # (path, fields) of every POST
         self.deny = False  # the authorize page answers error=access_denied
         self.expires_in = 3600
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.base = f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def __enter__(self):
-        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
+        self.base = self.listen(self._handler())
 
     def table(self, pid, flow, **more):
         """A provider entry (CN-2) for the override file."""

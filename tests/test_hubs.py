@@ -84,6 +84,10 @@ def test_hb2_open_webui_adds_to_model_ids_and_a_public_tagged_record(bench):
         owui.plan("groq", "another")
     with pytest.raises(ValueError, match="Open WebUI has no connection 'nope'"):
         owui.plan("nope", "x")
+    keys.set_key("owui-admin", "sk-wrong")
+    with pytest.raises(ValueError, match=r"Open WebUI \(owui\) refused the admin key \(401\): connections and "
+                                         "models are changed with an admin user's API key; set it as the endpoint"):
+        owui.plan("groq", "x")
 
 
 def test_hb3_litellm_needs_database_mode_and_copies_unmasked_params(bench):
