@@ -132,7 +132,8 @@ def page(port):
         transferred = sum(r.sizes()["responseBodySize"] for r in seen)
         browser.close()
     nav = json.loads(timing)
-    return {**found, "requests": len(seen), "transferred_bytes": transferred,
+    return {**found, "requests": len(seen), "paths": [r.url.split(str(port), 1)[-1] for r in seen],
+            "transferred_bytes": transferred,
             "dom_interactive_ms": round(nav["domInteractive"], 1), "load_ms": round(nav["loadEventEnd"], 1),
             "first_table_ms": round(drawn, 1), "browser": chromium}
 

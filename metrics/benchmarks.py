@@ -121,12 +121,9 @@ def _work(models):
         if alias in models:
             found[alias] = {"model": alias, "offloads": s["offloads"], "judged": s["judged"], "useful": s["useful"],
                             "real": 0, "false": 0}
-    current = aliases.resolver()
-    for entry in offload.entries():
-        alias = aliases.follow(current, entry.get("model") or "")
-        if alias in found and entry.get("useful") is not None:
-            found[alias]["real"] += len(entry.get("real") or [])
-            found[alias]["false"] += len(entry.get("false") or [])
+    for alias, judged in offload.claims().items():
+        if alias in found:
+            found[alias]["real"], found[alias]["false"] = judged["real"], judged["false"]
     return found
 
 

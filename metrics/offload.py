@@ -197,29 +197,39 @@ def _intern(table, ids, value):
     return found
 
 
-class _Tally:
-    """One raw alias's share of a group of entries: counts and the latest (date, position), with its task."""
+def _claim_count(value):
+    """How many claims a line's `real` or `false` holds (anything but a list holds none)."""
+    return len(value) if isinstance(value, list) else 0
 
-    __slots__ = ("count", "useful", "judged", "last", "task", "stale")
+
+class _Tally:
+    """One raw alias's share of a group of entries: counts, the claims its judged entries verified as real and
+    as false, and the latest (date, position), with its task."""
+
+    __slots__ = ("count", "useful", "judged", "real", "false", "last", "task", "stale")
 
     def __init__(self):
-        self.count = self.useful = self.judged = 0
+        self.count = self.useful = self.judged = self.real = self.false = 0
         self.last = None
         self.task = ""
         self.stale = False  # the latest entry was replaced by an older one: find it again when asked
 
-    def _count(self, flags, sign):
+    def _count(self, entry, sign):
+        _, flags, _, real, false = entry
         self.count += sign
         if flags & JUDGED:
             self.judged += sign
             self.useful += sign if flags & USEFUL else 0
+            self.real += sign * real
+            self.false += sign * false
 
     def change(self, pos, old, new):
-        """The entry at `pos` counted here was `old` and is now `new`: None or (date, flags, task)."""
+        """The entry at `pos` counted here was `old` and is now `new`: None or (date, flags, task, real claims,
+        false claims)."""
         if old is not None:
-            self._count(old[1], -1)
+            self._count(old, -1)
         if new is not None:
-            self._count(new[1], 1)
+            self._count(new, 1)
         last = self.last
         if last is not None and last[1] == pos:
             # A verdict usually replaces the latest entry with a later date: still the latest.
@@ -240,7 +250,8 @@ class Index:
     Entries are numbered in OFF-2 order (one per call id, at the first one's position, with the
     latest content). The index keeps no lines: per position, arrays hold where the line now in
     force starts and how long it is, its raw alias and date (numbers into `names` and `days`), its
-    flags and, when judged, the collections and shape its task names (`kinds`, a number into `kind_keys`).
+    flags and, when judged, the collections and shape its task names (`kinds`, a number into `kind_keys`)
+    and how many claims its verdict verified as real and as false (`reals`, `falses`).
     `groups` maps ALL, ("collection", X) and ("shape", X) to `{raw alias: _Tally}`; the last two
     count judged entries only, and `judged_in` holds each collection's judged positions. Answers
     that need a whole entry (`entries`, `by_call`, a note filter) read its line back by offset.
@@ -264,6 +275,7 @@ class Index:
         self.size = -1
         self.calls = {}
         self.starts, self.lengths = array.array("q"), array.array("I")
+        self.reals, self.falses = array.array("I"), array.array("I")
         self.models, self.dates, self.kinds, self.flags = (array.array("I"), array.array("I"), array.array("I"),
                                                            array.array("B"))
         self.names, self.name_ids, self.days, self.day_ids = [], {}, [], {}
@@ -344,7 +356,8 @@ class Index:
         kind = self._kind(record) if flags & JUDGED else 0
         date = _date(record)
         model, day = _intern(self.names, self.name_ids, raw), _intern(self.days, self.day_ids, date)
-        new = (date, flags, record.get("task", ""))
+        real, false = (_claim_count(record.get("real")), _claim_count(record.get("false"))) if flags & JUDGED else (0, 0)
+        new = (date, flags, record.get("task", ""), real, false)
         call = record.get("call")
         if not (call and isinstance(call, str)):
             call = None
@@ -359,11 +372,14 @@ class Index:
             self.dates.append(day)
             self.kinds.append(kind)
             self.flags.append(flags)
+            self.reals.append(real)
+            self.falses.append(false)
         else:
-            old = (self.days[self.dates[pos]], self.flags[pos], None)
+            old = (self.days[self.dates[pos]], self.flags[pos], None, self.reals[pos], self.falses[pos])
             before = self._places(self.names[self.models[pos]], self.flags[pos], self.kinds[pos])
             self.starts[pos], self.lengths[pos] = start, length
             self.models[pos], self.dates[pos], self.kinds[pos], self.flags[pos] = model, day, kind, flags
+            self.reals[pos], self.falses[pos] = real, false
         after = self._places(raw, flags, kind)
         for place in set(before) | set(after):
             self._tally(*place).change(pos, old if place in before else None, new if place in after else None)
@@ -488,6 +504,20 @@ class Index:
             for name, (offloads, useful, judged, last, task) in self._merged(ALL, resolve).items()
         })
 
+    def claims(self):
+        resolve = aliases.resolver()
+
+        def compute():
+            found = {}
+            for raw, tally in self.groups.get(ALL, {}).items():
+                if tally.judged:
+                    row = found.setdefault(resolve(raw), {"judged": 0, "real": 0, "false": 0})
+                    row["judged"] += tally.judged
+                    row["real"] += tally.real
+                    row["false"] += tally.false
+            return found
+        return self._answer(compute)
+
     def last_used(self):
         resolve = aliases.resolver()
         return self._answer(lambda: {name: row[3][0] for name, row in self._merged(ALL, resolve).items()})
@@ -573,6 +603,12 @@ def by_call(call):
 def summary():
     """`{alias: {offloads, useful, judged, last_task, last_date}}` (OFF-5)."""
     return index().summary()
+
+
+def claims():
+    """`{alias: {judged, real, false}}`: each model's judged entries and the claims their verdicts verified as
+    real and as false (OFF-4), from the index's tallies: nothing is read back, whatever the log's size."""
+    return index().claims()
 
 
 def last_used():

@@ -121,11 +121,11 @@ def saved_answers(tasks_folder=None):
     return found
 
 
-def counts(answers=None, entries=None):
+def counts(answers=None):
     """WRG-3: `{alias: {answers, wrong, by: {kind: [wrong, opportunities]}, hunt, reviews, review_false}}`.
 
-    `answers` defaults to every saved suite answer, `entries` to every offload (OFF-2's merged entries);
-    both are parameters so a test can hand crafted ones in."""
+    `answers` defaults to every saved suite answer (a parameter, so a test can hand crafted ones in); the
+    reviews come from the offload index's tallies, so the count costs the same whatever the log's size."""
     current = aliases.resolver()
     found = {}
     for task, alias, text in saved_answers() if answers is None else answers:
@@ -139,12 +139,10 @@ def counts(answers=None, entries=None):
         record["by"][kind][1] += 1
         if hunt:
             record["hunt"][hunt] += 1
-    for entry in offload.entries() if entries is None else entries:
-        if entry.get("useful") is None or not isinstance(entry.get("model"), str):
-            continue
-        record = found.setdefault(aliases.follow(current, entry["model"]), _blank())
-        record["reviews"] += 1
-        record["review_false"] += len(entry.get("false") or [])
+    for alias, judged in offload.claims().items():
+        record = found.setdefault(alias, _blank())
+        record["reviews"] += judged["judged"]
+        record["review_false"] += judged["false"]
     return found
 
 

@@ -369,6 +369,17 @@ def literal_shape(entries, shape):
     return out
 
 
+def literal_claims(entries):
+    out = {}
+    for e in entries:
+        if e["useful"] is not None:
+            r = out.setdefault(e["model"], {"judged": 0, "real": 0, "false": 0})
+            r["judged"] += 1
+            for key in ("real", "false"):
+                r[key] += len(e[key]) if isinstance(e.get(key), list) else 0
+    return out
+
+
 @pytest.mark.parametrize("block", [offload.BLOCK, 50])
 def test_index_matches_a_literal_reading_of_the_spec_as_the_log_grows(monkeypatch, block):
     monkeypatch.setattr(offload, "BLOCK", block)  # 50 bytes: every line is built from two blocks or more
@@ -391,6 +402,8 @@ def test_index_matches_a_literal_reading_of_the_spec_as_the_log_grows(monkeypatc
                 r["call"] = rnd.choice(calls)
             if rnd.random() < 0.3:
                 r["status"] = rnd.choice(["ok", "error", "empty"])
+            if rnd.random() < 0.4:  # claims, counted only while the entry in force is judged; a non-list is none
+                r[rnd.choice(["real", "false"])] = rnd.choice([["x"], ["x", "y", "z"], [], "not a list"])
             if rnd.random() < 0.3:  # lines since the fields came: they win over anything in the task
                 r["collection"], r["shape"] = rnd.choice(["bench/x", "bench/y"]), rnd.choice(["code", "prose"])
             records.append(r)
@@ -402,6 +415,7 @@ def test_index_matches_a_literal_reading_of_the_spec_as_the_log_grows(monkeypatc
         assert offload.summary() == summary
         assert offload.last_used() == last_used
         assert offload.pending(asked) == pending
+        assert offload.claims() == literal_claims(entries)
         for collection, note in collections:
             assert offload.record(collection, note) == literal_record(entries, collection, note)
         for shape in shapes:

@@ -66,7 +66,7 @@ def test_wrg1_wrg2_wrg3_counts_over_crafted_saved_answers(home):
         "shy": {"seeded-x-bug": "NO FAULT\nlooks fine", "seeded-x-control": "I can't help with that.",
                 "claim-f": "<<TIMED OUT after 5s>>", "hand-trap": "It is not thread-safe; a stale entry too."},
     })
-    found = wrong.counts(entries=[])
+    found = wrong.counts()
     right, bold, shy = found["right"], found["bold"], found["shy"]
     # right: bug, control, claim-f, trap = 4 opportunities (claim-t and hand-plain are none), nothing wrong
     assert (right["answers"], right["wrong"]) == (4, 0)
