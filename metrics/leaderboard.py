@@ -22,6 +22,7 @@ Intervals come from the bootstrap over prompts: the judged panels are resampled 
 seeded (`SEED`), so the same log gives the same reply.
 """
 
+import collections
 import csv
 import io
 import math
@@ -51,13 +52,14 @@ def fit(comparisons, models=(), prior=PRIOR, start=None, tolerance=TOLERANCE):
     begin from (a bootstrap refit starts from the whole fit). With `prior` 0 every model must have won
     and lost at least once (else no finite fit exists): ValueError otherwise.
     """
-    names = sorted(set(models) | {m for pair in comparisons for m in pair})
+    counted = collections.Counter(comparisons)  # a bootstrap refit passes thousands of pairs, few distinct
+    names = sorted(set(models) | {m for pair in counted for m in pair})
     at = {m: i for i, m in enumerate(names)}
     wins, games = [0.0] * len(names), {}
-    for winner, loser in comparisons:
-        wins[at[winner]] += 1
+    for (winner, loser), n in counted.items():
+        wins[at[winner]] += n
         pair = (min(at[winner], at[loser]), max(at[winner], at[loser]))
-        games[pair] = games.get(pair, 0) + 1
+        games[pair] = games.get(pair, 0) + n
     if not prior:
         played = [0] * len(names)
         for (i, j), n in games.items():
