@@ -8,6 +8,12 @@ entry is read again after taking the lock, so of two callers racing only the fir
 the new expiry. The new refresh token is stored before the access token: a crash between the two leaves a
 working refresh token, never a spent one. A failure is a sentence containing `sign in again`, which the suite
 classifies `signin` (never a retirement).
+
+`models(name)` is EP-12's listing with its renewal first. It lives here, not in `endpoints`, because renewal
+sits a layer above the registry (tests/test_layers.py); every caller above that layer lists through it (the
+picker, onboarding, the hubs' wait, the served check, the scripts, the suite). The catalog's cached listing,
+in the registry layer, cannot: a listing it asks with an expired token comes back empty and is asked again at
+its next refresh, after a call or the picker has renewed the sign-in.
 """
 
 import datetime

@@ -52,7 +52,7 @@ import threading
 import time
 
 from metrics import (aliases, collections, connections, endpoints, fileio, history, learn, offload, paths, policy,
-                     registry, roles)
+                     registry, renewal, roles)
 
 NEVER = 9999
 EXPLORER_CLAMP = 2
@@ -85,7 +85,7 @@ _refreshing = set()
 
 def served_lookup(name):
     """The ids endpoint `name` serves now (EP-12); raises when it cannot be asked. A seam tests replace (TST-0)."""
-    return set(endpoints.models(name, timeout=SERVED_TIMEOUT))
+    return set(renewal.models(name, timeout=SERVED_TIMEOUT))
 
 
 def _listing(name):

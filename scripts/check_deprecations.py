@@ -24,7 +24,7 @@ import datetime
 import json
 import sys
 
-from metrics import alerts, endpoints, fileio, paths, registry, retire
+from metrics import alerts, endpoints, fileio, paths, registry, renewal, retire
 
 PAID_PREFIX = "model:paid:"  # AL-3/AL-5: the free-tier guard's alerts, never swept here
 ALERTS = {  # DP-6: kind of problem -> (alert kind, message, action)
@@ -66,7 +66,7 @@ def live_keys(models):
     for name in endpoints.load():
         mine = {served for served, ep, _ in models.values() if ep == name}
         try:
-            listed = set(endpoints.models(name, timeout=endpoints.LIST_TIMEOUT))
+            listed = set(renewal.models(name))
         except Exception as exc:  # any failure to list is "unreachable"
             if name == default:
                 raise

@@ -12,7 +12,7 @@ configured" message and how to add one (exit 1), not a traceback.
 
 import sys
 
-from metrics import endpoints, registry
+from metrics import endpoints, registry, renewal
 
 
 def main(argv=None):
@@ -23,7 +23,7 @@ def main(argv=None):
     wanted = argv[0].lower() if argv else ""
     try:
         name = endpoints.default()
-        served = sorted(endpoints.models(name))
+        served = sorted(renewal.models(name))
     except RuntimeError as exc:
         print(exc, file=sys.stderr)
         return 1

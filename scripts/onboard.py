@@ -24,7 +24,7 @@ import re
 import subprocess
 import sys
 
-from metrics import catalog, connections, endpoints, fileio, keys, paths, registry, roles, shape
+from metrics import catalog, connections, endpoints, fileio, keys, paths, registry, renewal, roles, shape
 
 CODE = paths.CODE
 PROBE_CAP = 20 * 60
@@ -264,7 +264,7 @@ def main(argv=None):
     if ep not in endpoints.readable():
         sys.exit(f"no endpoint '{ep}'; known: {', '.join(endpoints.readable()) or 'none'}")
     try:
-        listed = endpoints.models(ep)
+        listed = renewal.models(ep)
     except Exception as exc:
         sys.exit(f"cannot reach the {ep} endpoint: {exc}")
     row = listed.get(args.served) or {}

@@ -21,7 +21,7 @@ import json
 import os
 from pathlib import Path
 
-from metrics import endpoints, fileio, paths, registry, roles, scoring
+from metrics import endpoints, fileio, paths, registry, renewal, roles, scoring
 
 PER_RUN = 6
 LIST_TIMEOUT = 20
@@ -185,7 +185,7 @@ def live_names():
     names = set()
     for name in found:
         try:
-            names.update(endpoints.models(name, timeout=LIST_TIMEOUT))
+            names.update(renewal.models(name, timeout=LIST_TIMEOUT))
         except Exception:  # any failure to list is "unreachable"
             if name == default:
                 return None

@@ -306,3 +306,16 @@ def test_ep12_the_picker_renews_an_expiring_sign_in_before_listing(dash, fake):
     found = call(dash, "GET", "/api/candidates")[2]
     assert "fakeoauth" not in " ".join(found.get("errors") or []) and keys.stored()["fakeoauth"] != old
     assert {"fake/m1", "fake/m2"} <= {c["served"] for c in found["candidates"] if c["endpoint"] == "fakeoauth"}
+
+
+def test_ep12_the_scripts_that_list_an_endpoint_renew_an_expiring_sign_in_first(dash, fake):
+    _signed_in(dash)
+    fileio.update(endpoints.path(), lambda data: [entry.update(default=name == "fakeoauth")
+                                                  for name, entry in data.items()])
+    old = keys.stored()["fakeoauth"]
+    fake.tokens.discard(old)
+    _expiring("fakeoauth", 60)
+    done = subprocess.run([sys.executable, "scripts/list_served.py", "fake/"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "[ MISSING  ] fake/m1" in done.stdout and keys.stored()["fakeoauth"] != old
