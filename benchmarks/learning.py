@@ -463,6 +463,7 @@ def figures(run, prompts, every):
 
 
 COLOURS = {"counted": "#c0392b", "thompson": "#2471a3"}
+OTHER = "#1e8449"  # a policy this version does not run, read back by --again (the half-life prototype)
 DASHES = {"counted": "", "posterior": "", "leaderboard": "5,3", "ceiling": "1,3", "merger": "", "route": "5,3"}
 
 
@@ -512,7 +513,7 @@ def svg(results, prompts):
 
     taus, gaps = [], []
     for result in results:
-        policy, colour = result["policy"], COLOURS[result["policy"]]
+        policy, colour = result["policy"], COLOURS.get(result["policy"], OTHER)
         own = result["ranking"]
         taus.append((f"{policy}: {own} ranking", colour, "", [(a, t) for a, t, _ in result["tau"][own]]))
         taus.append((f"{policy}: leaderboard", colour, DASHES["leaderboard"],
@@ -524,7 +525,8 @@ def svg(results, prompts):
     plot(0, "Kendall τ, record vs truth (mean of shapes)", -0.2, 1.0, taus, "τ")
     plot(width, "Gap closed, best single → oracle", -1.0, 1.0, gaps, "share of the gap")
     body = "\n".join(parts)
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{2 * width}" height="{height + 50}" '
+    legend = 14 * ((max(len(taus), len(gaps)) + 1) // 2)  # two entries a row, as many rows as the policies need
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{2 * width}" height="{height + legend + 8}" '
             f'font-family="sans-serif" font-size="12">\n<rect width="100%" height="100%" fill="white"/>\n{body}\n</svg>\n')
 
 
