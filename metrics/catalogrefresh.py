@@ -56,40 +56,43 @@ def _list(value):
     return [v for v in value if isinstance(v, str)] if isinstance(value, list) else None
 
 
+def _text(value):
+    return value if isinstance(value, str) else None
+
+
+def _facts(context, output, inputs, outputs, cutoff, **more):
+    """What both feeds state, in CAT-7/8's names, then `more`; an unknown (None) value is left out."""
+    facts = {"context_window": sources.positive(context), "max_output": sources.positive(output),
+             "input_modalities": inputs, "output_modalities": outputs,
+             "vision": "image" in inputs if inputs is not None else None,
+             "knowledge_cutoff": _text(cutoff), **more}
+    return {k: v for k, v in facts.items() if v is not None}
+
+
 def openrouter_facts(row):
     """CAT-7's values from one OpenRouter row."""
     top = row.get("top_provider") if isinstance(row.get("top_provider"), dict) else {}
     arch = row.get("architecture") if isinstance(row.get("architecture"), dict) else {}
     params = _list(row.get("supported_parameters"))
-    inputs, outputs = _list(arch.get("input_modalities")), _list(arch.get("output_modalities"))
-    facts = {"context_window": sources.positive(row.get("context_length")),
-             "max_output": sources.positive(top.get("max_completion_tokens")),
-             "input_modalities": inputs, "output_modalities": outputs,
-             "vision": "image" in inputs if inputs is not None else None,
-             "knowledge_cutoff": row.get("knowledge_cutoff") if isinstance(row.get("knowledge_cutoff"), str) else None,
-             "description": row["description"][:DESCRIPTION_CHARS] if isinstance(row.get("description"), str) else None}
+    description = _text(row.get("description"))
+    more = {"description": description[:DESCRIPTION_CHARS] if description is not None else None}
     if params is not None:
-        facts.update(tools="tools" in params,
-                     structured_output="response_format" in params or "structured_outputs" in params,
-                     reasoning="reasoning" in params or "include_reasoning" in params)
-    return {k: v for k, v in facts.items() if v is not None}
+        more.update(tools="tools" in params,
+                    structured_output="response_format" in params or "structured_outputs" in params,
+                    reasoning="reasoning" in params or "include_reasoning" in params)
+    return _facts(row.get("context_length"), top.get("max_completion_tokens"), _list(arch.get("input_modalities")),
+                  _list(arch.get("output_modalities")), row.get("knowledge_cutoff"), **more)
 
 
 def modelsdev_facts(entry):
     """CAT-8's values from one models.dev model."""
     limit = entry.get("limit") if isinstance(entry.get("limit"), dict) else {}
     mods = entry.get("modalities") if isinstance(entry.get("modalities"), dict) else {}
-    inputs, outputs = _list(mods.get("input")), _list(mods.get("output"))
-    facts = {"context_window": sources.positive(limit.get("context")),
-             "max_output": sources.positive(limit.get("output")),
-             "input_modalities": inputs, "output_modalities": outputs,
-             "vision": "image" in inputs if inputs is not None else None,
-             "knowledge_cutoff": entry.get("knowledge") if isinstance(entry.get("knowledge"), str) else None,
-             "release_date": entry.get("release_date") if isinstance(entry.get("release_date"), str) else None}
-    for mine, theirs in (("tools", "tool_call"), ("reasoning", "reasoning"), ("open_weights", "open_weights")):
-        if isinstance(entry.get(theirs), bool):
-            facts[mine] = entry[theirs]
-    return {k: v for k, v in facts.items() if v is not None}
+    more = {mine: entry[theirs] for mine, theirs in (("tools", "tool_call"), ("reasoning", "reasoning"),
+                                                     ("open_weights", "open_weights"))
+            if isinstance(entry.get(theirs), bool)}
+    return _facts(limit.get("context"), limit.get("output"), _list(mods.get("input")), _list(mods.get("output")),
+                  entry.get("knowledge"), release_date=_text(entry.get("release_date")), **more)
 
 
 def find_modelsdev(feed_data, provider, served):
