@@ -33,7 +33,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from metrics import demo, fileio, paths
+from benchwarmers.core import fileio, paths
+from benchwarmers.demo import demo
 
 ROOT = Path(__file__).resolve().parent.parent
 

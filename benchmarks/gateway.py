@@ -2,7 +2,7 @@
 
 Why: a panel can never answer before its slowest seat does, so the only fair figure for the
 gateway is what it adds on top of that floor. This script starts the local upstream
-(`python -m metrics.demo --models FILE`) and the gateway (`python gateway.py`) as separate
+(`python -m benchwarmers.demo.demo --models FILE`) and the gateway (`python gateway.py`) as separate
 processes on 127.0.0.1, drives them from this process with the standard library only, and
 measures, each against the floor taken in the same run:
 
@@ -52,7 +52,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from metrics import collections, endpoints, fileio, paths, registry
+from benchwarmers.core import fileio, paths
+from benchwarmers.models import endpoints, registry
+from benchwarmers.panel import collections
 
 CODE = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -346,7 +348,7 @@ def start_upstream(run):
     spec = run / "models.json"
     spec.write_text(json.dumps(MODELS), encoding="utf-8")
     out = run / "upstream.out"
-    proc = subprocess.Popen([sys.executable, "-m", "metrics.demo", "--port", "0", "--models", str(spec)],
+    proc = subprocess.Popen([sys.executable, "-m", "benchwarmers.demo.demo", "--port", "0", "--models", str(spec)],
                             cwd=CODE, stdout=out.open("w"), stderr=subprocess.STDOUT, env=clean_env())
     base = wait_for_line(out, r"(http://127\.0\.0\.1:\d+/v1)", proc).group(1)
     return proc, base

@@ -1,7 +1,7 @@
 """The learning loop, measured (issue 20 part 1): does the bench learn who to ask?
 
 A simulated bench with hidden truths, run through the real gateway (`python gateway.py`) and the local
-upstream (`python -m metrics.demo --models FILE`) on 127.0.0.1, nothing mocked:
+upstream (`python -m benchwarmers.demo.demo --models FILE`) on 127.0.0.1, nothing mocked:
 
 - twelve models with a hidden chance of a useful answer per shape (`TRUTH`): generalists, specialists
   strong on one shape, one that is confidently wrong, one that degrades at 40% of the run (prompt 800
@@ -9,7 +9,7 @@ upstream (`python -m metrics.demo --models FILE`) on 127.0.0.1, nothing mocked:
 - prompts of five shapes, each sent as a panel, a merged panel or a route turn, one at a time so a
   seeded run is repeatable (the panel's seats still run in parallel in the gateway);
 - the gateway's own shape picker chooses each panel's shape: the upstream's decision model `picker`
-  reads the prompt (`decides` in metrics/demo.py) and names the shape the prompt was written for;
+  reads the prompt (`decides` in metrics/demo/demo.py) and names the shape the prompt was written for;
 - a simulated judge posts a verdict (`POST /bench/verdict`) on 30% of the calls (seats, mergers, route
   turns), useful with the model's hidden chance on the prompt's shape, then flipped one time in five.
 
@@ -53,7 +53,9 @@ import time
 from pathlib import Path
 
 from benchmarks import gateway as rig
-from metrics import collections, endpoints, fileio, paths, registry
+from benchwarmers.core import fileio, paths
+from benchwarmers.models import endpoints, registry
+from benchwarmers.panel import collections
 
 HERE = Path(__file__).resolve().parent
 SHAPES = ("code", "review", "prose", "design", "enumeration")
@@ -582,7 +584,7 @@ def start_upstream(run):
     spec = run / "models.json"
     spec.write_text(json.dumps(upstream_models()), encoding="utf-8")
     out = run / "upstream.out"
-    proc = subprocess.Popen([sys.executable, "-m", "metrics.demo", "--port", "0", "--models", str(spec)],
+    proc = subprocess.Popen([sys.executable, "-m", "benchwarmers.demo.demo", "--port", "0", "--models", str(spec)],
                                 cwd=rig.CODE, stdout=out.open("w"), stderr=subprocess.STDOUT, env=rig.clean_env())
     base = rig.wait_for_line(out, r"(http://127\.0\.0\.1:\d+/v1)", proc).group(1)
     return proc, base

@@ -1,6 +1,6 @@
 """The performance tier (suite-cli-mcp.md §7, PF-1..7): how the serving path answers, not how well the model does.
 
-    python perf/run.py [--model ALIAS]... [-n 5] [--timeout 180] [--tiny-only] [--client llm|builtin]
+    python -m benchwarmers.perf.run [--model ALIAS]... [-n 5] [--timeout 180] [--tiny-only] [--client llm|builtin]
 
 Each model gets a one-word prompt (`tiny`) and an ~18 KB one (`large`), `n` samples each (1 for a
 `:free` model, whose daily budget is shared). Every run appends one row per model and prompt to
@@ -24,7 +24,10 @@ import os
 import sys
 import time
 
-from metrics import client, fileio, learn, ledger, llm_backend, paths, registry, roles, scoring
+from ..core import fileio, paths
+from ..models import learn, registry, scoring
+from ..calling import client, ledger, llm_backend
+from ..panel import roles
 
 TINY = "Reply with exactly one word: ready"
 LINES = 400
@@ -187,7 +190,7 @@ def chosen_models(asked):
         unknown = [m for m in asked if m not in registered]
         if unknown:
             sys.exit(f"not registered: {', '.join(unknown)}; registered: {', '.join(registered) or 'none'}"
-                     " (onboard one with `python scripts/onboard.py SERVED_NAME`)")
+                     " (onboard one with `python -m benchwarmers.scripts.onboard SERVED_NAME`)")
         return list(dict.fromkeys(asked)), []
     held = set(roles.ad_hoc())
     return [m for m in registered if m not in held], [m for m in registered if m in held]
@@ -212,7 +215,7 @@ def main(argv=None):
     if held:
         print(f"held back (ad hoc; name them with --model): {', '.join(held)}")
     if not models:
-        print("no models to measure: onboard one with `python scripts/onboard.py SERVED_NAME`")
+        print("no models to measure: onboard one with `python -m benchwarmers.scripts.onboard SERVED_NAME`")
         return 0
     earlier = read_history()[1]
     labels = ["tiny"] if args.tiny_only else ["tiny", "large"]

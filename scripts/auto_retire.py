@@ -1,8 +1,8 @@
 """Retire what is clearly gone, and only that (suite-cli-mcp.md §3.5, AR-1..7).
 
-    python scripts/auto_retire.py [--dry-run]
+    python -m benchwarmers.scripts.auto_retire [--dry-run]
 
-Runs auto-retire (`metrics/retire.py`, where the rules and their decisions are written) on the last listing
+Runs auto-retire (`metrics/admin/retire.py`, where the rules and their decisions are written) on the last listing
 check's evidence: `config/served-snapshot.json`'s keys seen on its `updated` day are the live set, so no
 endpoint is listed. `--dry-run` says what it would do, calls no model and writes nothing. The daily
 `scripts/check_deprecations.py` runs the same after reading every endpoint's listing.
@@ -10,13 +10,13 @@ endpoint is listed. `--dry-run` says what it would do, calls no model and writes
 
 import sys
 
-from metrics import retire
+from ..admin import retire
 
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if argv not in ([], ["--dry-run"]):
-        print("usage: python scripts/auto_retire.py [--dry-run]", file=sys.stderr)
+        print("usage: python -m benchwarmers.scripts.auto_retire [--dry-run]", file=sys.stderr)
         return 2
     dry_run = argv == ["--dry-run"]
     lines, _ = retire.run(dry_run=dry_run)

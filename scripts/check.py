@@ -1,6 +1,6 @@
 """Every check in one command (suite-cli-mcp.md §3.3, CK-1, CK-2).
 
-    python scripts/check.py [--quick] [--fixtures] [NAME...]
+    python -m benchwarmers.scripts.check [--quick] [--fixtures] [NAME...]
 
 Each test file of `tests/` is one check, run by pytest in its own process (a crash cannot take the
 others down), from the checkout, with a 900 s cap. `--quick` skips the slow ones (the real `llm`
@@ -24,7 +24,9 @@ import tempfile
 import time
 from pathlib import Path
 
-CODE = Path(__file__).resolve().parent.parent
+from ..core import paths
+
+CODE = paths.CODE  # the checkout: the checks are its tests
 TESTS = CODE / "tests"
 FIXTURES = TESTS / "fixtures" / "data"
 CAP = 900

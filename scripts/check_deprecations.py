@@ -1,9 +1,9 @@
 """Notice models going away (suite-cli-mcp.md §3.4, DP-1..8; alerts models.md §16). Daily 08:00.
 
-    python scripts/check_deprecations.py [--quiet] [--dry-run]
+    python -m benchwarmers.scripts.check_deprecations [--quiet] [--dry-run]
 
 Reads every endpoint's `/models`, records what is served in `config/served-snapshot.json` (`last_seen` per
-key, `first_missing` from a key's first miss), runs auto-retire (`metrics/retire.py`) on that evidence,
+key, `first_missing` from a key's first miss), runs auto-retire (`metrics/admin/retire.py`) on that evidence,
 then reports on the registry as auto-retire left it and keeps the `model:` alerts in step with it.
 `--quiet` prints problems only; `--dry-run` says what auto-retire would do and writes nothing, calls no model.
 
@@ -24,7 +24,10 @@ import datetime
 import json
 import sys
 
-from metrics import alerts, endpoints, fileio, paths, registry, renewal, retire
+from ..core import fileio, paths
+from ..models import alerts, endpoints, registry
+from ..providers import renewal
+from ..admin import retire
 
 PAID_PREFIX = "model:paid:"  # AL-3/AL-5: the free-tier guard's alerts, never swept here
 ALERTS = {  # DP-6: kind of problem -> (alert kind, message, action)
@@ -37,7 +40,7 @@ ALERTS = {  # DP-6: kind of problem -> (alert kind, message, action)
     "entitlement": ("plan", "{alias} is served but this account may not use it (entitlement)",
                     "keep it and watch: a plan or credit change may let it answer"),
     "unclassified": ("registration", "{alias} fails with an error nothing here recognises",
-                     "call it once from the dashboard, then add a marker for its error to metrics/scoring.py"),
+                     "call it once from the dashboard, then add a marker for its error to metrics/models/scoring.py"),
     "paywalled": ("retired", "{alias}'s free tier moved behind a paid slug (paywalled)",
                   "retire it, or register the paid slug if you mean to pay"),
 }
@@ -102,7 +105,7 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     unknown = [a for a in argv if a not in ("--quiet", "--dry-run")]
     if unknown:
-        print("usage: python scripts/check_deprecations.py [--quiet] [--dry-run]", file=sys.stderr)
+        print("usage: python -m benchwarmers.scripts.check_deprecations [--quiet] [--dry-run]", file=sys.stderr)
         return 2
     quiet, dry_run = "--quiet" in argv, "--dry-run" in argv
     try:

@@ -1,11 +1,11 @@
 """Make, list or remove a collection from the command line: what `bench/<name>` asks.
 
-    python scripts/collection.py add NAME MEMBER... [--description TEXT] [--reply all|merged|route]
-    python scripts/collection.py list
-    python scripts/collection.py remove NAME
+    python -m benchwarmers.scripts.collection add NAME MEMBER... [--description TEXT] [--reply all|merged|route]
+    python -m benchwarmers.scripts.collection list
+    python -m benchwarmers.scripts.collection remove NAME
 
 `add` creates or replaces `NAME` in the data folder's `config/collections.json` by the dashboard's own
-rules (`metrics.collectionedit.save`, CO-7): every check is made before anything is written, and all of
+rules (`admin.collectionedit.save`, CO-7): every check is made before anything is written, and all of
 them are said at once; a collections.json that cannot be read is never written over; the change is logged
 to `config/changes.jsonl` as by `cli`.
 
@@ -16,7 +16,8 @@ editor makes the same file by the same function.
 import argparse
 import sys
 
-from metrics import collectionedit, collections
+from ..panel import collections
+from ..admin import collectionedit
 
 WHO = "cli"  # the `by` of its lines in config/changes.jsonl
 
@@ -42,7 +43,7 @@ def add(args):
 def listing(args):
     found = collections.load()
     if not found:
-        print("no collections yet: python scripts/collection.py add NAME MEMBER...")
+        print("no collections yet: python -m benchwarmers.scripts.collection add NAME MEMBER...")
     for name, c in found.items():
         members = c.get("members") if isinstance(c.get("members"), list) else []
         print(f"bench/{name}  {', '.join(str(m) for m in members)}  {collections.description(c)}".rstrip())
@@ -52,7 +53,7 @@ def listing(args):
 def remove(args):
     removed = collectionedit.remove({"name": args.name}, WHO)
     if not removed["ok"]:
-        sys.exit("; ".join(removed["errors"]) + "; `python scripts/collection.py list` lists them")
+        sys.exit("; ".join(removed["errors"]) + "; `python -m benchwarmers.scripts.collection list` lists them")
     print(f"removed bench/{args.name.removeprefix(collections.PREFIX)}")
     return 0
 

@@ -1,6 +1,6 @@
 """Make a data folder, and optionally its first endpoint (suite-cli-mcp.md §3.1, IN-1..6).
 
-    python scripts/init.py [folder] [--endpoint NAME BASE_URL] [--key]
+    python -m benchwarmers.scripts.init [folder] [--endpoint NAME BASE_URL] [--key]
 
 The folder (default: the per-user one, DATA-4) gets the shipped defaults, never over a file that is
 there, and the layout; the checkout's pointer file `.benchwarmers-home` is set to it when nothing
@@ -24,7 +24,7 @@ import os
 import sys
 from pathlib import Path
 
-NEXT_ONBOARD = "python scripts/onboard.py SERVED_NAME"
+NEXT_ONBOARD = "python -m benchwarmers.scripts.onboard SERVED_NAME"
 
 
 def parse(argv):
@@ -66,7 +66,8 @@ def pointer_line(folder, env, paths, fileio):
 
 def add_endpoint(folder, name, base, ask_key):
     """IN-4: `(ok, line)`; the key asked here goes to the key store only once the listing answered."""
-    from metrics import endpoints, keys, paths
+    from ..core import keys, paths
+    from ..models import endpoints
 
     if paths.located()[0].resolve() != folder:
         return False, f"Endpoint not added: this process already uses {paths.located()[0]}."
@@ -85,15 +86,15 @@ def next_step(added):
     url = f"http://localhost:{port}"
     if os.environ.get("BENCHWARMERS_LAUNCHER"):
         return f"Next: the dashboard starts now at {url}; onboard a model there."
-    first = f"onboard a model it serves: {NEXT_ONBOARD} (`python -m metrics.endpoints` lists what it serves)" \
-        if added else "add an endpoint: python scripts/init.py --endpoint NAME BASE_URL --key"
+    first = f"onboard a model it serves: {NEXT_ONBOARD} (`python -m benchwarmers.models.endpoints` lists what it serves)" \
+        if added else "add an endpoint: python -m benchwarmers.scripts.init --endpoint NAME BASE_URL --key"
     return f"Next: {first}; or run the dashboard (python serve.py) and open {url}."
 
 
 def main(argv=None):
     args = parse(argv)
-    from metrics import fileio, paths  # after parsing: --help needs no data folder
-    from suite import tasks as suite_tasks
+    from ..core import fileio, paths
+    from ..suite import tasks as suite_tasks
 
     env = os.environ.get("BENCHWARMERS_HOME", "").strip()
     chosen = args.folder or env

@@ -1,6 +1,6 @@
 """What the default endpoint serves, and which of it is registered (suite-cli-mcp.md §3.9, LS-1).
 
-    python scripts/list_served.py [substring]
+    python -m benchwarmers.scripts.list_served [substring]
 
 Each served id (filtered case-insensitively by the substring) is marked `[registered]` when some
 registration's `model_name` is that id, else `[ MISSING  ]`; then a count line and, when anything
@@ -12,13 +12,14 @@ configured" message and how to add one (exit 1), not a traceback.
 
 import sys
 
-from metrics import endpoints, registry, renewal
+from ..models import endpoints, registry
+from ..providers import renewal
 
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) > 1:
-        print("usage: python scripts/list_served.py [substring]", file=sys.stderr)
+        print("usage: python -m benchwarmers.scripts.list_served [substring]", file=sys.stderr)
         return 2
     wanted = argv[0].lower() if argv else ""
     try:
@@ -37,7 +38,7 @@ def main(argv=None):
     missing = [s for s in served if s not in registered]
     print(f"{len(shown)} shown of {len(served)} served; {len(missing)} unregistered")
     if any(s not in registered for s in shown):
-        print("to add one: python scripts/onboard.py SERVED_NAME (registers it and syncs llm), "
+        print("to add one: python -m benchwarmers.scripts.onboard SERVED_NAME (registers it and syncs llm), "
               "or add it from the dashboard's Models page")
     return 0
 

@@ -1,7 +1,7 @@
 """Render NOTICE from what the program ships (suite-cli-mcp.md §3.10, NT-1).
 
-    python scripts/notice.py           # write CODE/NOTICE, print its line count
-    python scripts/notice.py --check   # "current" (exit 0), or "out of date: run notice.py" (exit 1)
+    python -m benchwarmers.scripts.notice           # write CODE/NOTICE, print its line count
+    python -m benchwarmers.scripts.notice --check   # "current" (exit 0), or "out of date: run notice.py" (exit 1)
 
 NOTICE holds our copyright line; the third-party code shipped inside task files, grouped by (`upstream`,
 `license`) with each task's `source_url`; and the licence of every font the dashboard ships. For this product
@@ -20,7 +20,7 @@ import json
 import sys
 from pathlib import Path
 
-from metrics import fileio, paths
+from ..core import fileio, paths
 
 COPYRIGHT = "Benchwarmers\nCopyright 2026 The Benchwarmers authors. Licensed under the Apache License, Version 2.0."
 FONTS = (".woff", ".woff2", ".ttf", ".otf")
@@ -74,7 +74,7 @@ def render(root):
 def main(argv=None, root=None):
     argv = sys.argv[1:] if argv is None else argv
     if argv not in ([], ["--check"]):
-        print("usage: python scripts/notice.py [--check]", file=sys.stderr)
+        print("usage: python -m benchwarmers.scripts.notice [--check]", file=sys.stderr)
         return 2
     root = Path(root or paths.CODE)
     text, where = render(root), root / "NOTICE"

@@ -1,6 +1,6 @@
 """Served → usable, with evidence (suite-cli-mcp.md §3.2, OB-1..12).
 
-    python scripts/onboard.py SERVED_NAME [--endpoint NAME] [--skip-suite] [--ad-hoc]
+    python -m benchwarmers.scripts.onboard SERVED_NAME [--endpoint NAME] [--skip-suite] [--ad-hoc]
 
 Five steps, each printed as `  [n/5] ...` (the dashboard's onboarding queue tails them): the
 endpoint serves the name; it is registered under an alias; the registrations are synced to llm
@@ -24,7 +24,10 @@ import re
 import subprocess
 import sys
 
-from metrics import catalog, connections, endpoints, fileio, keys, paths, registry, renewal, roles, shape
+from ..core import fileio, keys, paths
+from ..models import catalog, connections, endpoints, registry
+from ..providers import renewal
+from ..panel import roles, shape
 
 CODE = paths.CODE
 PROBE_CAP = 20 * 60
@@ -33,14 +36,6 @@ IMAGE_NAME = re.compile(r"(^|[/._-])(gpt-image|dall-e|imagen|flux|stable-diffusi
 ANSWERED = re.compile(r"\b(\d+)a/\d+r/")
 DETAIL = 240
 ISSUE_DETAIL = 1000
-
-
-def child_python():
-    """SU-34: CODE's virtualenv when there is one, else this interpreter."""
-    for candidate in (CODE / ".venv" / "Scripts" / "python.exe", CODE / ".venv" / "bin" / "python"):
-        if candidate.exists():
-            return str(candidate)
-    return sys.executable
 
 
 def child_env():
@@ -88,7 +83,7 @@ def not_served(served, alias, listed):
     similar = [name for name in sorted(listed) if stem and stem in name.lower()][:5]
     hint = ("similar: " + ", ".join(similar)) if similar else "nothing similar is served"
     return (f"{served} is not served.\n  {hint}\n  add it to the endpoint first (or check the spelling: "
-            "`python -m metrics.endpoints` counts what each endpoint serves)")
+            "`python -m benchwarmers.models.endpoints` counts what each endpoint serves)")
 
 
 def is_decision_model(row):
@@ -188,7 +183,7 @@ def probe(alias):
     """OB-9: four calls through `perf/run.py`; answered iff the alias's own row counts an answer."""
     print("  [4/5] probing availability (4 calls)...", flush=True)
     before = len(history_rows())
-    command = [child_python(), str(CODE / "perf" / "run.py"), "--model", alias, "-n", "2", "--timeout", "90"]
+    command = paths.module_command("perf.run", "--model", alias, "-n", "2", "--timeout", "90", python=paths.child_python())
     try:
         run = subprocess.run(command, capture_output=True, text=True, timeout=PROBE_CAP, env=child_env(), cwd=CODE)
         out = run.stdout
@@ -223,9 +218,8 @@ def suite(alias, skip):
     if skip:
         print("  [5/5] suite skipped by request")
         return "suite skipped by request"
-    runner = CODE / "suite" / "run.py"
     print("  [5/5] running the internal suite...", flush=True)
-    command = [child_python(), str(runner), "--model", alias, "--timeout", "300"]
+    command = paths.module_command("suite.run", "--model", alias, "--timeout", "300", python=paths.child_python())
     try:
         run = subprocess.run(command, capture_output=True, text=True, timeout=SUITE_CAP, env=child_env(), cwd=CODE)
         out, told = run.stdout, "suite ran"
@@ -241,7 +235,7 @@ def suite(alias, skip):
 
 def where_it_lands():
     """OB-12: the first eight lines of the router's report."""
-    run = subprocess.run([child_python(), "-m", "metrics.route"], capture_output=True, text=True, env=child_env(),
+    run = subprocess.run(paths.module_command("panel.route", python=paths.child_python()), capture_output=True, text=True, env=child_env(),
                          cwd=CODE, timeout=300)
     print("Where it lands:")
     for line in (run.stdout or run.stderr).splitlines()[:8]:
@@ -293,14 +287,14 @@ def main(argv=None):
         record_issue(alias, args.served, ep, failed)
         print(f"STOPPING: {alias} did not answer the availability probe. It stays registered, so the availability "
               "checks keep watching it; the issue is kept in metrics/onboard-issues.json. Fix the cause above, "
-              f"then run `python scripts/onboard.py {args.served}` again.")
+              f"then run `python -m benchwarmers.scripts.onboard {args.served}` again.")
         return 0
     clear_issue(alias)
     told = suite(alias, args.skip_suite)
     where_it_lands()
     write_note(alias, args.served, [f"endpoint {ep}, connection {connections.connection_of(alias)}",
                                     "availability probe: answered", told])
-    print(f"Next: put it in a collection: python scripts/collection.py add NAME {alias}")
+    print(f"Next: put it in a collection: python -m benchwarmers.scripts.collection add NAME {alias}")
     return 0
 
 

@@ -1,6 +1,6 @@
 """Which connection each model behind an Open WebUI hub is called through (suite-cli-mcp.md §3.8, PT-1..3).
 
-    python scripts/provider_tags.py
+    python -m benchwarmers.scripts.provider_tags
 
 Writes `config/provider-tags.json`, `{served id: tag}`: the short name of the hub connection serving it
 (`openrouter`, `groq`, `local`, ...), with the model's owner after a `/` when the listing names one
@@ -22,7 +22,9 @@ import json
 import sys
 from urllib.parse import urlsplit
 
-from metrics import connections, endpoints, fileio, paths, registry, transport
+from ..core import fileio, paths
+from ..net import transport
+from ..models import connections, endpoints, registry
 
 HOSTS = {"ollama.com": "ollama-cloud", "openrouter.ai": "openrouter", "api.groq.com": "groq",
          "api.cerebras.ai": "cerebras", "integrate.api.nvidia.com": "nvidia-api", "api.mistral.ai": "mistral",
@@ -61,7 +63,7 @@ def fetch(url, secret):
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if argv:
-        print("usage: python scripts/provider_tags.py", file=sys.stderr)
+        print("usage: python -m benchwarmers.scripts.provider_tags", file=sys.stderr)
         return 2
     hub = endpoints.find_hub("openwebui")
     if hub is None:

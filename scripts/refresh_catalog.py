@@ -1,7 +1,7 @@
 """Refresh the model catalog from the public feeds, OpenRouter and the endpoints' own listings (CAT-6..11).
 
-    python scripts/refresh_catalog.py          refresh every registered model; a summary line and one row each
-    python scripts/refresh_catalog.py ALIAS    print what the bench knows of ALIAS now (catalog.info, JSON)
+    python -m benchwarmers.scripts.refresh_catalog          refresh every registered model; a summary line and one row each
+    python -m benchwarmers.scripts.refresh_catalog ALIAS    print what the bench knows of ALIAS now (catalog.info, JSON)
 
 The scheduler's daily `catalog` job (06:00) runs this file. It exits 1 with
 `cannot read OpenRouter's catalog: <err>` when OpenRouter's list cannot be read, writing nothing; feeds
@@ -13,7 +13,7 @@ import argparse
 import json
 import sys
 
-from metrics import catalog, catalogrefresh
+from ..models import catalog, catalogrefresh
 
 
 def main(argv=None):

@@ -1,6 +1,6 @@
 """A hub connection gained a prefix: repoint its registrations (suite-cli-mcp.md §3.7, RP-1..3).
 
-    python scripts/reprefix.py CONNECTION --prefix P [--apply]
+    python -m benchwarmers.scripts.reprefix CONNECTION --prefix P [--apply]
 
 Open WebUI can put a prefix before every model of one connection (`codestral-latest` becomes
 `llm7.codestral-latest`). The models are the same; only their served ids changed, so auto-retire would see
@@ -20,7 +20,8 @@ Decisions where the spec is silent:
 import argparse
 import sys
 
-from metrics import endpoints, fileio, paths, registry
+from ..core import fileio, paths
+from ..models import endpoints, registry
 
 
 def plan(connection, prefix, hub, tags):
@@ -70,7 +71,7 @@ def main(argv=None):
                  "to repoint")
     tags = fileio.read_json(paths.file("config", "provider-tags.json"))
     if not tags:
-        sys.exit("config/provider-tags.json is missing or empty: run python scripts/provider_tags.py first")
+        sys.exit("config/provider-tags.json is missing or empty: run python -m benchwarmers.scripts.provider_tags first")
     moves = plan(args.connection, args.prefix, hub, tags)
     if not moves:
         print(f"nothing to do: no registration on {hub} is served as {args.prefix}<its id> now")
@@ -83,7 +84,7 @@ def main(argv=None):
     done = registry.repoint({alias: new for alias, _, new in moves})
     moved = migrate([m for m in moves if m[0] in done], hub)
     print(f"repointed {len(done)} registration(s); moved {moved} served-snapshot entr{'y' if moved == 1 else 'ies'}")
-    print("next: python scripts/sync_config.py (the llm CLI's copy), then python scripts/provider_tags.py")
+    print("next: python -m benchwarmers.scripts.sync_config (the llm CLI's copy), then python -m benchwarmers.scripts.provider_tags")
     return 0
 
 

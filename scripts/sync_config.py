@@ -1,8 +1,8 @@
 """Keep llm's copy of the registrations in step with the data folder's (REG-9, SY-1..3).
 
-    python scripts/sync_config.py            DATA -> llm's user folder, then push model options
-    python scripts/sync_config.py --pull     llm's user folder -> DATA
-    python scripts/sync_config.py --check    print `identical` or `DIFFERENT`; exit 0 or 1; change nothing
+    python -m benchwarmers.scripts.sync_config            DATA -> llm's user folder, then push model options
+    python -m benchwarmers.scripts.sync_config --pull     llm's user folder -> DATA
+    python -m benchwarmers.scripts.sync_config --check    print `identical` or `DIFFERENT`; exit 0 or 1; change nothing
 
 The data folder's `config/extra-openai-models.yaml` is canonical; the copy in llm's
 user folder is what `llm -m <alias>` reads. Options are pushed in one atomic write of
@@ -12,7 +12,7 @@ llm's `model_options.json` (see `registry.push_options`).
 import argparse
 import sys
 
-from metrics import registry
+from ..models import registry
 
 
 def main(argv=None):
@@ -25,16 +25,16 @@ def main(argv=None):
     if args.check:
         if not source.exists():
             print(f"DIFFERENT: {source} does not exist: no model is registered yet; "
-                  "register one with `python scripts/onboard.py SERVED_NAME` (it syncs llm's copy too)")
+                  "register one with `python -m benchwarmers.scripts.onboard SERVED_NAME` (it syncs llm's copy too)")
             return 1
         if not live.exists():
             print(f"DIFFERENT: {live} does not exist\n  {source}\n"
-                  "Run `python scripts/sync_config.py` to copy the registrations to llm.")
+                  "Run `python -m benchwarmers.scripts.sync_config` to copy the registrations to llm.")
             return 1
         same = registry.in_sync()
         print(("identical" if same else "DIFFERENT") + f"\n  {source}\n  {live}")
         if not same:
-            print("Run `python scripts/sync_config.py` to copy the data folder's registrations to llm "
+            print("Run `python -m benchwarmers.scripts.sync_config` to copy the data folder's registrations to llm "
                   "(or --pull to keep llm's).")
         return 0 if same else 1
     try:

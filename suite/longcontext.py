@@ -1,6 +1,6 @@
 """The long-context tier (suite-cli-mcp.md §8, RQ-1..3; §12 OFF-3; §13.21): RepoQA's needle-function search.
 
-    python suite/longcontext.py --model ALIAS [--languages python] [--repos 2] [--context 16384]
+    python -m benchwarmers.suite.longcontext --model ALIAS [--languages python] [--repos 2] [--context 16384]
                                 [--timeout 420] [--score-only]
 
 On demand only, never scheduled. Each chosen repository contributes all its needles (10 in RepoQA),
@@ -43,9 +43,10 @@ import re
 import sys
 import time
 
-from metrics import fileio, paths, scoring
-from suite import run as suite_run
-from suite import tasks as suite_tasks
+from ..core import fileio, paths
+from ..models import scoring
+from . import run as suite_run
+from . import tasks as suite_tasks
 
 LANGUAGES = ("python", "cpp", "java", "typescript", "rust")
 MOST_REPOS = 10
@@ -250,7 +251,7 @@ def main(argv=None, source=None):
     path = answers_path(args.model, args.context)
     if not args.score_only and args.model not in suite_tasks.available_models(include_ad_hoc=True):
         sys.exit(f"{args.model} is not available (it must be registered, served by its endpoint now, and not failing "
-                 "every perf reading); python scripts/list_served.py shows what is served")
+                 "every perf reading); python -m benchwarmers.scripts.list_served shows what is served")
     if args.score_only and not saved(path):
         sys.exit(f"no saved answers for {args.model} at {args.context} tokens ({path})")
     try:

@@ -1,7 +1,7 @@
 """Mined claim tasks (suite-cli-mcp.md §2.7, MN-1..8): claims your verdicts checked become TRUE/FALSE tasks.
 
-    python suite/mine.py                 # list the panels with claims not mined yet
-    python suite/mine.py PANEL [--force] # draft one task per claim of that panel
+    python -m benchwarmers.suite.mine                 # list the panels with claims not mined yet
+    python -m benchwarmers.suite.mine PANEL [--force] # draft one task per claim of that panel
 
 A verdict on a panel seat (`bench verdict CALL --real "..." --false "..."`) records claims a person
 checked against the code. The calls log (`DATA/runs/gateway/calls.jsonl`) holds the prompt the
@@ -27,8 +27,9 @@ import re
 import shutil
 import sys
 
-from metrics import fileio, offload, paths
-from suite import tasks as suite_tasks
+from ..core import fileio, paths
+from ..panel import offload
+from . import tasks as suite_tasks
 
 HEADER = re.compile(r"^===== (?:FILE: )?(.+?)(?: =====)?$")
 TOO_BIG = 40_000
@@ -148,7 +149,7 @@ def listing(known, loaded):
         n = len(claims(panel))
         if n:
             gone = "" if panel in known else "   (not in the calls log any more: cannot be mined)"
-            rows.append(f"  {panel}: {n} claim(s)   python suite/mine.py {panel}{gone}")
+            rows.append(f"  {panel}: {n} claim(s)   python -m benchwarmers.suite.mine {panel}{gone}")
     if not rows:
         print("Nothing to mine: no judged panel has claims that are not mined yet "
               "(record some with `bench verdict CALL --real ... --false ...`).")

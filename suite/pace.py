@@ -1,6 +1,6 @@
 """Paced background runs (suite-cli-mcp.md §2.8, PC-1..4): work through a slice of the suite slowly.
 
-    python suite/pace.py [--prefix seeded-hard-] [--gap 120] [--rest 1800] [--timeout 420] [--dry-run]
+    python -m benchwarmers.suite.pace [--prefix seeded-hard-] [--gap 120] [--rest 1800] [--timeout 420] [--dry-run]
 
 Asks every available model every non-draft task whose directory starts with `--prefix`, one call at
 a time with `--gap` seconds between calls, so free tiers and shared keys are not flooded. Each call
@@ -30,14 +30,13 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-from metrics import alerts, paths, scheduler, scoring
-from suite import tasks as suite_tasks
+from ..core import paths
+from ..models import alerts, scoring
+from . import tasks as suite_tasks
 
 ETA_PER_CALL = 60  # PC-3: the ETA counts each call as a minute on top of the gap
 STOP_WAIT = 10  # seconds a stopped child may take to end before it is killed
-RUN = Path(__file__).resolve().parent / "run.py"
 
 
 def log(message, dry=False):
@@ -74,8 +73,8 @@ def queue(prefix, models):
 def ask(task, alias, timeout):
     """One child run; its exit code. Stopped (Ctrl-C), the child is stopped as Ctrl-C stops it and waited for,
     so no run is left asking a model behind a runner that has gone."""
-    command = [scheduler.child_python(), str(RUN), "--task", task["id"], "--model", alias, "--timeout", str(timeout),
-               "--gap", "0"]
+    command = paths.module_command("suite.run", "--task", task["id"], "--model", alias, "--timeout", timeout, "--gap", 0,
+                                  python=paths.child_python())
     child = subprocess.Popen(command, cwd=paths.CODE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         return child.wait()
@@ -142,7 +141,7 @@ def main(argv=None):
         sys.stdout.reconfigure(encoding="utf-8", errors="replace")
     models = roster()
     if not models:
-        print("no model is available (onboard one with `python scripts/onboard.py SERVED_NAME`)")
+        print("no model is available (onboard one with `python -m benchwarmers.scripts.onboard SERVED_NAME`)")
         return 0
     pending = queue(args.prefix, models)
     eta = len(pending) * (args.gap + ETA_PER_CALL) / 3600

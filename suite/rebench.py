@@ -1,7 +1,7 @@
 """Real-bug tasks (suite-cli-mcp.md §2.9, RB-1..11; §12 OFF-2; §13.13): one-file fixes from public projects.
 
-    python suite/rebench.py [--count 5] [--since 2025-06-01] [--offset 0] [--scan 400] [--dry-run]
-    python suite/rebench.py --reject TASK_ID --reason "a rename, not a bug"
+    python -m benchwarmers.suite.rebench [--count 5] [--since 2025-06-01] [--offset 0] [--scan 400] [--dry-run]
+    python -m benchwarmers.suite.rebench --reject TASK_ID --reason "a rename, not a bug"
 
 Reads merged fixes from the SWE-rebench-V2 dataset (CC-BY-4.0), keeps those that change one small
 contiguous block of one Python source file, and writes a pair of drafts into YOUR data folder: the
@@ -52,9 +52,10 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
-from metrics import __version__, fileio, paths
-from suite import seed
-from suite import tasks as suite_tasks
+from .. import __version__
+from ..core import fileio, paths
+from . import seed
+from . import tasks as suite_tasks
 
 DATASET = "nebius/SWE-rebench-V2"
 API = "https://datasets-server.huggingface.co"
@@ -357,7 +358,7 @@ def pair(row, fix, before, after, keys):
            "why": (f"PR {row['repo']}#{number} ({common['created']}), {url}: {fix.path} at base commit "
                    f"{row['base_commit'][:10]}; the fix changes line {named}. Removed: {quoted(fix.removed)}. "
                    f"Added: {quoted(fix.added)}. Problem: {statement.rstrip('.') or '(none given)'}. "
-                   f"Review before removing draft (RB-10): drop the pair (python suite/rebench.py --reject {bug_id} "
+                   f"Review before removing draft (RB-10): drop the pair (python -m benchwarmers.suite.rebench --reject {bug_id} "
                    "--reason ...) when this is a refactor, rename, message or dependency change, needs another module "
                    "to see, or the fixed file has the same problem elsewhere."),
            "prompt": question(fix.path, before[lo - 1:hi], lo, len(before)), **seed.fault_keys(keys)}

@@ -1,6 +1,6 @@
 """Run the review suite (suite-cli-mcp.md §2.5, SU-22..34): ask models the tasks, save and score the answers.
 
-    python suite/run.py [--task ID] [--model ALIAS]... [--timeout 420] [--repeat 1]
+    python -m benchwarmers.suite.run [--task ID] [--model ALIAS]... [--timeout 420] [--repeat 1]
                         [--next | --next-free] [--dry-run] [--gap 2]
 
 Every answer is saved as it arrives to `DATA/suite/tasks/<task>/output/<alias>.md` (failures
@@ -27,8 +27,10 @@ import datetime
 import sys
 import time
 
-from metrics import client, learn, ledger, llm_backend, paths, registry, scoring
-from suite import tasks as suite_tasks
+from ..core import paths
+from ..models import learn, registry, scoring
+from ..calling import client, ledger, llm_backend
+from . import tasks as suite_tasks
 
 ATTEMPTS = 3
 RETRY_WAIT = 5
@@ -185,7 +187,7 @@ def choose(args, loaded):
         if pick is None:
             sys.exit("no :free model is registered" if free else
                      "no paid model is registered (or none is served now): onboard one with "
-                     "`python scripts/onboard.py SERVED_NAME`")
+                     "`python -m benchwarmers.scripts.onboard SERVED_NAME`")
         picked = suite_tasks.pick_tasks(chosen, pick)
         have = sum(1 for t in chosen if suite_tasks.saved_mtime(t, pick) is not None)
         flag = "--next-free" if free else "--next"
@@ -242,7 +244,7 @@ def main(argv=None):
     chosen, models = choose(args, loaded)
     asked = ready(chosen)
     if not models or not asked:
-        print("nothing to ask: " + ("no model is available (onboard one with `python scripts/onboard.py "
+        print("nothing to ask: " + ("no model is available (onboard one with `python -m benchwarmers.scripts.onboard "
                                     "SERVED_NAME`)" if not models else "no task is ready"))
         return 0
     run = Run(len(asked) * len(models), args.timeout, args.repeat, args.gap)

@@ -1,6 +1,6 @@
 """Seeded bugs (suite-cli-mcp.md §2.6, SD-1..12): one change in a real function, a bug task and its control.
 
-    python suite/seed.py [--repo KEY] [--count 6] [--seed N] [--hard] [--kinds a,b,...]
+    python -m benchwarmers.suite.seed [--repo KEY] [--count 6] [--seed N] [--hard] [--kinds a,b,...]
 
 Takes functions (or, with `--hard`, whole files) from a repository named in `config/repos.json`,
 changes exactly one thing, and writes `seeded-<slug>-bug` (the changed code; the answer is the
@@ -28,8 +28,8 @@ import textwrap
 import tokenize
 from pathlib import Path
 
-from metrics import fileio
-from suite import tasks as suite_tasks
+from ..core import fileio
+from . import tasks as suite_tasks
 
 KINDS = ("compare", "boolop", "return-bool", "not", "number", "args", "off-by-one", "break-continue", "remove-call",
          "augassign")

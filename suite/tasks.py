@@ -13,7 +13,7 @@ Decisions beyond the reference (§13):
 - A `task.json` that does not parse (or is not an object) is skipped with a message naming it; the
   other tasks run (one broken file must not stop a scheduled pass).
 - Models are named by alias everywhere; an alias's saved output is `output/<alias>.md`, which is
-  where `metrics/history.py` reads it for the router.
+  where `metrics/models/history.py` reads it for the router.
 """
 
 import csv
@@ -21,7 +21,10 @@ import json
 import os
 from pathlib import Path
 
-from metrics import endpoints, fileio, paths, registry, renewal, roles, scoring
+from ..core import fileio, paths
+from ..models import endpoints, registry, scoring
+from ..providers import renewal
+from ..panel import roles
 
 PER_RUN = 6
 LIST_TIMEOUT = 20
@@ -127,7 +130,7 @@ def prompt(task):
 
 
 def output_path(task, alias):
-    """SU-30: where `alias`'s answer to `task` is saved (and where metrics/history.py reads it)."""
+    """SU-30: where `alias`'s answer to `task` is saved (and where metrics/models/history.py reads it)."""
     return task["dir"] / "output" / f"{alias}.md"
 
 

@@ -21,13 +21,13 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import urllib.request
 
 import pytest
 
 from conftest import running_gateway
-from metrics import demo, fileio, paths
+from benchwarmers.core import fileio, paths
+from benchwarmers.demo import demo
 
 HAND, CLAIM_F, CLAIM_T = "TASK-HAND", "TASK-CLAIM-FALSE", "TASK-CLAIM-TRUE"
 PAIRS = {"seeded-alpha": ("TASK-SA-BUG", "TASK-SA-CONTROL", "fault: line 4"),
@@ -102,7 +102,7 @@ def write_tasks():
 
 def run(script, *args):
     """A runner as a user types it; its output when it fails."""
-    done = subprocess.run([sys.executable, str(paths.CODE / script), *args], capture_output=True, text=True,
+    done = subprocess.run([*paths.module_command(script.removesuffix(".py").replace("/", ".")), *args], capture_output=True, text=True,
                           env={**os.environ, "PYTHONIOENCODING": "utf-8"}, cwd=paths.CODE, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout

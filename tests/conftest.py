@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from metrics import paths
+from benchwarmers.core import paths
 
 
 def wait_for(check, seconds=20):
@@ -62,7 +62,7 @@ TEST_MODELS = {
 
 @pytest.fixture
 def upstream():
-    from metrics.demo import Upstream
+    from benchwarmers.demo.demo import Upstream
 
     with Upstream(models={name: dict(spec) for name, spec in TEST_MODELS.items()}) as up:
         yield up
@@ -71,7 +71,9 @@ def upstream():
 @pytest.fixture
 def bench(home, upstream, monkeypatch):
     """A data folder whose endpoint is the local upstream, every test model registered, catalog warmed."""
-    from metrics import catalog, demo, fileio
+    from benchwarmers.core import fileio
+    from benchwarmers.models import catalog
+    from benchwarmers.demo import demo
 
     monkeypatch.setenv("BENCH_CLIENT", "builtin")
     demo.register(upstream, aliases={name: name for name in TEST_MODELS if name != "picker"})
@@ -83,7 +85,7 @@ def bench(home, upstream, monkeypatch):
 @contextlib.contextmanager
 def running_gateway():
     """The real gateway on a free port, on a thread of this process; stopped when the block ends."""
-    import gateway as gateway_module
+    from benchwarmers.server import gateway as gateway_module
 
     srv = gateway_module.serve("127.0.0.1", 0)
     try:
@@ -115,7 +117,10 @@ def gateway(port):
 def routed(home, route_models, monkeypatch):
     """Route mode's bench: a data folder on a local upstream serving the test module's `route_models`
     fixture ({name: spec}), every model registered, the catalog warmed, rotation off (RT-6 is deterministic)."""
-    from metrics import catalog, demo, fileio, route_mode
+    from benchwarmers.core import fileio
+    from benchwarmers.models import catalog
+    from benchwarmers.panel import route_mode
+    from benchwarmers.demo import demo
 
     monkeypatch.setenv("BENCH_CLIENT", "builtin")
     monkeypatch.setattr(route_mode, "ROTATE", 0)

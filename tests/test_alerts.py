@@ -8,10 +8,11 @@ import datetime
 import json
 import os
 import subprocess
-import sys
 import threading
 
-from metrics import alerts, demo, fileio, paths, registry
+from benchwarmers.core import fileio, paths
+from benchwarmers.models import alerts, registry
+from benchwarmers.demo import demo
 
 TODAY = datetime.date.today()
 
@@ -19,7 +20,7 @@ TODAY = datetime.date.today()
 def script(name, *args):
     """A maintenance script as typed in the checkout (PYTHONPATH: this checkout's modules)."""
     env = {**os.environ, "PYTHONIOENCODING": "utf-8", "PYTHONPATH": str(paths.CODE)}
-    return subprocess.run([sys.executable, str(paths.CODE / "scripts" / name), *args], capture_output=True,
+    return subprocess.run([*paths.module_command("scripts." + name.removesuffix(".py")), *args], capture_output=True,
                           text=True, env=env, timeout=60)
 
 
@@ -72,7 +73,7 @@ def test_dp6_structural_paywalled_entitlement_unclassified_raised_then_swept(hom
         "model:structural:s": ("retired", "s"), "model:paywalled:p": ("retired", "p"),
         "model:entitlement:e": ("plan", "e"), "model:unclassified:o": ("registration", "o")}
     assert raised["model:entitlement:e"]["action"].startswith("keep it and watch")
-    assert "metrics/scoring.py" in raised["model:unclassified:o"]["action"]
+    assert "metrics/models/scoring.py" in raised["model:unclassified:o"]["action"]
     assert all(a["first_seen"] == a["last_seen"] == TODAY.isoformat() for a in raised.values())
     assert posts(up) == []  # nothing was confirmed: nothing counts down
     assert again.returncode == 0, again.stdout + again.stderr

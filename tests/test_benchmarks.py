@@ -9,10 +9,12 @@ import json
 import re
 import urllib.request
 
-import serve
+from benchwarmers.dashboard import serve
 from benchdata import filled, populated  # noqa: F401 (fixtures)
-from metrics import benchmarks, fileio, modeledit, paths
-from perf import run as perf_run
+from benchwarmers.core import fileio, paths
+from benchwarmers.admin import modeledit
+from benchwarmers.dashboard import benchmarks
+from benchwarmers.perf import run as perf_run
 
 
 def by_model(rows):

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-import serve
-from metrics import demo, fileio, paths
+from benchwarmers.dashboard import serve
+from benchwarmers.core import fileio, paths
+from benchwarmers.demo import demo
 from conftest import watched_page
 
 pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
@@ -386,7 +387,7 @@ def test_from_a_key_to_a_panel_in_the_browser_ep10_ob1_ob21_ob22(browser, home, 
     """Issue 16 item 2: a person with only a key adds an endpoint (Test, then Save), onboards two served models with
     the queue's live progress, makes a collection and asks it, never touching a file. The local upstream needs the
     key, as a provider does."""
-    from metrics.demo import Upstream
+    from benchwarmers.demo.demo import Upstream
     from conftest import TEST_MODELS
 
     secret = "sk-browser-first-hour-0123456789"
@@ -470,7 +471,7 @@ def test_from_a_key_to_a_panel_in_the_browser_ep10_ob1_ob21_ob22(browser, home, 
 def test_issue20_leaderboard_on_at_a_glance(page, dash):
     """Issue 20: At a glance ranks bench/core's models by their verdicts inside judged panels, score and
     interval on one scale, the figures folded, a CSV download; another collection with none says so."""
-    from metrics import leaderboard, offload
+    from benchwarmers.panel import leaderboard, offload
 
     demo.set_collection("vision", ["seer"])
     for panel, good, bad in (("p1", "alpha", "beta"), ("p2", "alpha", "beta"), ("p3", "beta", "alpha")):

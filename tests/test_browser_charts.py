@@ -8,14 +8,14 @@ under every chart holding the numbers, and each chart's empty state on an empty 
 """
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-import serve
+from benchwarmers.dashboard import serve
 from benchdata import filled, populated  # noqa: F401 (fixtures)
-from metrics import paths, registry, themes
+from benchwarmers.core import paths, themes
+from benchwarmers.models import registry
 from conftest import watched_page
 
 pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
@@ -169,7 +169,7 @@ def test_issue19_a_probed_model_shows_on_the_performance_chart_after_reload(boar
     filled.set_model("newbie", answer="Newbie: ready.", latency=0.01)
     benchmarks_tab(page)
     assert page.locator("#chart-probes text[data-row=newbie]").count() == 0
-    done = subprocess.run([sys.executable, str(paths.CODE / "scripts" / "onboard.py"), "newbie", "--skip-suite"],
+    done = subprocess.run([*paths.module_command("scripts.onboard"), "newbie", "--skip-suite"],
                           capture_output=True, text=True, cwd=paths.CODE, timeout=180)
     assert done.returncode == 0, done.stdout + done.stderr
     alias = {served: a for a, served in registry.names().items()}["newbie"]

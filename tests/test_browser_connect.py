@@ -5,8 +5,10 @@ tests/artifacts/."""
 
 import pytest
 
-import serve
-from metrics import endpoints, keys, providers
+from benchwarmers.dashboard import serve
+from benchwarmers.core import keys
+from benchwarmers.models import endpoints
+from benchwarmers.providers import providers
 from test_browser import page, shoot, tab  # noqa: F401 (fixtures used by name)
 from test_connect import fake, table  # noqa: F401 (fixtures used by name)
 

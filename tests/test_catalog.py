@@ -2,8 +2,9 @@
 
 import pytest
 
-from metrics import catalog, endpoints, fileio, paths, registry
-from metrics.demo import Upstream
+from benchwarmers.core import fileio, paths
+from benchwarmers.models import catalog, endpoints, registry
+from benchwarmers.demo.demo import Upstream
 
 MODELS = {
     "seer": {"answer": "x", "vision": True, "tools": False, "context_window": 128000, "max_output": 4096},

@@ -1,5 +1,5 @@
 """The `bench` CLI (suite-cli-mcp.md §9) and the launcher (§10), run as a user types them (`python -m
-metrics.launcher`, what the `bench` and `benchwarmers` console scripts call) against a real gateway on
+benchwarmers.cli.launcher`, what the `bench` and `benchwarmers` console scripts call) against a real gateway on
 127.0.0.1: every built command's happy path and refusals, exit codes, the stdout/stderr split, `--json`,
 the server not running, Ctrl-C; the launcher's `plan()` (LN-1..7) and real runs (LN-8..10, `bench demo`);
 shell completion."""
@@ -18,8 +18,14 @@ from pathlib import Path
 
 import pytest
 
-from metrics import (__version__, cli, collections, completion, demo, endpoints, fileio, gatekeys, keys, launcher,
-                     offload, paths, registry, remote)
+from benchwarmers import __version__
+from benchwarmers.core import fileio, keys, paths
+from benchwarmers.net import remote
+from benchwarmers.models import endpoints, registry
+from benchwarmers.panel import collections, offload
+from benchwarmers.demo import demo
+from benchwarmers.server import gatekeys
+from benchwarmers.cli import cli, completion, launcher
 from conftest import TEST_MODELS, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,7 +53,7 @@ def bench_env(url=None, **extra):
 
 def run(url, *args, stdin="", cwd=None, **extra):
     """`bench <args>` as typed: `(exit code, stdout, stderr)`."""
-    done = subprocess.run([sys.executable, "-m", "metrics.launcher", *args], input=stdin, capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "benchwarmers.cli.launcher", *args], input=stdin, capture_output=True,
                           text=True, env=bench_env(url, **extra), cwd=cwd or ROOT, timeout=60)
     return done.returncode, done.stdout, done.stderr
 
@@ -124,7 +130,7 @@ def test_ask_timeout_is_exit_1(gateway, core):
 def test_ctrl_c_is_130(gateway, core):
     """§9: Ctrl-C (SIGINT to the terminal's process group: launcher and CLI) ends with 130."""
     core.clear()
-    child = subprocess.Popen([sys.executable, "-m", "metrics.launcher", "ask", "crawl", PROMPT],
+    child = subprocess.Popen([sys.executable, "-m", "benchwarmers.cli.launcher", "ask", "crawl", PROMPT],
                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              env=bench_env(gateway), start_new_session=True)
     deadline = time.monotonic() + 10
@@ -219,7 +225,7 @@ def test_help_and_version(gateway):
     assert all(name in out for name in ("gateway", "mcp", "demo", "ask <collection> [prompt]", "BENCHWARMERS_HOME",
                                         "endpoints | endpoint | candidates", "onboard", "dismiss", "BENCH_PORT"))
     assert run(gateway, "--version")[1] == f"{__version__}\n"
-    done = subprocess.run([sys.executable, "-m", "metrics.cli", "--version"], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-m", "benchwarmers.cli.cli", "--version"], capture_output=True, text=True,
                           env=bench_env(gateway))
     assert done.stdout == f"bench {__version__}\n"
 
@@ -230,22 +236,22 @@ def test_ln1_to_ln6_plan():
     """LN-1..6: what each command line means, decided without side effects."""
     env = {"BENCHWARMERS_PROG": "bench"}
     assert launcher.plan(["--version"], env) == launcher.plan(["-v"], env) == {"say": __version__, "code": 0}
-    serve = {"script": "serve", "args": [], "cwd": str(launcher.CODE), "first_run": True}
+    serve = {"script": "benchwarmers.dashboard.serve", "args": [], "cwd": str(paths.CODE), "first_run": True}
     assert launcher.plan([], env) == launcher.plan(["serve"], env) == serve  # LN-3
     assert launcher.plan(["--anything"], env) == {**serve, "args": ["--anything"]}
     assert launcher.plan(["--help"], env)["code"] == 0 and launcher.plan(["--help"], env)["say"].startswith("bench: ")
     assert launcher.plan(["init", "/x", "--help"], env, cwd="/here") == {
-        "script": "scripts.init", "args": ["/x", "--help"], "cwd": "/here", "first_run": False}  # LN-6
+        "script": "benchwarmers.scripts.init", "args": ["/x", "--help"], "cwd": "/here", "first_run": False}  # LN-6
     nope = launcher.plan(["nope"], env)
     assert (nope["code"], nope["stderr"]) == (2, True) and nope["say"].startswith('bench: no command "nope"\n\n')
     assert launcher.plan(["ask", "core", "hi", "--help"], env, cwd="/somewhere") == {
-        "script": "metrics.cli", "args": ["ask", "core", "hi", "--help"], "cwd": "/somewhere", "first_run": False}
+        "script": "benchwarmers.cli.cli", "args": ["ask", "core", "hi", "--help"], "cwd": "/somewhere", "first_run": False}
     assert launcher.plan(["gateway", "--port", "9"], env) == {
-        "script": "gateway", "args": ["--port", "9"], "cwd": str(launcher.CODE), "first_run": True}
-    assert launcher.plan(["demo"], env) == {"script": "serve", "args": ["--demo"], "cwd": str(launcher.CODE),
+        "script": "benchwarmers.server.gateway", "args": ["--port", "9"], "cwd": str(paths.CODE), "first_run": True}
+    assert launcher.plan(["demo"], env) == {"script": "benchwarmers.dashboard.serve", "args": ["--demo"], "cwd": str(paths.CODE),
                                             "first_run": False}
     assert launcher.plan(["mcp"], env, cwd="/here") == {
-        "script": "metrics.mcp_server", "args": [], "cwd": "/here", "first_run": False}
+        "script": "benchwarmers.server.mcp_server", "args": [], "cwd": "/here", "first_run": False}
     assert launcher.plan(["gateway", "--port", "9", "-h"], env)["say"] == launcher.plan(["-h"], env)["say"]
     assert launcher.plan(["-h"], {}, argv0="/usr/bin/benchwarmers")["say"].startswith("benchwarmers: ")
     assert launcher.plan(["-h"], {}, argv0="/usr/bin/python3")["say"].startswith("benchwarmers: ")
@@ -253,11 +259,11 @@ def test_ln1_to_ln6_plan():
 
 
 def test_ln7_child_environment(tmp_path):
-    """LN-7: the data folder always set, no bytecode, UTF-8, who launched it."""
+    """LN-7: the data folder always set, no bytecode, UTF-8, who launched it; the import path untouched."""
     child = launcher.child_env({"BENCHWARMERS_HOME": "~/bw", "PYTHONPATH": "/x"}, "bench")
     assert child["BENCHWARMERS_HOME"] == str(Path("~/bw").expanduser())
     assert (child["PYTHONDONTWRITEBYTECODE"], child["PYTHONUTF8"], child["BENCHWARMERS_LAUNCHER"]) == ("1", "1", "pip")
-    assert child["PYTHONPATH"] == os.pathsep.join([str(launcher.CODE), "/x"])
+    assert child["PYTHONPATH"] == "/x"  # passed through as it was: the launcher adds nothing to the import path
     assert launcher.child_env({"BENCHWARMERS_LAUNCHER": "npm"}, "bench")["BENCHWARMERS_LAUNCHER"] == "npm"
 
 
@@ -269,7 +275,7 @@ def test_ln5_ln10_unknown_command(gateway):
 
 def start_server(*args, **extra):
     """`bench <args>` (a server) in its own process group; returns the process once it printed its base URL."""
-    child = subprocess.Popen([sys.executable, "-m", "metrics.launcher", *args], stdout=subprocess.PIPE,
+    child = subprocess.Popen([sys.executable, "-m", "benchwarmers.cli.launcher", *args], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, env=bench_env(None, **extra), start_new_session=True)
     lines = []
     while not any(" on http://" in line for line in lines):
@@ -317,7 +323,7 @@ def bash_complete(line, url):
     script = completion.script("bash", launcher.completion_commands())
     words = line.split(" ")
     program = f"""{script}
-bench() {{ {sys.executable} -m metrics.launcher "$@"; }}
+bench() {{ {sys.executable} -m benchwarmers.cli.launcher "$@"; }}
 COMP_WORDS=({" ".join(repr(w) for w in words)}); COMP_CWORD={len(words) - 1}
 _benchwarmers_complete; printf '%s\\n' "${{COMPREPLY[@]}}" """
     done = subprocess.run(["bash", "-c", program], capture_output=True, text=True, env=bench_env(url), cwd=ROOT,
@@ -366,7 +372,7 @@ def test_cli_table_cells():
 @pytest.fixture
 def dash(core):
     """The real dashboard (which answers the gateway routes too) on a free port of 127.0.0.1: its base URL."""
-    import serve
+    from benchwarmers.dashboard import serve
 
     srv = serve.serve("127.0.0.1", 0)
     yield f"http://127.0.0.1:{srv.server_address[1]}"
@@ -520,7 +526,7 @@ def test_settings_gateway_client_and_scheduler(dash, bench_cli):
 def test_older_server_and_stopped_server(core, bench_cli):
     """CLI-2, CLI-3, CLI-4: a route this server does not have is "older than this bench" for a GET (the page)
     and a POST (404 unknown endpoint); once the server stops, 3 naming the port."""
-    import serve
+    from benchwarmers.dashboard import serve
 
     srv = serve.serve("127.0.0.1", 0)
     base = f"http://127.0.0.1:{srv.server_address[1]}"
@@ -557,7 +563,7 @@ def test_confirmation_on_a_terminal(dash):
     """CLI-5 (real runs on a pseudo-terminal): the question on stderr, nothing sent before it; only y/yes goes on."""
     for answer, code, said in (("n", 1, "bench: left as it was\n"), ("yes", 0, "")):
         leader, follower = pty.openpty()
-        child = subprocess.Popen([sys.executable, "-m", "metrics.launcher", "collection", "rm", "crawl"],
+        child = subprocess.Popen([sys.executable, "-m", "benchwarmers.cli.launcher", "collection", "rm", "crawl"],
                                  stdin=follower, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                  env=bench_env(dash))
         os.close(follower)

@@ -1,6 +1,6 @@
 """The built-in client against real servers on 127.0.0.1 (CL, REQ-1, STR, RET, BUD, SWAP, ERR, LED, PN, BK).
 
-Most scenarios use the project's demo upstream (metrics.demo.Upstream, OFF-2). What it does
+Most scenarios use the project's demo upstream (benchwarmers.demo.demo.Upstream, OFF-2). What it does
 not do (redirects, a trickling body, a swapped model, a 400 on streaming, a huge body) comes
 from `Scripted`, a tiny server in this file whose reply is a function of the request.
 """
@@ -20,8 +20,12 @@ from pathlib import Path
 
 import pytest
 
-from metrics import client, fileio, keys, ledger, notices, paths, registry, transport
-from metrics.demo import NOTICE, Upstream
+from benchwarmers.core import fileio, keys, paths
+from benchwarmers.wire import notices
+from benchwarmers.net import transport
+from benchwarmers.models import registry
+from benchwarmers.calling import client, ledger
+from benchwarmers.demo.demo import NOTICE, Upstream
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "sk-test-DO-NOT-LEAK-4242"
@@ -336,7 +340,7 @@ def test_refused_connection_is_retried_then_reported_ret4(home):
 def test_preflight_failures_send_nothing_cl2(bench):
     res = client.chat("nobody", "hi")
     assert res["error"] == ("Error: client failed: no model is registered as 'nobody' "
-                            "(register one with `python scripts/onboard.py SERVED_NAME`)") and res["attempts"] == 0
+                            "(register one with `python -m benchwarmers.scripts.onboard SERVED_NAME`)") and res["attempts"] == 0
     register({"demo": {"base": bench.base_url}, "native": {"base": bench.base_url + "/native", "api": "anthropic"}},
              {"claude": ("claude", "native")})
     res = client.chat("claude", "hi", body={"tools": []})
@@ -772,7 +776,7 @@ def test_ledger_line_fields_and_order_led1_led2_led7(bench, monkeypatch):
 
 LEDGER_WRITER = """
 import sys
-from metrics import ledger
+from benchwarmers.calling import ledger
 for i in range(50):
     assert ledger.write(ledger.line(float(sys.argv[1]), "p", "c", "e", "m", "ok", 1, {}, 0.1, "load test"))
 """
@@ -857,7 +861,7 @@ def test_secret_is_never_written_or_printed_key7(bench, capfd, monkeypatch):
 
 
 def run_cli(*args, env=None):
-    return subprocess.run([sys.executable, str(ROOT / "metrics" / "client.py"), *args], capture_output=True,
+    return subprocess.run([*paths.module_command("calling.client"), *args], capture_output=True,
                           text=True, env={**os.environ, **(env or {})}, cwd=ROOT, timeout=60)
 
 
@@ -867,7 +871,7 @@ def test_command_line_cl8(bench):
     done = run_cli("gone", "hi")
     assert done.returncode == 1 and done.stdout.startswith("Error: Error code: 404")
     done = run_cli("just-one-argument")
-    assert done.returncode == 2 and done.stdout.startswith("usage: python metrics/client.py ALIAS")
+    assert done.returncode == 2 and done.stdout.startswith("usage: python metrics/calling/client.py ALIAS")
     assert ledger_lines()[-1]["caller"] == "metrics/client"
 
 

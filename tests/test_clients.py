@@ -8,8 +8,8 @@ import subprocess
 import openai
 import pytest
 
-from metrics import demo
-from metrics.formats import chat
+from benchwarmers.demo import demo
+from benchwarmers.wire import chat
 
 QUESTION = "Is x = x + 1 right?"
 

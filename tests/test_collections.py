@@ -7,7 +7,8 @@ import os
 
 import pytest
 
-from metrics import collections, fileio, paths
+from benchwarmers.core import fileio, paths
+from benchwarmers.panel import collections
 
 DEFAULTS = {"max_calls": 5, "max_explorers": 2, "max_panels": 128, "max_panels_per_key": 32, "stop_grace": 5,
             "calls_log_max_mb": 64, "calls_log_keep": 3, "calls_log_prompts": True}
@@ -198,7 +199,7 @@ def test_col8_unnamed_and_no_collections_yet():
     assert collections.choose_message("") == (
         "No collection was named. Set \"model\" to the collection that fits the task"
         " (GET /v1/models lists them with description and tags):\n"
-        "- none yet: create one with `python scripts/collection.py add NAME MEMBER...`")
+        "- none yet: create one with `python -m benchwarmers.scripts.collection add NAME MEMBER...`")
     assert collections.choose_message("it's").startswith('"it\'s" is not a collection here.')
 
 

@@ -11,7 +11,9 @@ import sys
 
 import pytest
 
-from metrics import collections, demo, fileio, paths
+from benchwarmers.core import fileio, paths
+from benchwarmers.panel import collections
+from benchwarmers.demo import demo
 
 PROMPT = "Is this loop off by one? for i in range(1, len(xs)): total += xs[i]"
 SYNTAX = '{\n  "core": {"members": ["alpha"]}\n    "x": 1\n}\n'

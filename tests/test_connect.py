@@ -14,8 +14,12 @@ from pathlib import Path
 
 import pytest
 
-import serve
-from metrics import client, connect, endpoints, fileio, keys, paths, providers, registry, renewal, scoring
+from benchwarmers.dashboard import serve
+from benchwarmers.core import fileio, keys, paths
+from benchwarmers.models import endpoints, registry, scoring
+from benchwarmers.providers import providers, renewal
+from benchwarmers.calling import client
+from benchwarmers.admin import connect
 from fake_provider import FakeProvider
 from test_serve import call, change_lines
 
@@ -240,7 +244,7 @@ def test_cn4_a_callback_is_single_use_across_two_processes(dash, fake):
         back = resp.headers["Location"]  # the provider's redirect, not followed: two processes race for it
     raw = back.split(f":{dash}", 1)[1]
     exchanges = len(fake.posts("/token"))
-    results = _processes(f"import json; from metrics import connect; print(json.dumps(connect.callback({raw!r})))")
+    results = _processes(f"import json; from benchwarmers.admin import connect; print(json.dumps(connect.callback({raw!r})))")
     assert sorted(r["ok"] for r in results) == [False, True]
     assert any("unknown or has expired" in r["errors"][0] for r in results if not r["ok"])
     assert len(fake.posts("/token")) == exchanges + 1
@@ -268,7 +272,7 @@ def test_cn6_renewal_under_the_per_key_lock_renews_once_across_two_processes(das
     _expiring("fakeoauth", 400)
     assert not renewal.due(endpoints.load()["fakeoauth"]["connect"])  # more than 300 s left: not yet
     _expiring("fakeoauth", 120)
-    results = _processes("import json; from metrics import renewal; print(json.dumps(renewal.fresh('fakeoauth')))")
+    results = _processes("import json; from benchwarmers.providers import renewal; print(json.dumps(renewal.fresh('fakeoauth')))")
     assert results == ["", ""]
     assert fake.refresh[old_refresh] == 1  # two processes, one renewal: the second found it done under the lock
     stored = keys.stored()
@@ -315,7 +319,7 @@ def test_ep12_the_scripts_that_list_an_endpoint_renew_an_expiring_sign_in_first(
     old = keys.stored()["fakeoauth"]
     fake.tokens.discard(old)
     _expiring("fakeoauth", 60)
-    done = subprocess.run([sys.executable, "scripts/list_served.py", "fake/"], cwd=ROOT, capture_output=True,
+    done = subprocess.run([*paths.module_command("scripts.list_served"), "fake/"], cwd=ROOT, capture_output=True,
                           text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "[ MISSING  ] fake/m1" in done.stdout and keys.stored()["fakeoauth"] != old

@@ -7,8 +7,10 @@ import urllib.request
 
 import pytest
 
-from metrics import cost, demo, fileio, ledger, paths
-from perf import run as perf
+from benchwarmers.core import fileio, paths
+from benchwarmers.calling import cost, ledger
+from benchwarmers.demo import demo
+from benchwarmers.perf import run as perf
 
 THOUGHT = "Weigh the options, then answer."
 

@@ -6,7 +6,6 @@ import http.server
 import json
 import os
 import subprocess
-import sys
 import threading
 import time
 import urllib.error
@@ -15,8 +14,12 @@ from pathlib import Path
 
 import pytest
 
-import serve
-from metrics import alerts, catalog, demo, discover, endpoints, fileio, jobs, paths, registry, scheduler, sources
+from benchwarmers.dashboard import serve
+from benchwarmers.core import fileio, paths
+from benchwarmers.models import alerts, catalog, endpoints, registry, sources
+from benchwarmers.demo import demo
+from benchwarmers.admin import jobs, scheduler
+from benchwarmers.dashboard import discover
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "feeds"
 CODE = Path(__file__).resolve().parent.parent
@@ -96,7 +99,7 @@ def providers(pointed, monkeypatch):
 
 
 def refresh_script(*args):
-    return subprocess.run([sys.executable, str(CODE / "scripts" / "refresh_catalog.py"), *args], cwd=CODE,
+    return subprocess.run([*paths.module_command("scripts.refresh_catalog"), *args], cwd=CODE,
                           capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(CODE)})
 
 
@@ -119,7 +122,7 @@ def test_src1_src2_fetch_caches_for_20_hours_and_cached_never_fetches(pointed):
     with pytest.raises(ValueError):
         sources.fetch("modelsdev", force=True)
     assert sources.cached("modelsdev") == data and not list(sources.cache_path("modelsdev").parent.glob(".*part"))
-    done = subprocess.run([sys.executable, str(CODE / "metrics" / "sources.py")], capture_output=True, text=True,
+    done = subprocess.run(paths.module_command("models.sources"), capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(CODE)}, timeout=60)
     assert done.stdout.splitlines() == [
         "modelsdev: could not fetch (ValueError: modelsdev answered something that is not its feed); keeping the "
@@ -176,7 +179,7 @@ def test_cat7_cat8_same_model_id_elsewhere_is_replaced_by_the_exact_provider(pro
         {"id": "llama-3.3-70b-versatile", "context_length": 999999, "top_provider": {"max_completion_tokens": 1},
          "architecture": {"input_modalities": ["text", "image"], "output_modalities": ["text"]},
          "supported_parameters": ["tools"]})
-    from metrics import catalogrefresh
+    from benchwarmers.models import catalogrefresh
 
     llama = catalogrefresh.refresh()["llama"]
     assert (llama["max_output"], llama["sources"]["max_output"]) == (32768, "models.dev groq")
@@ -186,7 +189,7 @@ def test_cat7_cat8_same_model_id_elsewhere_is_replaced_by_the_exact_provider(pro
 
 
 def test_al4_price_watch_raises_keeps_and_clears_the_went_paid_guard(providers):
-    from metrics import catalogrefresh
+    from benchwarmers.models import catalogrefresh
 
     catalogrefresh.refresh()
     key = "model:paid:openai/gpt-oss-120b:free"
@@ -228,7 +231,7 @@ def test_cat6_openrouter_down_exits_1_and_writes_nothing_feeds_down_only_leave_t
 
 
 def test_catalog_job_runs_the_refresh_script_from_the_scheduler(providers):
-    assert jobs.JOBS["catalog"][3] == "scripts/refresh_catalog.py"
+    assert jobs.JOBS["catalog"][3] == "scripts.refresh_catalog"
     runner = scheduler.Scheduler()
     runner.running["catalog"] = None
     runner.run_job("catalog", "06:00")
@@ -350,7 +353,7 @@ def test_ds1_no_cache_is_an_empty_page_and_still_no_fetch(pointed):
 
 
 def test_ob9_the_picker_takes_modalities_from_the_cached_feed_when_the_listing_has_none(pointed):
-    from metrics import onboarding
+    from benchwarmers.admin import onboarding
 
     cache_fixtures()
     fileio.write_atomic(endpoints.path(), json.dumps({"plain": {"base": pointed.url("listing")[:-len("/models")],

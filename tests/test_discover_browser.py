@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
-import serve
-from metrics import fileio, onboarding, sources
+from benchwarmers.dashboard import serve
+from benchwarmers.core import fileio
+from benchwarmers.models import sources
+from benchwarmers.admin import onboarding
 from conftest import wait_for, watched_page
 
 pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")

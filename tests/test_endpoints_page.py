@@ -7,8 +7,11 @@ import time
 
 import pytest
 
-import serve
-from metrics import demo, endpoints, fileio, keys, onboarding, paths, registry
+from benchwarmers.dashboard import serve
+from benchwarmers.core import fileio, keys, paths
+from benchwarmers.models import endpoints, registry
+from benchwarmers.demo import demo
+from benchwarmers.admin import onboarding
 from conftest import TEST_MODELS
 from test_serve import call, change_lines
 

@@ -3,7 +3,7 @@
 Every fault here really happens: a file-size limit set on the real gateway process (`EFBIG`),
 a full or read-only tmpfs (when the tests run as root), a torn log written before the gateway
 starts, real signals sent to a real `python gateway.py`. The upstream is the project's own
-(`metrics.demo.Upstream`) on 127.0.0.1.
+(`benchwarmers.demo.demo.Upstream`) on 127.0.0.1.
 """
 
 import concurrent.futures
@@ -20,8 +20,10 @@ import time
 
 import pytest
 
-from metrics import demo, fileio, panel, paths
-from metrics.demo import Upstream
+from benchwarmers.core import fileio, paths
+from benchwarmers.panel import panel
+from benchwarmers.demo import demo
+from benchwarmers.demo.demo import Upstream
 
 PROMPT = "Is this loop off by one? for i in range(1, len(xs)): total += xs[i]"
 MODELS = {"quick": {"answer": "Quick: the loop skips the first item.", "latency": 0.01, "context_window": 32000},

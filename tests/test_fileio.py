@@ -10,7 +10,8 @@ import threading
 
 import pytest
 
-from metrics import fileio, ledger, paths
+from benchwarmers.core import fileio, paths
+from benchwarmers.calling import ledger
 
 THREADS = 32
 PROCESSES = 4
@@ -186,7 +187,8 @@ def test_update_mode_and_dumps(tmp_path):
 
 APPENDER = """
 import json, resource, signal, sys
-from metrics import fileio, ledger
+from benchwarmers.core import fileio
+from benchwarmers.calling import ledger
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[1]), resource.RLIM_INFINITY))
 failed = []

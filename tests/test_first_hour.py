@@ -2,6 +2,7 @@
 a collection, check (CK-1, CK-2) — each script run as the command a user types, against the local upstream."""
 
 import csv
+import importlib.util
 import json
 import os
 import subprocess
@@ -9,18 +10,20 @@ import sys
 
 import pytest
 
-from metrics import paths, registry
+from benchwarmers.core import paths
+from benchwarmers.models import registry
 
 SECRET = "sk-first-hour-0123456789"
 
 
-def script(*parts):
-    return str(paths.CODE.joinpath(*parts))
+def script(folder, name):
+    """A runner as a user types it, `python -m benchwarmers.<folder>.<name>`: its argv."""
+    return paths.module_command(f"{folder}.{name.removesuffix('.py')}")
 
 
 def run(path, *args, stdin=None, env=None):
     # a new session has no controlling terminal, so getpass reads the key from stdin as a piping script would
-    return subprocess.run([sys.executable, path, *args], capture_output=True, text=True, input=stdin,
+    return subprocess.run([*path, *args], capture_output=True, text=True, input=stdin,
                           start_new_session=True, env=env, timeout=120)
 
 
@@ -30,7 +33,7 @@ def init(*args, stdin=None):
 
 @pytest.fixture
 def keyed():
-    from metrics.demo import Upstream
+    from benchwarmers.demo.demo import Upstream
     from conftest import TEST_MODELS
 
     with Upstream(models={name: dict(spec) for name, spec in TEST_MODELS.items()}, key=SECRET) as up:
@@ -52,7 +55,7 @@ def test_in1_in2_in3_makes_the_folder_and_changes_nothing_the_second_time(home, 
     other = init(str(tmp_path / "elsewhere"))
     assert "which wins: set it to" in other.stdout.splitlines()[1]
     assert (tmp_path / "elsewhere" / "config" / "gateway.json").exists()
-    assert "Next: add an endpoint: python scripts/init.py --endpoint NAME BASE_URL --key" in other.stdout
+    assert "Next: add an endpoint: python -m benchwarmers.scripts.init --endpoint NAME BASE_URL --key" in other.stdout
 
 
 def test_in4_key_asked_unechoed_stored_in_llm_and_never_in_the_data_folder(home, llmdir, keyed):
@@ -65,7 +68,7 @@ def test_in4_key_asked_unechoed_stored_in_llm_and_never_in_the_data_folder(home,
     assert json.loads((llmdir / "keys.json").read_text())["myprov"] == SECRET
     assert not [p for p in home.rglob("*") if p.is_file() and SECRET in p.read_text(errors="replace")]
     assert json.loads((home / "config" / "endpoints.json").read_text())["myprov"]["key"] == "myprov"
-    assert "Next: onboard a model it serves: python scripts/onboard.py SERVED_NAME" in done.stdout.splitlines()[-1]
+    assert "Next: onboard a model it serves: python -m benchwarmers.scripts.onboard SERVED_NAME" in done.stdout.splitlines()[-1]
 
 
 def test_in4_in5_refusals(home, keyed):
@@ -82,7 +85,7 @@ def test_in4_in5_refusals(home, keyed):
 
 
 def test_in4_a_stored_key_is_used_without_asking(home, keyed):
-    from metrics import keys
+    from benchwarmers.core import keys
 
     keys.set_key("myprov", SECRET)
     done = init(str(home), "--endpoint", "myprov", keyed.base_url)
@@ -123,7 +126,7 @@ def test_ob_onboard_probe_and_the_first_panel(home, llmdir, endpoint):
     assert "[5/5] suite skipped by request" in again.stdout
     made = run(script("scripts", "collection.py"), "add", "first", "alpha", "--description", "my first panel")
     assert made.returncode == 0 and "saved bench/first: alpha" in made.stdout
-    import gateway as gateway_module
+    from benchwarmers.server import gateway as gateway_module
     import urllib.request
 
     server = gateway_module.serve("127.0.0.1", 0)
@@ -157,18 +160,15 @@ def test_ob2_ob4_alias_rule_and_not_served(home, endpoint):
     missing = onboard("vendor/alpha-9")
     assert missing.returncode == 1 and "vendor/alpha-9 is not served." in missing.stderr
     assert "similar: alpha" in missing.stderr
-    nothing = subprocess.run([sys.executable, script("scripts", "onboard.py"), "alpha", "--endpoint", "nope"],
+    nothing = subprocess.run([*script("scripts", "onboard.py"), "alpha", "--endpoint", "nope"],
                              capture_output=True, text=True)
     assert nothing.returncode == 1 and "no endpoint 'nope'; known: local" in nothing.stderr
 
 
 def test_pf_percentiles_history_header_and_trend(home, bench):
     """PF-4 nearest rank, PF-6 header rewrite, PF-7 counts token and trend; PF-2's one sample for `:free`."""
-    import importlib.util
+    from benchwarmers.perf import run as perf
 
-    spec = importlib.util.spec_from_file_location("perf_run", script("perf", "run.py"))
-    perf = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(perf)
     assert perf.percentile([], 0.5) == 0.0
     # round(2.5) is 2 (banker's): index 2 of six values, never the interpolated 3.5
     assert perf.percentile([6, 5, 4, 3, 2, 1], 0.5) == 3 and perf.percentile([1, 2, 3, 4, 5], 0.95) == 5
@@ -239,12 +239,12 @@ def test_readme_real_provider_commands_answer_a_panel(tmp_path, monkeypatch):
     """Issue 16 item 3: each provider's README commands, as typed, the local upstream's URL in the provider's place."""
     import re
     import shlex
-    from metrics.demo import Upstream
+    from benchwarmers.demo.demo import Upstream
 
     blocks = readme_blocks()
     providers, curl = blocks[:-1], blocks[-1]
     assert len(providers) == 3 and all(len(b) == 4 for b in providers) and curl[0].startswith("curl ")
-    served = [b[1].split()[2] for b in providers]
+    served = [b[1].split()[3] for b in providers]
     with Upstream(models={name: {"answer": f"{name} says: no, it is fine."} for name in served}) as up:
         for i, block in enumerate(providers):
             monkeypatch.setenv("BENCHWARMERS_HOME", str(tmp_path / f"data{i}"))
@@ -277,16 +277,16 @@ def test_dead_ends_name_the_next_step(home):
         return subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True, cwd=paths.CODE)
 
     fresh = run(script("scripts", "sync_config.py"), "--check")
-    assert fresh.returncode == 1 and "python scripts/onboard.py SERVED_NAME" in fresh.stdout
-    keys_listed = module("metrics.gatekeys", "list")
-    assert keys_listed.stdout == "no gateway keys yet: python -m metrics.gatekeys create NAME\n"
-    told = module("metrics.paths", "--help")
+    assert fresh.returncode == 1 and "python -m benchwarmers.scripts.onboard SERVED_NAME" in fresh.stdout
+    keys_listed = module("benchwarmers.server.gatekeys", "list")
+    assert keys_listed.stdout == "no gateway keys yet: python -m benchwarmers.server.gatekeys create NAME\n"
+    told = module("benchwarmers.core.paths", "--help")
     assert told.returncode == 0 and "why it was chosen" in told.stdout
-    none = module("metrics.endpoints")
-    assert none.returncode == 1 and "python scripts/init.py --endpoint NAME BASE_URL --key" in none.stderr
+    none = module("benchwarmers.models.endpoints")
+    assert none.returncode == 1 and "python -m benchwarmers.scripts.init --endpoint NAME BASE_URL --key" in none.stderr
     assert "the dashboard's Endpoints page" in none.stderr
-    for script_name in ("init.py", "onboard.py", "collection.py", "check.py"):
-        assert (paths.CODE / "scripts" / script_name).exists()  # every command the messages name is there
+    for name in ("init", "onboard", "collection", "check"):
+        assert importlib.util.find_spec(f"benchwarmers.scripts.{name}")  # every command the messages name is there
 
 
 def test_dead_ends_a_verdict_without_call_is_400_naming_the_field(gateway):
@@ -305,11 +305,11 @@ def test_dead_ends_a_verdict_without_call_is_400_naming_the_field(gateway):
 def test_dead_ends_a_taken_port_is_one_sentence_and_exit_1(port, home):
     """The first-hour issue, item 4: a second gateway on a used port says so and how to choose another."""
     env = {**os.environ, "BENCH_GATEWAY_PORT": str(port)}
-    done = subprocess.run([sys.executable, script("gateway.py")], env=env, capture_output=True, text=True,
+    done = subprocess.run([sys.executable, str(paths.CODE / "gateway.py")], env=env, capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert f"port {port} on 127.0.0.1 is taken" in done.stderr and "--port N or BENCH_GATEWAY_PORT" in done.stderr
     env = {**os.environ, "BENCH_PORT": str(port)}
-    done = subprocess.run([sys.executable, script("serve.py"), "--demo"], env=env, capture_output=True, text=True,
+    done = subprocess.run([sys.executable, str(paths.CODE / "serve.py"), "--demo"], env=env, capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 1 and "--port N or BENCH_PORT" in done.stderr and "Traceback" not in done.stderr

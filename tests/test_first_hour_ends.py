@@ -9,7 +9,8 @@ import sys
 import urllib.error
 import urllib.request
 
-from metrics import demo, fileio, paths
+from benchwarmers.core import fileio, paths
+from benchwarmers.demo import demo
 
 PROMPT = "Is x = x + 1 right?"
 
@@ -59,16 +60,16 @@ def test_unknown_nominee_said_in_the_text_heading_for_a_newcomer_and_response_fo
 def test_the_demo_footer_names_its_folder(gateway, monkeypatch):
     demo.set_collection("core", ["alpha"], description="one reviewer")
     _, plain = ask(gateway, {"model": "bench/core", "messages": message(PROMPT)})
-    assert "`python metrics/offload.py verdict <call id>" in plain["choices"][0]["message"]["content"]
+    assert "`python metrics/panel/offload.py verdict <call id>" in plain["choices"][0]["message"]["content"]
     monkeypatch.setenv("BENCHWARMERS_DEMO", "1")
     _, shown = ask(gateway, {"model": "bench/core", "messages": message(PROMPT)})
-    assert f"`BENCHWARMERS_HOME={paths.data()} python metrics/offload.py verdict <call id>" in \
+    assert f"`BENCHWARMERS_HOME={paths.data()} python metrics/panel/offload.py verdict <call id>" in \
         shown["choices"][0]["message"]["content"]
 
 
 def test_paths_says_why_the_folder_was_chosen(home, monkeypatch):
     def run():
-        return subprocess.run([sys.executable, "-m", "metrics.paths"], capture_output=True, text=True,
+        return subprocess.run([sys.executable, "-m", "benchwarmers.core.paths"], capture_output=True, text=True,
                               cwd=paths.CODE, check=True).stdout
 
     assert run() == f"{home}  (BENCHWARMERS_HOME names it)\n"

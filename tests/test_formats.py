@@ -20,10 +20,13 @@ from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types
 
-import gateway
-from metrics import client, demo, fileio, formats, images, paths
-from metrics.formats import anthropic as fa
-from metrics.formats import common, completions, gemini, ollama as fo, responses
+from benchwarmers.server import gateway
+from benchwarmers import wire
+from benchwarmers.core import fileio, images, paths
+from benchwarmers.calling import client
+from benchwarmers.demo import demo
+from benchwarmers.wire import anthropic as fa
+from benchwarmers.wire import common, completions, gemini, ollama as fo, responses
 
 PNG_BYTES = b"\x89PNG\r\n\x1a\n" + b"\0" * 60
 PNG_B64 = base64.b64encode(PNG_BYTES).decode()
@@ -40,7 +43,7 @@ CONVERSATION = [
 
 
 def refused(read, body, *args):
-    with pytest.raises(formats.Unsupported) as caught:
+    with pytest.raises(wire.Unsupported) as caught:
         read(body, *args)
     return str(caught.value)
 
@@ -56,7 +59,7 @@ def test_fmt3_format_of_and_fmt4_gemini_model_paths():
              "/api/show": "ollama_chat", "/v1beta/models": "gemini", "/v1beta/anything": "gemini",
              "/v1/models/bench/core:generateContent": "gemini", "/v1/models": "chat", "/bench/verdict": "chat",
              "/api/tagsx": "chat", "/nowhere": "chat"}
-    assert {path: formats.format_of(path) for path in table} == table
+    assert {path: wire.format_of(path) for path in table} == table
     assert gemini.model_path("/v1beta/models/bench/core:merged:streamGenerateContent") == (
         "bench/core:merged", "streamGenerateContent")
     assert gemini.model_path("/v1beta/models/bench%2Fcore:generateContent") == ("bench/core", "generateContent")
@@ -65,19 +68,19 @@ def test_fmt3_format_of_and_fmt4_gemini_model_paths():
 
 def test_section2_error_bodies_per_format():
     """§2, ERR-1: one refusal, every shape."""
-    assert formats.error_body("chat", 404, "m") == {"error": {"message": "m", "type": "bench_gateway", "code": 404}}
-    assert formats.error_body("completion", 400, "m")["error"]["type"] == "bench_gateway"
-    assert formats.error_body("anthropic", 413, "m") == {"type": "error", "error": {"type": "request_too_large",
+    assert wire.error_body("chat", 404, "m") == {"error": {"message": "m", "type": "bench_gateway", "code": 404}}
+    assert wire.error_body("completion", 400, "m")["error"]["type"] == "bench_gateway"
+    assert wire.error_body("anthropic", 413, "m") == {"type": "error", "error": {"type": "request_too_large",
                                                                                    "message": "m"}}
-    assert [formats.error_body("anthropic", s, "m")["error"]["type"] for s in (401, 403, 429, 503, 502)] == [
+    assert [wire.error_body("anthropic", s, "m")["error"]["type"] for s in (401, 403, 429, 503, 502)] == [
         "authentication_error", "permission_error", "rate_limit_error", "overloaded_error", "api_error"]
-    assert formats.error_body("responses", 429, "m") == {"error": {"message": "m", "type": "invalid_request_error",
+    assert wire.error_body("responses", 429, "m") == {"error": {"message": "m", "type": "invalid_request_error",
                                                                   "param": None, "code": "429"}}
-    assert formats.error_body("responses", 500, "m")["error"]["type"] == "server_error"
-    assert formats.error_body("ollama_generate", 400, "m") == {"error": "m"}
-    assert formats.error_body("gemini", 415, "m") == {"error": {"code": 415, "message": "m",
+    assert wire.error_body("responses", 500, "m")["error"]["type"] == "server_error"
+    assert wire.error_body("ollama_generate", 400, "m") == {"error": "m"}
+    assert wire.error_body("gemini", 415, "m") == {"error": {"code": 415, "message": "m",
                                                                "status": "INVALID_ARGUMENT"}}
-    assert [formats.error_body("gemini", s, "m")["error"]["status"] for s in (401, 403, 404, 429, 503, 500)] == [
+    assert [wire.error_body("gemini", s, "m")["error"]["status"] for s in (401, 403, 404, 429, 503, 500)] == [
         "UNAUTHENTICATED", "PERMISSION_DENIED", "NOT_FOUND", "RESOURCE_EXHAUSTED", "UNAVAILABLE", "INTERNAL"]
 
 
@@ -95,8 +98,8 @@ def test_fmt21_sniff_and_fmt26_numbering():
     assert numbering.result(None, "get_weather") == "call_3"
 
 
-@pytest.mark.parametrize("read", [formats.get("anthropic").read, formats.get("responses").read,
-                                  formats.get("completion").read, formats.get("ollama_chat").read,
+@pytest.mark.parametrize("read", [wire.get("anthropic").read, wire.get("responses").read,
+                                  wire.get("completion").read, wire.get("ollama_chat").read,
                                   lambda body: gemini.ask(body, "bench/core")])
 def test_fmt10_checks_on_every_format(read):
     """FMT-10 and its correction: model, with and bench are checked whatever the format; falsy reads as none."""
@@ -200,7 +203,7 @@ def test_out7_every_stream_writer_read_back_by_its_reader(make, parse, reader):
     """OUT-7: stream writers read back give the text (keep-alives interleaved); an error makes the reader raise."""
     done = read_back(reader(), parse(written(make(), PIECES)))
     assert done.text == "".join(PIECES) and done.done
-    with pytest.raises(formats.UpstreamError) as caught:
+    with pytest.raises(wire.UpstreamError) as caught:
         read_back(reader(), parse(written(make(), PIECES[:1], error="the panel failed (boom)")))
     assert "the panel failed (boom)" in str(caught.value)
 
@@ -732,7 +735,7 @@ STREAMS = {
 def test_test4_every_stream_variant_heading_first_keepalives_and_bench(gw, bench, monkeypatch):
     """TEST-4, PSTR-2..8: the 200 before the slow seat answers; faster seat first; each keep-alive form;
     `bench` on the format's final event (none for Gemini)."""
-    import gateway as gateway_module
+    from benchwarmers.server import gateway as gateway_module
 
     monkeypatch.setattr(gateway_module, "STREAM_GRACE", 0.1)
     monkeypatch.setattr(gateway_module, "KEEPALIVE", 0.15)
@@ -847,7 +850,7 @@ def test_test3_merged_by_tag_and_by_collection_setting(gw, bench):
 def test_err1_keys_each_sdk_sends_its_own_header_and_refusals_keep_the_route_shape(gw, bench, monkeypatch):
     """ERR-1, KEY-1, FMT-6: with keys required each SDK's own key header works, a 401 comes in the route's shape
     with WWW-Authenticate, and a scoped key sees only its collections (listings, cards, counts)."""
-    from metrics import gatekeys
+    from benchwarmers.server import gatekeys
 
     monkeypatch.setenv("BENCHWARMERS_REQUIRE_KEYS", "1")
     secret = gatekeys.make("sdk", collections=["core"])

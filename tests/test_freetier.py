@@ -4,11 +4,13 @@
 import json
 import os
 import subprocess
-import sys
 
 import pytest
 
-from metrics import alerts, client, connections, demo, fileio, learn, ledger, paths, scoring
+from benchwarmers.core import fileio, paths
+from benchwarmers.models import alerts, connections, learn, scoring
+from benchwarmers.calling import client, ledger
+from benchwarmers.demo import demo
 
 MESSAGE = "pricey is listed with a price now (models.dev): input 0.5, output 1.5 per million tokens"
 
@@ -69,7 +71,7 @@ def test_improvement1_the_daily_served_check_keeps_the_guard(bench):
     """models.md improvement 1: `check_deprecations.py` sweeps `model:` alerts it no longer finds, but the guard's
     `model:paid:` one is the price watch's to clear: the model stays held the day after."""
     env = {**os.environ, "PYTHONIOENCODING": "utf-8", "PYTHONPATH": str(paths.CODE)}
-    done = subprocess.run([sys.executable, str(paths.CODE / "scripts" / "check_deprecations.py")], env=env,
+    done = subprocess.run([*paths.module_command("scripts.check_deprecations")], env=env,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode in (0, 1), done.stdout + done.stderr
     assert alerts.active()["model:paid:pricey-v1"]["kind"] == "went paid"

@@ -19,7 +19,9 @@ import time
 import openai
 import pytest
 
-from metrics import demo, fileio, offload, panel, paths
+from benchwarmers.core import fileio, paths
+from benchwarmers.panel import offload, panel
+from benchwarmers.demo import demo
 
 PROMPT = "Is this loop off by one? for i in range(1, len(xs)): total += xs[i]"
 PNG = "data:image/png;base64," + base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 60).decode()
@@ -397,7 +399,7 @@ def test_shp_shape_picker_asks_the_decision_model(gateway, bench):
 
 def test_seat1_llm_backend_panel(gateway, bench, monkeypatch):
     """SEAT-1, BK-2: with BENCH_CLIENT=llm the seats go through llm, with llm's own registry."""
-    from metrics import registry
+    from benchwarmers.models import registry
 
     registry.sync_to_llm()
     monkeypatch.setenv("BENCH_CLIENT", "llm")

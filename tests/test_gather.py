@@ -1,4 +1,4 @@
-"""The one reader thread for bodies nobody listens to (metrics/gather.py), against real sockets.
+"""The one reader thread for bodies nobody listens to (metrics/net/gather.py), against real sockets.
 
 Quiet calls (no `on_delta`, `on_chunk` or first-token window) are read by `transport.READER`; the same
 call with a listener is read on its own thread. Both must give the same reply, the same timings on
@@ -12,8 +12,11 @@ import time
 
 import pytest
 
-from metrics import client, fileio, gather, paths, registry, transport
-from metrics.demo import Upstream
+from benchwarmers.core import fileio, paths
+from benchwarmers.net import gather, transport
+from benchwarmers.models import registry
+from benchwarmers.calling import client
+from benchwarmers.demo.demo import Upstream
 
 WORDS = " ".join(f"w{i}" for i in range(120))
 MODELS = {"paced": {"answer": WORDS, "latency": 0.6}, "quick": {"answer": "short and sweet"},

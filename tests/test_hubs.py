@@ -10,8 +10,11 @@ from pathlib import Path
 
 import pytest
 
-import serve
-from metrics import cliproxy, discover, endpoints, fileio, hubroutes, keys, litellm_hub, owui, registry
+from benchwarmers.dashboard import serve
+from benchwarmers.core import fileio, keys
+from benchwarmers.models import endpoints, registry
+from benchwarmers.providers import cliproxy, litellm_hub, owui
+from benchwarmers.dashboard import discover, hubroutes
 from fake_hubs import CPA_MANAGEMENT, LITELLM_MASTER, OWUI_ADMIN, CLIProxy, LiteLLM, OpenWebUI
 from test_discover import cache_fixtures
 from test_serve import call, change_lines
@@ -52,13 +55,13 @@ def test_hb1_each_adapter_says_what_it_supports_and_needs_a_hub_endpoint(home):
 
 def test_hb1_the_command_prints_the_plan_and_never_a_key(bench):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-m", "metrics.owui", "groq", "llama-new"], cwd=ROOT, env=env,
+    done = subprocess.run([sys.executable, "-m", "benchwarmers.providers.owui", "groq", "llama-new"], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=60)
     plan = json.loads(done.stdout)
     assert done.returncode == 0 and plan["served"] == "llama-new" and plan["model_ids"] == ["llama-old", "llama-new"]
     assert not any(k in done.stdout for k in ("gsk_real_key_one", OWUI_ADMIN))
     assert ("POST", "/openai/config/update") not in bench["owui"].hits  # a plan writes nothing
-    done = subprocess.run([sys.executable, "-m", "metrics.litellm_hub", "nowhere", "m"], cwd=ROOT, env=env,
+    done = subprocess.run([sys.executable, "-m", "benchwarmers.providers.litellm_hub", "nowhere", "m"], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 1 and done.stderr.startswith("litellm_hub: LiteLLM has no deployment on 'nowhere'")
 

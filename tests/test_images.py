@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from metrics import images
+from benchwarmers.core import images
 
 PNG_1X1 = ("data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6k"
            "gAAAABJRU5ErkJggg==")

@@ -6,7 +6,7 @@ import stat
 
 import pytest
 
-from metrics import keys
+from benchwarmers.core import keys
 
 
 def test_key2_missing_or_broken_store_reads_empty(llmdir):

@@ -1,54 +1,38 @@
-"""The package's layers (style.md, "Layers"): a module imports only from its own layer or lower ones, and no
-import cycle exists anywhere, not even inside a layer.
+"""The package's floors (style.md, "Layers"): each subpackage of `benchwarmers` imports only from itself and
+the packages beneath it, and no import cycle exists anywhere, not even inside a package.
 
-Every `import x` and `from x import y` counts, at module level or inside a function: a late import is
-still a dependency, only hidden. The modules are read with `ast`, never imported.
+One rule per package, bottom to top, in `PACKAGES`; the package's folder is the rule. Every `import x` and
+`from x import y` counts, at module level or inside a function: a late import is still a dependency, only
+hidden. The modules are read with `ast`, never imported, and named as the wheel names them (`metrics/` is
+`benchwarmers`, `suite/` is `benchwarmers.suite`, ...).
 """
 
 import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SCANNED = ("metrics", "suite", "scripts", "perf", "gateway.py", "serve.py")
+# checkout folder -> its name in the wheel (pyproject.toml's package-dir)
+SCANNED = {"metrics": "benchwarmers", "suite": "benchwarmers.suite", "scripts": "benchwarmers.scripts",
+           "perf": "benchwarmers.perf"}
+MOST_MODULES = 15
 
-# Bottom to top. A module may import from its own layer and the layers listed before it.
-LAYERS = [
-    ("files: the data folder, safe writes, keys, text made fit to write down, the errors a request is refused with",
-     ["metrics", "suite", "metrics.paths", "metrics.fileio", "metrics.images", "metrics.keys", "metrics.errors"]),
-    ("formats: what requests and replies look like, the routes they come by; they shape and read, they call nothing",
-     ["metrics.routes", "metrics.notices", "metrics.scoring", "metrics.formats",
-      "metrics.formats.chat", "metrics.formats.common", "metrics.formats.anthropic", "metrics.formats.completions",
-      "metrics.formats.gemini", "metrics.formats.ollama", "metrics.formats.responses", "metrics.formats.turn"]),
-    ("transport: HTTP to an upstream (pool, body readers, deadlines), knowing no model",
-     ["metrics.transport", "metrics.gather"]),
-    ("registry: what models there are, where they are served, what is known of them",
-     ["metrics.endpoints", "metrics.registry", "metrics.connections", "metrics.aliases", "metrics.history", "metrics.catalog",
-      "metrics.learn", "metrics.alerts", "metrics.sources", "metrics.catalogrefresh", "metrics.quota",
-      "metrics.freetier"]),
-    ("hubs and sign-ins: hub admin APIs, sign-in providers and their token endpoints (renewal before a call)",
-     ["metrics.providers", "metrics.renewal", "metrics.hubs", "metrics.owui", "metrics.litellm_hub",
-      "metrics.cliproxy"]),
-    ("calling: one call to one model, and its ledger line",
-     ["metrics.ledger", "metrics.pacing", "metrics.client", "metrics.llm_backend", "metrics.cost"]),
-    ("panel: collections, roles, the offload log, the router, the panel itself and route mode",
-     ["metrics.policy", "metrics.collections", "metrics.roles", "metrics.offload", "metrics.shape", "metrics.route",
-      "metrics.panel", "metrics.conversations", "metrics.route_mode", "metrics.leaderboard", "metrics.wrong"]),
-    ("access: who may call the servers",
-     ["metrics.gatekeys", "metrics.guard", "metrics.httpserver"]),
-    ("dashboard: what the dashboard reads and writes, one job a module",
-     ["metrics.tails", "metrics.changes", "metrics.themes", "metrics.jobs", "metrics.scheduler", "metrics.benchview",
-      "metrics.gatewaycard", "metrics.collectionedit", "metrics.modeledit", "metrics.modelfacts", "metrics.settingsedit",
-      "metrics.endpointedit", "metrics.onboardrun", "metrics.onboarding", "metrics.discover", "metrics.connect",
-      "metrics.hubroutes", "metrics.hubadd", "metrics.quotaview", "metrics.benchmarks"]),
-    ("top: the servers, the commands, the demo upstream",
-     ["gateway", "serve", "metrics.launcher", "metrics.demo", "scripts.sync_config",
-      "scripts.init", "scripts.onboard", "scripts.check", "scripts.list_served", "metrics.retire", "scripts.auto_retire",
-      "metrics.probe_caps",
-      "scripts.check_deprecations", "scripts.notice", "scripts.reprefix",
-      "scripts.provider_tags", "scripts.collection", "perf.run",
-      "suite.tasks", "suite.run", "suite.seed", "suite.mine", "suite.pace", "suite.rebench", "suite.longcontext",
-      "metrics.remote", "metrics.mcp_tools", "metrics.mcp_server", "metrics.cli", "metrics.completion",
-      "metrics.replay", "scripts.refresh_catalog", "metrics.demofeeds"]),
+# Bottom to top. A package may import from itself and the packages listed before it.
+PACKAGES = [
+    ("core", "the data folder, safe writes, secrets, images, the errors a request is refused with"),
+    ("wire", "what each client API's requests and replies look like, and the routes they come by; calls nothing"),
+    ("net", "HTTP to an upstream or to a running bench (pool, body readers, deadlines), knowing no model"),
+    ("models", "what models there are, where they are served, what is known and learned of them"),
+    ("providers", "sign-in providers, token renewal, hub admin APIs"),
+    ("calling", "one call to one model: the built-in client, the llm backend, the ledger, pacing, cost"),
+    ("panel", "collections, roles, the offload log, the router, the panel itself, route mode, the leaderboard"),
+    ("demo", "the local upstream and the demo bench, for tests, benchmarks and `bench demo`"),
+    ("server", "the HTTP server, the guard, gateway keys, the gateway and the MCP server"),
+    ("admin", "what changes the bench: the dashboard's writes, onboarding, the scheduler, retiring"),
+    ("dashboard", "what the dashboard shows, and its server (the gateway's routes plus its own)"),
+    ("cli", "the `bench` launcher, the CLI client, shell completion"),
+    ("suite", "the review-task suite"),
+    ("scripts", "the maintenance scripts"),
+    ("perf", "the performance probe"),
 ]
 
 
@@ -56,18 +40,23 @@ def module_name(path):
     parts = list(path.relative_to(ROOT).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
-    return ".".join(parts)
+    return ".".join([SCANNED[parts[0]], *parts[1:]])
 
 
 def project_files():
     found = {}
-    for name in SCANNED:
-        where = ROOT / name
-        for path in sorted(where.rglob("*.py")) if where.is_dir() else [where]:
+    for folder in SCANNED:
+        for path in sorted((ROOT / folder).rglob("*.py")):
             if "starter" in path.relative_to(ROOT).parts:  # suite/starter holds task fixtures: data, not modules
                 continue
             found[module_name(path)] = path
     return found
+
+
+def package_of(module):
+    """`benchwarmers.panel.offload` -> `panel`; the root package itself is the floor beneath everything."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
 
 
 def imported(path, name, known):
@@ -82,7 +71,7 @@ def imported(path, name, known):
             if node.level:
                 anchor = package.split(".")[:len(package.split(".")) - node.level + 1]
                 base = ".".join(anchor + ([node.module] if node.module else []))
-            # `from metrics import client` imports the module metrics.client; `from x import f`, the module x
+            # `from metrics import client` imports the module benchwarmers.calling.client; `from x import f`, the module x
             targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base for alias in node.names]
         else:
             continue
@@ -97,10 +86,6 @@ def imported(path, name, known):
 def graph():
     known = project_files()
     return {name: imported(path, name, known) for name, path in known.items()}
-
-
-def layer_of():
-    return {module: rank for rank, (_, modules) in enumerate(LAYERS) for module in modules}
 
 
 def cycle(edges):
@@ -129,26 +114,48 @@ def cycle(edges):
     return None
 
 
-def test_every_module_has_a_layer():
-    named = [module for _, modules in LAYERS for module in modules]
-    known = project_files()
-    assert len(named) == len(set(named)), "a module is named in two layers"
-    assert sorted(set(known) - set(named)) == [], "add each new module to one layer in LAYERS (tests/test_layers.py)"
-    assert sorted(set(named) - set(known)) == [], "LAYERS names modules that do not exist"
+def test_every_package_has_a_floor():
+    names = [name for name, _ in PACKAGES]
+    on_disk = {package_of(module) for module in project_files()} - {""}
+    assert len(names) == len(set(names)), "a package is named twice in PACKAGES"
+    assert sorted(on_disk - set(names)) == [], "add each new package to PACKAGES (tests/test_layers.py), at its floor"
+    assert sorted(set(names) - on_disk) == [], "PACKAGES names packages that do not exist"
 
 
-def test_no_module_imports_a_higher_layer():
-    rank = layer_of()
-    upward = [f"{module} ({LAYERS[rank[module]][0].split(':')[0]}) imports {target} "
-              f"({LAYERS[rank[target]][0].split(':')[0]}) on line {line}"
+def test_no_package_imports_a_higher_one():
+    rank = {name: floor for floor, (name, _) in enumerate(PACKAGES)}
+    rank[""] = -1
+    upward = [f"{module} imports {target} on line {line}: {package_of(target)} is above {package_of(module)}"
               for module, targets in graph().items() for target, line in targets.items()
-              if rank.get(target, -1) > rank.get(module, len(LAYERS))]
+              if rank[package_of(target)] > rank[package_of(module)]]
     assert upward == []
 
 
 def test_no_import_cycle():
     found = cycle(graph())
     assert found is None, "import cycle: " + " -> ".join(found)
+
+
+def test_folders_stay_small():
+    """A folder of dozens of modules hides the request's way through the product: at most 15 a package."""
+    sizes = {}
+    for module in project_files():
+        if module.count(".") == 2:
+            sizes[package_of(module)] = sizes.get(package_of(module), 0) + 1
+    assert {name: n for name, n in sizes.items() if n > MOST_MODULES} == {}
+
+
+def test_imports_inside_the_package_are_relative():
+    """The same files run as `metrics.*` from a bare checkout and as `benchwarmers.*` from a wheel: an absolute
+    import of either name inside the package would tie it to one of them."""
+    absolute = []
+    for module, path in project_files().items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) and not node.level and node.module else []
+            absolute += [f"{module}: {name}" for name in names
+                         if name.split(".")[0] in ("metrics", "benchwarmers", "suite", "scripts", "perf")]
+    assert absolute == []
 
 
 def test_the_walker_sees_late_and_relative_imports(tmp_path):

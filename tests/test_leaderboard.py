@@ -1,4 +1,4 @@
-"""The leaderboard of issue 20 part 2: `metrics/leaderboard.py` and `GET /bench/leaderboard`.
+"""The leaderboard of issue 20 part 2: `metrics/panel/leaderboard.py` and `GET /bench/leaderboard`.
 
 The Bradley–Terry fit is checked against cases solved by hand and against a known ranking recovered
 from synthetic panels; the route through the real gateway (refusals, an empty log, CSV, scoped keys)
@@ -14,9 +14,10 @@ import random
 
 import pytest
 
-import serve
+from benchwarmers.dashboard import serve
 from conftest import running_gateway
-from metrics import gatekeys, leaderboard, offload
+from benchwarmers.panel import leaderboard, offload
+from benchwarmers.server import gatekeys
 
 HAND = math.log(2) / 2
 

@@ -10,7 +10,8 @@ import time
 
 import pytest
 
-from metrics import fileio, learn, paths
+from benchwarmers.core import fileio, paths
+from benchwarmers.models import learn
 
 ISO_LOCAL = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d$")
 
@@ -251,5 +252,5 @@ def test_lrn11_cli(home, capsys):
     assert "m  context window 8192  (suite, " in out and "m  rpm 30" in out
     assert re.search(r"m  cooling until \S+ \(stated by the provider\)", out)
     assert "limit 30 requests" not in out  # the provider's own words are not shown (they can carry an account id)
-    done = subprocess.run([sys.executable, "-m", "metrics.learn"], capture_output=True, text=True, cwd=paths.CODE)
+    done = subprocess.run([sys.executable, "-m", "benchwarmers.models.learn"], capture_output=True, text=True, cwd=paths.CODE)
     assert done.returncode == 0 and "m  rpm 30" in done.stdout  # the data folder named by BENCHWARMERS_HOME

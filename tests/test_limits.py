@@ -17,9 +17,14 @@ import time
 
 import pytest
 
-import gateway as gateway_module
-from metrics import catalog, demo, fileio, formats, gatekeys, httpserver, offload, paths
-from metrics.formats import common
+from benchwarmers.server import gateway as gateway_module
+from benchwarmers import wire
+from benchwarmers.core import fileio, paths
+from benchwarmers.models import catalog
+from benchwarmers.panel import offload
+from benchwarmers.demo import demo
+from benchwarmers.server import gatekeys, httpserver
+from benchwarmers.wire import common
 from conftest import wait_for
 
 PROMPT = "Is this loop off by one? for i in range(1, len(xs)): total += xs[i]"
@@ -117,7 +122,7 @@ def test_with_past_its_cap_is_refused_in_every_format_before_any_seat(port, benc
     """Issue 21 item 3: nine names in `with`, or one name of 201 characters, is a 400 naming the cap in the
     route's own error shape, plain or streamed; 100,000 names are refused at once with a short reply."""
     demo.set_collection("core", ["alpha"])
-    fmt = formats.format_of(path)
+    fmt = wire.format_of(path)
     cap = f'"with" takes at most {common.MAX_WITH} model aliases of at most {common.MAX_ALIAS} characters each'
     for names in ([f"ghost-{i}" for i in range(9)], ["g" * 201], ["alpha"] * 100_000):
         started = time.monotonic()
@@ -125,7 +130,7 @@ def test_with_past_its_cap_is_refused_in_every_format_before_any_seat(port, benc
         assert status == 400 and time.monotonic() - started < 2 and len(json.dumps(payload)) < 400
         error = payload["error"]
         message = error if isinstance(error, str) else error["message"]  # Ollama's error is the message itself
-        assert message.startswith(cap) and payload == formats.error_body(fmt, 400, message)
+        assert message.startswith(cap) and payload == wire.error_body(fmt, 400, message)
     assert not seat_requests(bench) and not paths.file("runs", "gateway", "calls.jsonl").exists()
 
 
@@ -184,7 +189,7 @@ def test_lone_surrogate_is_refused_before_any_seat_is_asked(port, bench, path, b
     route's shape before any seat is asked, streamed or not, and nothing is written anywhere; a surrogate
     pair (an emoji escaped) is fine."""
     demo.set_collection("core", ["alpha", "beta"])
-    refusal = formats.error_body(formats.format_of(path), 400, common.NOT_UNICODE)
+    refusal = wire.error_body(wire.format_of(path), 400, common.NOT_UNICODE)
     for data in (json.dumps(body).encode(), json.dumps(body, ensure_ascii=False).encode("utf-8", "surrogatepass")):
         assert post(port, path, data) == (400, refusal)
     assert not seat_requests(bench) and not offload.entries()
@@ -224,7 +229,7 @@ def test_an_answer_holding_a_lone_surrogate_is_streamed_and_logged_whole(port, b
         assert reply["bench"]["seats"][0]["answer"] == answer
     else:
         assert "half a pair \\ud800 here." in reply.decode("utf-8")
-        assert STREAM_ENDS[formats.format_of(path)] in reply
+        assert STREAM_ENDS[wire.format_of(path)] in reply
     raw = paths.file("runs", "gateway", "calls.jsonl").read_bytes()
     assert raw.decode("utf-8").count("\n") == 1 and json.loads(raw)["seats"][0]["answer"] == answer
 
@@ -527,7 +532,7 @@ def test_json_nested_past_the_limit_is_a_400_not_a_dropped_connection(port, benc
               "generationConfig": {"responseMimeType": "application/json", "responseSchema": schema}}
     too_deep = f"body nests lists and objects deeper than {common.MAX_NESTING} levels"
     assert post(port, "/v1beta/models/bench/core:generateContent", gemini) == (
-        400, formats.error_body("gemini", 400, too_deep))
+        400, wire.error_body("gemini", 400, too_deep))
     for depth, status in ((common.MAX_NESTING, 200), (common.MAX_NESTING + 1, 400)):
         extra = []
         for _ in range(depth - 2):  # the body object and the innermost list make two levels

@@ -20,8 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from metrics import learn, llm_backend, paths
-from metrics.demo import Upstream
+from benchwarmers.core import paths
+from benchwarmers.models import learn
+from benchwarmers.calling import llm_backend
+from benchwarmers.demo.demo import Upstream
 
 STORED_SECRET = "sk-stored-4f1c9a7be2d84c55"
 ENV_SECRET = "sk-envonly-93b0d6e1aa7c4f02"

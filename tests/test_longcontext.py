@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from metrics import demo, fileio, paths
-from suite import longcontext
+from benchwarmers.core import fileio, paths
+from benchwarmers.demo import demo
+from benchwarmers.suite import longcontext
 
 ROOT = Path(__file__).resolve().parent.parent
 ALPHA = {"ops.py": "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n",
@@ -184,7 +185,7 @@ def test_rq3_without_the_package_a_clear_message_and_exit_1(home):
         pytest.skip("the optional repoqa package is installed here")
     assert "repoqa" not in sys.modules  # importing the tier imported nothing of it
     env = {**os.environ, "PYTHONIOENCODING": "utf-8", "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, str(ROOT / "suite" / "longcontext.py"), "--model", "finder"],
+    done = subprocess.run([*paths.module_command("suite.longcontext"), "--model", "finder"],
                           capture_output=True, text=True, env=env, timeout=60)
     assert done.returncode == 1
     assert "needs the optional `repoqa` package (pip install repoqa" in done.stderr

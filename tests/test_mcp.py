@@ -1,5 +1,5 @@
 """The MCP server (suite-cli-mcp.md §11, improvements 17-19) on both transports, driven by the official `mcp`
-Python SDK client (MCP-21): stdio as `python -m metrics.mcp_server` (and `bench mcp`, LN-10) pointed at a real
+Python SDK client (MCP-21): stdio as `python -m benchwarmers.server.mcp_server` (and `bench mcp`, LN-10) pointed at a real
 gateway, and streamable HTTP at the gateway's own `/mcp` and `/v1/mcp`. The protocol's edges (MCP-5, MCP-15..19)
 are sent by hand, since the SDK never sends a malformed message."""
 
@@ -19,7 +19,11 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from metrics import __version__, demo, gatekeys, mcp_server, mcp_tools, paths, remote
+from benchwarmers import __version__
+from benchwarmers.core import paths
+from benchwarmers.net import remote
+from benchwarmers.demo import demo
+from benchwarmers.server import gatekeys, mcp_server, mcp_tools
 
 ROOT = Path(__file__).resolve().parent.parent
 PROMPT = "Is this loop off by one? for i in range(1, len(xs)): total += xs[i]"
@@ -46,7 +50,7 @@ async def connected(transport, gateway, key="", path="/mcp", **env):
     """An initialized SDK client on `transport`: stdio runs the server as a child, HTTP reaches the gateway."""
     if transport == "stdio":
         extra = {**({"BENCHWARMERS_KEY": key} if key else {}), **env}
-        target = StdioServerParameters(command=sys.executable, args=["-m", "metrics.mcp_server"],
+        target = StdioServerParameters(command=sys.executable, args=["-m", "benchwarmers.server.mcp_server"],
                                        env=child_env(gateway, **extra))
         async with Client(target, mode="legacy") as client:
             yield client
@@ -195,7 +199,7 @@ def test_mcp_http_paths_and_the_v1_alias(gateway, bench_core):
 
 def test_mcp_http_on_the_dashboard_port(bench_core):
     """§11.4: the dashboard's port answers `/mcp` with the gateway's rules, its tools calling back on that port."""
-    import serve
+    from benchwarmers.dashboard import serve
 
     dashboard = serve.serve("127.0.0.1", 0)
     board = f"http://127.0.0.1:{dashboard.server_address[1]}"
@@ -213,7 +217,7 @@ def test_mcp_http_on_the_dashboard_port(bench_core):
 
 def run_stdio(gateway, lines, *command, **env):
     """Feed `lines` to the stdio server and close its input: `(exit code, stdout lines, stderr)`."""
-    done = subprocess.run([sys.executable, *(command or ["-m", "metrics.mcp_server"])],
+    done = subprocess.run([sys.executable, *(command or ["-m", "benchwarmers.server.mcp_server"])],
                           input="".join(json.dumps(line) + "\n" if not isinstance(line, str) else line for line in lines),
                           capture_output=True, text=True, env={**os.environ, **child_env(gateway, **env)}, timeout=60)
     return done.returncode, [json.loads(line) for line in done.stdout.splitlines()], done.stderr
@@ -233,7 +237,7 @@ def test_mcp7_a_call_completes_after_stdin_closes(gateway, bench_core):
 def test_ln10_bench_mcp_answers_one_initialize(gateway, bench_core):
     """LN-10: `bench mcp` (the launcher) fed one initialize line prints exactly one line and exits 0 at end of input."""
     code, replies, _ = run_stdio(gateway, [rpc("initialize", {"protocolVersion": "2024-11-05"})],
-                                 "-m", "metrics.launcher", "mcp")
+                                 "-m", "benchwarmers.cli.launcher", "mcp")
     assert code == 0 and len(replies) == 1
     assert replies[0]["result"]["serverInfo"]["version"] == __version__
     assert replies[0]["result"]["protocolVersion"] == "2024-11-05"

@@ -2,7 +2,7 @@
 
 - ERR-5 / issue 3 item 7: the built-in client and the `llm` backend, given the same
   registrations (written by `registry`, synced to llm's folder), the same keys and the same
-  upstream behaviour, return the same result shape and classify alike (metrics.scoring).
+  upstream behaviour, return the same result shape and classify alike (benchwarmers.models.scoring).
 - Reply shapes and statuses the demo upstream does not produce (a 502 whose body is cut, a `{}`
   200, a stream without its content type or without blank lines, an error mid-stream, tool calls,
   a JSON reply cut short, each retryable status): `Raw`, a bare socket server in this file.
@@ -25,9 +25,13 @@ from email.utils import formatdate
 
 import pytest
 
-from metrics import client, demo, fileio, keys, learn, ledger, llm_backend, notices, paths, registry
-from metrics.demo import Upstream
-from metrics import scoring
+from benchwarmers.core import fileio, keys, paths
+from benchwarmers.wire import notices
+from benchwarmers.models import learn, registry
+from benchwarmers.calling import client, ledger, llm_backend
+from benchwarmers.demo import demo
+from benchwarmers.demo.demo import Upstream
+from benchwarmers.models import scoring
 
 STORED_SECRET = "sk-spec-stored-5e0c7d1b9a"
 ENV_SECRET = "sk-spec-envonly-3f8a2c6d4e"

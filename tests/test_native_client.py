@@ -9,7 +9,10 @@ import json
 import openai
 import pytest
 
-from metrics import catalog, client, demo, endpoints, fileio, keys, paths
+from benchwarmers.core import fileio, keys, paths
+from benchwarmers.models import catalog, endpoints
+from benchwarmers.calling import client
+from benchwarmers.demo import demo
 
 PNG = "data:image/png;base64," + base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 60).decode()
 

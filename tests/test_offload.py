@@ -16,7 +16,9 @@ import tracemalloc
 
 import pytest
 
-from metrics import aliases, fileio, offload, paths
+from benchwarmers.core import fileio, paths
+from benchwarmers.models import aliases
+from benchwarmers.panel import offload
 
 CALL = "p20261017-140312-a1b2"
 
@@ -34,8 +36,8 @@ def rename(links):
     fileio.write_atomic(paths.file("config", "alias-history.json"), json.dumps(links))
 
 
-def cli(*args, script=False):
-    command = [sys.executable, "metrics/offload.py"] if script else [sys.executable, "-m", "metrics.offload"]
+def cli(*args):
+    command = paths.module_command("panel.offload")
     return subprocess.run(command + list(args), cwd=paths.CODE, capture_output=True, text=True, encoding="utf-8")
 
 
@@ -294,7 +296,7 @@ def test_off6_cli_list_add_verdict():
     assert judged.returncode == 0
     assert judged.stdout.strip() == "recorded: beta — y — useful=False"
     assert offload.by_call("c1")["false"] == ["it said 12"]
-    listed = cli("list", script=True).stdout.splitlines()
+    listed = cli("list").stdout.splitlines()
     assert listed[0].split() == ["model", "used", "helped", "last"]
     assert listed[1].split()[:3] == ["beta", "2", "0/1"] and listed[2].split()[:3] == ["alpha", "1", "1/1"]
     assert listed[1].endswith("x" * 44) and "x" * 45 not in listed[1]
@@ -466,7 +468,7 @@ def test_index_100k_lines_built_once_then_appends_only_even_from_another_process
         offload.record("core")
     assert (index.bytes_read, index.builds) == (len(blob), 1)
 
-    done = subprocess.run([sys.executable, "-m", "metrics.offload", "add", "newcomer", "a new task (bench/core, code)",
+    done = subprocess.run([sys.executable, "-m", "benchwarmers.panel.offload", "add", "newcomer", "a new task (bench/core, code)",
                            "--useful"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     line = offload.log_path().read_bytes()[len(blob):]

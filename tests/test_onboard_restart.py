@@ -11,7 +11,10 @@ import time
 import urllib.request
 from pathlib import Path
 
-from metrics import demo, endpoints, fileio, onboarding, paths
+from benchwarmers.core import fileio, paths
+from benchwarmers.models import endpoints
+from benchwarmers.demo import demo
+from benchwarmers.admin import onboarding
 
 CODE = Path(__file__).resolve().parent.parent
 

@@ -6,10 +6,10 @@ import json
 import os
 import signal
 import subprocess
-import sys
 
-from metrics import demo, paths
-from suite import tasks as suite_tasks
+from benchwarmers.core import paths
+from benchwarmers.demo import demo
+from benchwarmers.suite import tasks as suite_tasks
 from conftest import wait_for
 
 FAULT = [{"regex": r"^\W*fault:\s*line\s*3\b", "label": "fault: line 3"}]
@@ -25,9 +25,9 @@ def make_tasks(*names):
 
 
 def pace(*args):
-    """`python suite/pace.py ...` as typed in the checkout (PYTHONPATH: this checkout's modules, children too)."""
+    """`python -m benchwarmers.suite.pace ...` as typed in the checkout (PYTHONPATH: this checkout's modules, children too)."""
     env = {**os.environ, "PYTHONIOENCODING": "utf-8", "BENCH_CLIENT": "builtin", "PYTHONPATH": str(paths.CODE)}
-    return subprocess.Popen([sys.executable, str(paths.CODE / "suite" / "pace.py"), "--gap", "0", *args],
+    return subprocess.Popen([*paths.module_command("suite.pace"), "--gap", "0", *args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=paths.CODE)
 
 
@@ -63,7 +63,7 @@ def test_pc4_a_crashed_child_is_logged_failed_and_the_loop_goes_on(home):
 
 
 def test_pc4_ctrl_c_stops_cleanly_keeping_every_answer_saved(home):
-    """A real SIGINT to the real `python suite/pace.py` while a slow model is being asked: the run stops at once
+    """A real SIGINT to the real `python -m benchwarmers.suite.pace` while a slow model is being asked: the run stops at once
     (exit 130), the child asking is stopped with it, the log's last line says it stopped and what is left, and
     the answer saved before stays. Run again, it offers only what is left."""
     make_tasks("seeded-hard-a", "seeded-hard-b")
@@ -75,7 +75,7 @@ def test_pc4_ctrl_c_stops_cleanly_keeping_every_answer_saved(home):
         asking = children(child.pid)
         child.send_signal(signal.SIGINT)
         out, err = child.communicate(timeout=20)
-        dry = subprocess.run([sys.executable, str(paths.CODE / "suite" / "pace.py"), "--dry-run"], capture_output=True,
+        dry = subprocess.run([*paths.module_command("suite.pace"), "--dry-run"], capture_output=True,
                              text=True, env={**os.environ, "PYTHONPATH": str(paths.CODE)}, cwd=paths.CODE)
     assert child.returncode == 130, err
     assert "Traceback" not in err

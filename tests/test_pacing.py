@@ -12,12 +12,15 @@ import time
 
 import pytest
 
-from metrics import client, demo, fileio, learn, ledger, pacing, paths, scoring
+from benchwarmers.core import fileio, paths
+from benchwarmers.models import learn, scoring
+from benchwarmers.calling import client, ledger, pacing
+from benchwarmers.demo import demo
 
 MODELS = {"slow": {"answer": "took a while", "latency": 1.0}, "quick": {"answer": "quick"}}
 CHILD = """
 import sys, threading
-from metrics import client
+from benchwarmers.calling import client
 threads = [threading.Thread(target=client.chat, args=(sys.argv[1], "hi"), kwargs={"timeout": 6}) for _ in range(3)]
 for t in threads:
     t.start()

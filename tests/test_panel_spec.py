@@ -16,14 +16,18 @@ import json
 import re
 import socket
 import subprocess
-import sys
 import threading
 
 import openai
 import pytest
 
-from metrics import collections, demo, endpoints, fileio, images, learn, offload, panel, paths, registry, route
-from metrics import catalog, errors, shape
+from benchwarmers.core import fileio, images, paths
+from benchwarmers.models import endpoints, learn, registry
+from benchwarmers.panel import collections, offload, panel, route
+from benchwarmers.demo import demo
+from benchwarmers.core import errors
+from benchwarmers.models import catalog
+from benchwarmers.panel import shape
 
 PROMPT = "Is this loop off by one? for i in range(1, len(xs)): total += xs[i]"
 PNG = "data:image/png;base64," + base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 60).decode()
@@ -38,7 +42,7 @@ KNOWN_SHAPES = "code, design, enumeration, general, image, prose, quick, review,
 @pytest.fixture
 def gw(bench):
     """The real gateway on a free port (as conftest's `gateway`, but it stops in milliseconds)."""
-    import gateway
+    from benchwarmers.server import gateway
 
     server = gateway.Server(("127.0.0.1", 0))
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
@@ -182,7 +186,7 @@ def sdk(gw):
 
 def test_section1_constants():
     """§1: the timing and size constants the rest of the contract is written against (TST-0 seams)."""
-    import gateway
+    from benchwarmers.server import gateway
 
     assert (panel.SEAT_TIMEOUT, panel.LARGE, images.IMAGE_TOKENS) == (420, 8000, 2500)
     assert (gateway.STREAM_GRACE, gateway.KEEPALIVE) == (1.0, 10.0)
@@ -316,7 +320,7 @@ def test_str3_a_refusal_before_seating_keeps_its_status_when_streaming(gw, bench
 
 def test_str4_keepalive_comments_while_a_slow_seat_works(gw, bench, monkeypatch):
     """STR-4, STR-10: `: keep-alive` comments fill the silence; SDK clients skip them."""
-    import gateway
+    from benchwarmers.server import gateway
 
     monkeypatch.setattr(gateway, "KEEPALIVE", 0.1)
     collection(["slow", "alpha"])
@@ -334,7 +338,7 @@ def test_str4_keepalive_comments_while_a_slow_seat_works(gw, bench, monkeypatch)
 
 def test_str4_a_late_heading_gets_a_keepalive_at_once(gw, bench, monkeypatch):
     """STR-4: "a panel whose heading is late gets the 200 at 1 s followed at once by a keep-alive"."""
-    import gateway
+    from benchwarmers.server import gateway
 
     monkeypatch.setattr(gateway, "STREAM_GRACE", 0.1)
     monkeypatch.setattr(gateway, "KEEPALIVE", 5.0)
@@ -348,7 +352,7 @@ def test_str4_a_late_heading_gets_a_keepalive_at_once(gw, bench, monkeypatch):
 
 def test_str8_a_refusal_after_the_200_arrives_in_stream(gw, bench, monkeypatch):
     """STR-8, STR-10, STR-12, PNL-14, PNL-17: a slow shape picker outlasts the grace, then no seat can be had."""
-    import gateway
+    from benchwarmers.server import gateway
 
     monkeypatch.setattr(gateway, "STREAM_GRACE", 0.1)
     bench.set_model("picker", latency=0.4, decisions={"shape": {"choice": "review", "confidence": 0.9}})
@@ -876,7 +880,7 @@ def test_col8_refusal_text(gw, bench):
     assert status == 404 and reply["error"]["message"] == (
         '"bench/it\'s" is not a collection here. Set "model" to the collection that fits the task '
         "(GET /v1/models lists them with description and tags):\n"
-        "- none yet: create one with `python scripts/collection.py add NAME MEMBER...`")
+        "- none yet: create one with `python -m benchwarmers.scripts.collection add NAME MEMBER...`")
     collection(["alpha"], name="legacy", note="the old reviewers")
     collection(["beta"], name="core", tags=["code", "py"])
     status, reply = chat(gw, "bench/core:x")
@@ -1085,7 +1089,7 @@ def test_gw12_diagnostic_lines_hide_key_values(gw, bench, capfd):
 
 def test_imp18_an_ipv6_bind_address_serves(bench):
     """IMP-18: the address family follows the bind address."""
-    import gateway
+    from benchwarmers.server import gateway
 
     try:
         server = gateway.Server(("::1", 0))
@@ -1113,11 +1117,11 @@ def test_rpl1_footer_names_both_ways_to_record_a_verdict_and_both_work(gw, bench
     footer = content[content.rindex("\n---\n") + 5:].split("\n")
     assert len(footer) == 2 and "verdict" in footer[0]
     assert "`POST /bench/verdict`" in footer[1] and "`bench.verdict`" in footer[1]
-    assert '`python metrics/offload.py verdict <call id> --useful|--not-useful --note "..."`' in footer[1]
+    assert '`python metrics/panel/offload.py verdict <call id> --useful|--not-useful --note "..."`' in footer[1]
     assert reply["bench"]["verdict"] == ('POST /bench/verdict {"call", "useful": true|false, "note", '
                                          '"real": [...], "false": [...]}')
     call = reply["bench"]["seats"][0]["call"]
-    done = subprocess.run([sys.executable, "metrics/offload.py", "verdict", call, "--useful", "--note", "ok"],
+    done = subprocess.run([*paths.module_command("panel.offload"), "verdict", call, "--useful", "--note", "ok"],
                           cwd=paths.CODE, capture_output=True, text=True, timeout=30)
     assert done.returncode == 0, done.stderr
     assert offload.by_call(call)["useful"] is True

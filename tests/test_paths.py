@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from metrics import paths
+from benchwarmers.core import paths
 
 
 def test_path1_env_wins_and_is_stripped_and_expanded(monkeypatch, tmp_path):
@@ -67,9 +67,9 @@ def test_path4_layout_and_shipped_defaults_copied_never_overwritten(home):
 
 
 def test_path5_cli_prints_folder_and_reason(home):
-    out = subprocess.run([sys.executable, "-m", "metrics.paths"], capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-m", "benchwarmers.core.paths"], capture_output=True, text=True, check=True)
     assert out.stdout == f"{home}  (BENCHWARMERS_HOME names it)\n"
-    out = subprocess.run([sys.executable, "metrics/paths.py"], capture_output=True, text=True, check=True, cwd=paths.CODE)
+    out = subprocess.run(paths.module_command("core.paths"), capture_output=True, text=True, check=True, cwd=paths.CODE)
     assert out.stdout.startswith(f"{home}  (")
 
 
@@ -89,7 +89,7 @@ def test_key1_llm_dir(monkeypatch, tmp_path):
 
 
 def test_launcher_sets_home_for_installed_command(monkeypatch, tmp_path, capfd):
-    from metrics import launcher
+    from benchwarmers.cli import launcher
 
     monkeypatch.delenv("BENCHWARMERS_HOME")
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
@@ -131,7 +131,8 @@ def test_path3_data4_key1_per_user_folders_on_each_os(monkeypatch, tmp_path, pla
 
 def test_launcher_version_and_help(capsys):
     """LN-2: the version alone; LN-4: `--help` prints the usage (a bare command line runs the dashboard, LN-3)."""
-    from metrics import __version__, launcher
+    from benchwarmers import __version__
+    from benchwarmers.cli import launcher
 
     assert launcher.main(["--version"]) == 0 and capsys.readouterr().out == f"{__version__}\n"
     assert launcher.main(["--help"]) == 0 and "Servers:" in capsys.readouterr().out

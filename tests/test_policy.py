@@ -1,4 +1,4 @@
-"""The policy switch of issue 20 part 3: `config/gateway.json`'s `"policy"` and `metrics/policy.py`.
+"""The policy switch of issue 20 part 3: `config/gateway.json`'s `"policy"` and `metrics/panel/policy.py`.
 
 The default (`"counted"`) must make exactly the contract's choices (MRG-3, RT-6); `"thompson"` must
 change them in the way Thompson sampling does, from a generator a test can seed. The panels run
@@ -13,7 +13,10 @@ import random
 
 import pytest
 
-from metrics import changes, collectionedit, collections, demo, fileio, offload, paths, policy, route_mode
+from benchwarmers.core import changes, fileio, paths
+from benchwarmers.panel import collections, offload, policy, route_mode
+from benchwarmers.demo import demo
+from benchwarmers.admin import collectionedit
 
 PROMPT = "Is this loop off by one? for i in range(1, len(xs)): total += xs[i]"
 
@@ -159,7 +162,7 @@ def test_rt6_issue20_route_order_counted_by_default_thompson_when_chosen(routed)
     everyone = offload.summary()
     assert orders == [policy.thompson(members, everyone) for _ in range(40)]
     assert len({tuple(o) for o in orders}) > 1 and {o[0] for o in orders} >= {"backup", "steady"}
-    from metrics import learn
+    from benchwarmers.models import learn
     learn.cool("backup", 60, "rate limited", "test")
     assert {route_mode.rank(members)[-1] for _ in range(10)} == {"backup"}
 
@@ -208,7 +211,8 @@ def test_rt6_issue20_thompson_route_turn_draws_on_its_shape_and_logs_it(routed):
 def test_rtr6_issue20_thompson_explorer_ties_go_to_the_least_seen(home):
     """RTR-6 counts staleness in whole days: models used today all tie. The default seats the first in
     registration order (every time, all day); Thompson's policy breaks the tie towards the fewest offloads."""
-    from metrics import registry, route
+    from benchwarmers.models import registry
+    from benchwarmers.panel import route
 
     endpoint = {"base": "http://127.0.0.1:9/v1", "key": "", "kind": "local", "default": True}
     paths.file("config", registry.NAME).write_text(

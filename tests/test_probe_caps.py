@@ -1,4 +1,4 @@
-"""The capability probe, `metrics/probe_caps.py` (models.md §19, PROBE-1..3, LRN-9), against the local upstream:
+"""The capability probe, `metrics/admin/probe_caps.py` (models.md §19, PROBE-1..3, LRN-9), against the local upstream:
 scripted models that call a tool, reason, answer under another name, or refuse with a 429. Run as a user types
 it, in process for the roster's corners, and as the scheduler's weekly `capabilities` job (suite-cli-mcp.md §4)."""
 
@@ -6,11 +6,13 @@ import datetime
 import json
 import os
 import subprocess
-import sys
 
 import pytest
 
-from metrics import catalog, demo, fileio, keys, learn, paths, probe_caps, registry, scheduler
+from benchwarmers.core import fileio, keys, paths
+from benchwarmers.models import catalog, learn, registry
+from benchwarmers.demo import demo
+from benchwarmers.admin import probe_caps, scheduler
 
 KEY = "sk-probe-test-0123456789"
 GET_TIME = [[{"name": "get_time", "arguments": {"city": "Paris"}}]]
@@ -33,9 +35,9 @@ def up(home):
 
 
 def probe_cli(*args):
-    """`python metrics/probe_caps.py ...` as typed in the checkout (PYTHONPATH: this checkout's modules)."""
+    """`python metrics/admin/probe_caps.py ...` as typed in the checkout (PYTHONPATH: this checkout's modules)."""
     env = {**os.environ, "PYTHONIOENCODING": "utf-8", "PYTHONPATH": str(paths.CODE)}
-    return subprocess.run([sys.executable, str(paths.CODE / "metrics" / "probe_caps.py"), *args], capture_output=True,
+    return subprocess.run([*paths.module_command("admin.probe_caps"), *args], capture_output=True,
                           text=True, env=env, cwd=paths.CODE, timeout=60)
 
 
@@ -142,12 +144,12 @@ def test_probe1_a_model_not_registered_is_refused(up):
 
 
 def test_sch4_the_weekly_capabilities_job_runs_the_probe(up, monkeypatch):
-    """SCH-4 with §4's `capabilities` job: `metrics/probe_caps.py --gap 30` runs as the scheduler's child and
+    """SCH-4 with §4's `capabilities` job: `metrics/admin/probe_caps.py --gap 30` runs as the scheduler's child and
     reaches the upstream. Only the 429 model is registered: its second question is skipped, so no gap is waited."""
     for alias in set(MODELS) - {"busy"}:
         registry.remove_registration(alias)
     monkeypatch.setenv("PYTHONPATH", str(paths.CODE))
-    assert scheduler.command("capabilities") == ["metrics/probe_caps.py", "--gap", "30"]
+    assert scheduler.command("capabilities") == ["-m", "benchwarmers.admin.probe_caps", "--gap", "30"]
     scheduler.Scheduler().run_job("capabilities", "07:00")
     log = paths.file("runs", "scheduler.log").read_text(encoding="utf-8")
     assert "ran capabilities (due 07:00): exit 0 in " in log

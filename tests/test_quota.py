@@ -7,7 +7,10 @@ import urllib.request
 
 import pytest
 
-from metrics import client, demo, fileio, learn, paths, quota, scoring
+from benchwarmers.core import fileio, paths
+from benchwarmers.models import learn, quota, scoring
+from benchwarmers.calling import client
+from benchwarmers.demo import demo
 
 GEMINI_BODY = {"error": {"code": 429, "message": "You exceeded your current quota.", "status": "RESOURCE_EXHAUSTED",
                          "details": [

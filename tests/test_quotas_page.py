@@ -9,8 +9,11 @@ from pathlib import Path
 
 import pytest
 
-import serve
-from metrics import client, demo, fileio, learn, paths
+from benchwarmers.dashboard import serve
+from benchwarmers.core import fileio, paths
+from benchwarmers.models import learn
+from benchwarmers.calling import client
+from benchwarmers.demo import demo
 from conftest import watched_page
 
 pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")

@@ -10,7 +10,6 @@ import http.server
 import json
 import os
 import subprocess
-import sys
 import threading
 import time
 import urllib.parse
@@ -18,9 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from metrics import demo, paths, scoring
-from suite import rebench, seed
-from suite import tasks as suite_tasks
+from benchwarmers.core import paths
+from benchwarmers.models import scoring
+from benchwarmers.demo import demo
+from benchwarmers.suite import rebench, seed
+from benchwarmers.suite import tasks as suite_tasks
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
@@ -161,7 +162,7 @@ def used_and_rejected():
 
 def rebench_script(*args):
     env = {**os.environ, "PYTHONIOENCODING": "utf-8", "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, str(ROOT / "suite" / "rebench.py"), *args], capture_output=True, text=True,
+    return subprocess.run([*paths.module_command("suite.rebench"), *args], capture_output=True, text=True,
                           env=env, timeout=60)
 
 
@@ -398,7 +399,7 @@ def test_rb7_a_produced_pair_run_through_the_suite_and_scored(hub, monkeypatch):
     with demo.Upstream(models=models) as up:
         demo.register(up)
         for task in (bug, control):
-            run = subprocess.run([sys.executable, str(ROOT / "suite" / "run.py"), "--task", task["id"],
+            run = subprocess.run([*paths.module_command("suite.run"), "--task", task["id"],
                                   "--model", "finder", "--model", "inventor", "--gap", "0"],
                                  capture_output=True, text=True, env=env, timeout=60)
             assert run.returncode == 0, run.stderr

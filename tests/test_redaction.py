@@ -19,7 +19,10 @@ import time
 
 import pytest
 
-from metrics import catalog, demo, fileio, gatekeys, guard, images, keys, learn, paths
+from benchwarmers.core import fileio, images, keys, paths
+from benchwarmers.models import catalog, learn
+from benchwarmers.demo import demo
+from benchwarmers.server import gatekeys, guard
 
 SIZES = (100_000, 1_000_000)
 ENDPOINT_KEY = "ep-" + secrets.token_hex(16)  # 35 characters, shaped like no known vendor's key
@@ -331,7 +334,7 @@ def gemini_tool_turns(pairs):
 def test_tool_calls_and_results_are_matched_in_linear_time():
     """Issue 21 item 1, found on review: pairing Gemini's id-less tool calls with their results scanned a
     list per result (8,000 pairs: 19.6 s). Ten times the pairs may cost about ten times the time."""
-    from metrics.formats import gemini
+    from benchwarmers.wire import gemini
 
     def read(body):
         try:

@@ -7,8 +7,11 @@ import threading
 
 import pytest
 
-from metrics import client, collections, connections, endpoints, fileio, keys, paths, registry
-from metrics.demo import Upstream
+from benchwarmers.core import fileio, keys, paths
+from benchwarmers.models import connections, endpoints, registry
+from benchwarmers.calling import client
+from benchwarmers.panel import collections
+from benchwarmers.demo.demo import Upstream
 
 SECRET = "sk-registry-test-SECRET-77"
 
@@ -238,7 +241,7 @@ def test_default_ep2_and_fields_ep13(monkeypatch):
     with pytest.raises(RuntimeError) as failed:
         endpoints.default()
     assert str(failed.value).startswith("no endpoints configured:")
-    assert "scripts/init.py --endpoint NAME BASE_URL" in str(failed.value) and "Endpoints page" in str(failed.value)
+    assert "scripts.init --endpoint NAME BASE_URL" in str(failed.value) and "Endpoints page" in str(failed.value)
     write_endpoints({"a": {"base": "https://a.example/v1/", "key": "a-key"}, "b": {"base": "https://b/v1"}})
     assert endpoints.default() == "a"
     write_endpoints({"a": {"base": "https://a.example/v1/", "key": "a-key"},
@@ -420,7 +423,7 @@ def test_registration_headers_reach_the_upstream_cl3(up):
 def test_reg1_reg8_reg9_what_is_synced_is_what_llm_calls(up, llmdir, monkeypatch):
     """The yaml REG-1 writes, copied by the sync, is read by the real llm package: served name,
     base, key and headers all reach the upstream; pushed options are sent as llm's defaults."""
-    from metrics import llm_backend
+    from benchwarmers.calling import llm_backend
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     write_endpoints({"demo": {"base": up.base_url, "key": "demo", "headers": {"X-Title": "bench"}}})

@@ -1,4 +1,4 @@
-"""Offline replay, issue 20 part 4: `python -m metrics.replay` on a crafted offload log, numbers worked by hand.
+"""Offline replay, issue 20 part 4: `python -m benchwarmers.panel.replay` on a crafted offload log, numbers worked by hand.
 
 The log (shape review, bench/core unless said; lines in the order written):
 
@@ -28,7 +28,8 @@ import sys
 
 import pytest
 
-from metrics import offload, paths, policy, replay
+from benchwarmers.core import paths
+from benchwarmers.panel import offload, policy, replay
 
 EVIDENCE = [  # what each bench/core review panel's pick may see, worked out above
     ("P1", ["alpha", "beta"], {}),
@@ -122,9 +123,9 @@ def test_issue20_replay_intervals_by_hand():
 
 
 def test_issue20_replay_command_as_a_user_types_it(crafted, capsys):
-    """`python -m metrics.replay` prints the three rates with intervals; `--json` the same figures; a bad
+    """`python -m benchwarmers.panel.replay` prints the three rates with intervals; `--json` the same figures; a bad
     shape or policy is refused (exit 2); an empty scope says how to get a panel judged."""
-    done = subprocess.run([sys.executable, "-m", "metrics.replay", "--policy", "counted", "--collection", "core",
+    done = subprocess.run([sys.executable, "-m", "benchwarmers.panel.replay", "--policy", "counted", "--collection", "core",
                            "--shape", "review"], cwd=paths.CODE, text=True, capture_output=True,
                           env=dict(os.environ), timeout=60)
     assert done.returncode == 0, done.stderr

@@ -2,7 +2,8 @@
 
 import os
 
-from metrics import fileio, roles
+from benchwarmers.core import fileio
+from benchwarmers.panel import roles
 
 
 def write(data):

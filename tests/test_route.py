@@ -1,4 +1,4 @@
-"""metrics/route.py: the explorer router (gateway.md §13 RTR-1..13, §16.1 ROL, §16.2 ALI-1, IMP-17)."""
+"""metrics/panel/route.py: the explorer router (gateway.md §13 RTR-1..13, §16.1 ROL, §16.2 ALI-1, IMP-17)."""
 
 import datetime
 import json
@@ -11,8 +11,10 @@ import time
 
 import pytest
 
-from metrics import fileio, history, learn, offload, paths, registry, route
-from metrics.demo import Upstream
+from benchwarmers.core import fileio, paths
+from benchwarmers.models import history, learn, registry
+from benchwarmers.panel import offload, route
+from benchwarmers.demo.demo import Upstream
 
 TODAY = datetime.date.today()
 ENDPOINT = {"base": "http://127.0.0.1:9/v1", "key": "", "kind": "local", "default": True}
@@ -482,7 +484,7 @@ def test_panel_path_reads_nothing_twice(monkeypatch):
 
 
 def test_rtr12_cli_as_a_module_exits_with_the_message():
-    done = subprocess.run([sys.executable, "-m", "metrics.route", "--shape", "poetry"], capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "benchwarmers.panel.route", "--shape", "poetry"], capture_output=True,
                           text=True, env=dict(os.environ), cwd=str(paths.CODE), timeout=60)
     assert done.returncode == 1
     assert done.stderr.startswith("unknown shape 'poetry'; known: code, design")

@@ -16,8 +16,12 @@ import time
 
 import pytest
 
-from metrics import catalog, conversations, demo, fileio, ledger, offload, paths, registry, route_mode
-from metrics.formats.turn import Turn
+from benchwarmers.core import fileio, paths
+from benchwarmers.models import catalog, registry
+from benchwarmers.calling import ledger
+from benchwarmers.panel import conversations, offload, route_mode
+from benchwarmers.demo import demo
+from benchwarmers.wire.turn import Turn
 
 ROUTE_MODELS = {
     "steady": {"answer": "Steady: the test passes now.", "latency": 0.01, "context_window": 32000, "max_output": 8192,
@@ -278,7 +282,7 @@ def test_rt16_failure_after_going_live_is_final(gw, routed):
 
 def test_rt20_the_200_waits_for_the_grace_then_keep_alives_until_the_member_speaks(gw, routed, monkeypatch):
     """RT-20: past ROUTE_GRACE the 200 goes without X-Bench-Model; keep-alives hold the line until the answer."""
-    import gateway
+    from benchwarmers.server import gateway
 
     monkeypatch.setattr(route_mode, "ROUTE_GRACE", 0.1)
     monkeypatch.setattr(gateway, "KEEPALIVE", 0.15)
@@ -347,7 +351,7 @@ def test_rt6_ranking_by_useful_verdicts_then_rotation(routed, monkeypatch):
     offload.add("steady", "t (bench/core, general)", True, "good", call="p3.member1")
     assert route_mode.rank(["steady", "backup", "plain"]) == ["backup", "steady", "plain"]
     fileio.write_atomic(paths.file("runs", "gateway", "cooldowns.json"), "{}")
-    from metrics import learn
+    from benchwarmers.models import learn
     learn.cool("backup", 60, "rate limited", "test")
     assert route_mode.rank(["steady", "backup", "plain"]) == ["steady", "plain", "backup"]
     monkeypatch.setattr(route_mode, "ROTATE", 1.0)
@@ -420,7 +424,7 @@ def test_route_conversation_store_refused_loses_no_answer(gw, routed):
 def test_test23_route_turns_on_the_dashboard_port_share_the_conversation_and_show_on_the_card(gw, routed):
     """TEST-23, RT-25, improvement 18: the dashboard's port answers route turns with the gateway's rules and the
     same conversations; the Gateway card lists the conversation, owes no verdict for it, and shows ✓ once judged."""
-    import serve
+    from benchwarmers.dashboard import serve
 
     collection("steady", "backup")
     dashboard = serve.serve("127.0.0.1", 0)

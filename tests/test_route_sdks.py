@@ -1,7 +1,7 @@
 """Route mode through the real SDKs (formats.md §11, TEST-14..19, TST-3): tool loops an agent runs.
 
 The gateway runs in-process on a free port in front of the local upstream, whose scripted models call
-tools (`metrics/demo.py`: `tool_calls`, `say`, `parallel`, `late_id`, `whole`). Each SDK (openai,
+tools (`metrics/demo/demo.py`: `tool_calls`, `say`, `parallel`, `late_id`, `whole`). Each SDK (openai,
 anthropic, google-genai, ollama) runs whole tool loops against `bench/core:route`: the model calls a
 tool, the test runs it, sends the result back in that SDK's own shape, and the model answers with it.
 Nothing is mocked; the upstream's record of requests shows what reached the member.
@@ -17,7 +17,9 @@ import pytest
 from google import genai
 from google.genai import types
 
-from metrics import demo, fileio, route_mode
+from benchwarmers.core import fileio
+from benchwarmers.panel import route_mode
+from benchwarmers.demo import demo
 
 ROUTE = "bench/core:route"
 FORECAST = "Oslo: 7 C and rain"

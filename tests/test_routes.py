@@ -1,5 +1,5 @@
 """One table of routes (issue 13, item 2; gateway.md §5, security.md ROUTE-1): a route is named in
-`metrics.routes` and nowhere else, and everything the gateway says about routes is read off it:
+`benchwarmers.wire.routes` and nowhere else, and everything the gateway says about routes is read off it:
 dispatch, the 404's help, the 405's `Allow`, the gateway-route test, the format of a refusal."""
 
 import ast
@@ -11,14 +11,15 @@ import threading
 
 import pytest
 
-import gateway
-from metrics import paths, routes
-from metrics.routes import Route
+from benchwarmers.server import gateway
+from benchwarmers.core import paths
+from benchwarmers.wire import routes
+from benchwarmers.wire.routes import Route
 
 # The modules that answer requests. The others (the client, the demo upstream, each format's outbound
 # half) name the providers' own paths, which share their spelling with ours.
-SERVING = ["gateway.py", "serve.py", "metrics/guard.py", "metrics/httpserver.py", "metrics/gatekeys.py",
-           "metrics/formats/__init__.py"]
+SERVING = ["gateway.py", "serve.py", "metrics/server/guard.py", "metrics/server/httpserver.py", "metrics/server/gatekeys.py",
+           "metrics/wire/__init__.py"]
 GET_HELP = "GET /v1/models, /bench/record, /api/tags, /api/version or /v1beta/models"
 POST_HELP = ("POST /v1/chat/completions, /v1/messages, /v1/responses, /v1/completions, /api/chat, /api/generate, "
              "/v1beta/models/<collection>:generateContent or /bench/verdict")

@@ -1,6 +1,7 @@
 """The scheduler (suite-cli-mcp.md §4): due times across a week, catch-up, modes, the lock, with an injected clock."""
 
 import datetime
+import importlib.util
 import json
 import os
 import signal
@@ -9,7 +10,8 @@ import sys
 import threading
 import time
 
-from metrics import jobs, paths, scheduler
+from benchwarmers.core import paths
+from benchwarmers.admin import jobs, scheduler
 from conftest import wait_for
 
 MONDAY = datetime.date(2026, 10, 12)
@@ -66,7 +68,7 @@ def test_sch8_log_only_once_per_due_time_catch_up_run_and_skipped():
     rec.tick(at(0, "04:00"), state)
     assert rec.lines == [] and scheduler.parse_time(state["availability"]) == at(0, "04:00")
     rec.tick(at(0, "05:01"), state)
-    assert rec.lines == ["would run availability (due Mon 05:00): perf/run.py -n 1 --tiny-only --timeout 90 "
+    assert rec.lines == ["would run availability (due Mon 05:00): perf.run -n 1 --tiny-only --timeout 90 "
                          "--client builtin"]
     rec.tick(at(0, "05:02"), state)
     assert len(rec.lines) == 1
@@ -120,11 +122,11 @@ def test_sch4_sch5_sch6_the_loop_runs_a_real_job_and_releases_the_lock(home):
 def test_sch4_a_job_whose_program_is_not_installed_is_said_not_run(home, monkeypatch):
     """SCH-4, beyond it: a job naming a program this install lacks (an install older than its job table) is
     said in the log as such (never a failed exit that reads like a broken job), and the loop goes on."""
-    monkeypatch.setitem(jobs.JOBS, "nightly", (None, (1,), "a job from a later version", "scripts/not_here.py --x"))
-    assert not (paths.CODE / "scripts" / "not_here.py").exists()
+    monkeypatch.setitem(jobs.JOBS, "nightly", (None, (1,), "a job from a later version", "scripts.not_here --x"))
+    assert importlib.util.find_spec("benchwarmers.scripts.not_here") is None
     loop = scheduler.Scheduler(tick_s=0.05)
     loop.run_job("nightly", "01:00")
-    assert "skipped nightly (due 01:00): scripts/not_here.py is not part of this install yet" in log_text()
+    assert "skipped nightly (due 01:00): benchwarmers.scripts.not_here is not part of this install" in log_text()
     assert "nightly" not in loop.running
 
 
@@ -150,7 +152,7 @@ def test_sch5_a_failing_tick_is_logged_and_the_loop_goes_on(home):
 def test_sch7_one_scheduler_per_data_folder_with_two_real_processes(home):
     configure("off")
     env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
-    command = [sys.executable, "-m", "metrics.scheduler", "--run", "--tick", "0.1"]
+    command = [sys.executable, "-m", "benchwarmers.admin.scheduler", "--run", "--tick", "0.1"]
     first = subprocess.Popen(command, env=env, cwd=paths.CODE)
     try:
         assert wait_for(lambda: "scheduler started" in log_text())
@@ -170,19 +172,19 @@ def test_sch7_one_scheduler_per_data_folder_with_two_real_processes(home):
 
 def test_sch9_the_table_of_jobs(home):
     configure("log-only", only={"suite"})
-    done = subprocess.run([sys.executable, "-m", "metrics.scheduler"], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-m", "benchwarmers.admin.scheduler"], capture_output=True, text=True,
                           cwd=paths.CODE, env={**os.environ, "PYTHONIOENCODING": "utf-8"})
     lines = done.stdout.splitlines()
     assert lines[0] == "mode: log-only  (config/scheduler.json)"
     assert len(lines) == 1 + len(jobs.JOBS)
-    assert any(line.split()[:2] == ["on", "suite"] and line.endswith("suite/run.py --next") for line in lines)
-    assert any(line.split()[:2] == ["off", "perf"] and " 07:00  perf/run.py -n 3" in line for line in lines)
+    assert any(line.split()[:2] == ["on", "suite"] and line.endswith("suite.run --next") for line in lines)
+    assert any(line.split()[:2] == ["off", "perf"] and " 07:00  perf.run -n 3" in line for line in lines)
 
 
 def test_sch4_a_job_over_its_time_limit_is_stopped(home, monkeypatch):
     """SCH-4: a job still running at the limit is stopped and said so. The job is real and never ends (the demo
     upstream serving); the limit is shrunk from 2 h to a second."""
-    monkeypatch.setitem(jobs.JOBS, "forever", (None, (1,), "never ends", "metrics/demo.py --port 0"))
+    monkeypatch.setitem(jobs.JOBS, "forever", (None, (1,), "never ends", "demo.demo --port 0"))
     monkeypatch.setattr(scheduler, "RUN_LIMIT_S", 1)
     loop = scheduler.Scheduler(tick_s=0.05)
     started = time.monotonic()
@@ -195,13 +197,11 @@ def test_sch4_a_job_over_its_time_limit_is_stopped(home, monkeypatch):
 def test_sch4_a_job_that_cannot_start_is_said(home, monkeypatch, tmp_path):
     """SCH-4: a checkout whose virtualenv interpreter cannot be run (SU-34 picks it) logs `could not start`."""
     checkout = tmp_path / "checkout"
-    (checkout / "scripts").mkdir(parents=True)
-    (checkout / "scripts" / "job.py").write_text("print('never')\n")
     broken = checkout / ".venv" / "bin" / "python"
     broken.parent.mkdir(parents=True)
     broken.write_text("not a program\n")  # no execute bit: exec refuses it
     monkeypatch.setattr(paths, "CODE", checkout)
-    monkeypatch.setitem(jobs.JOBS, "nightly", (None, (1,), "a job", "scripts/job.py"))
+    monkeypatch.setitem(jobs.JOBS, "nightly", (None, (1,), "a job", "scripts.init"))
     loop = scheduler.Scheduler(tick_s=0.05)
     loop.run_job("nightly", "01:00")
     assert "ran nightly (due 01:00): could not start ([Errno 13] Permission denied" in log_text()

@@ -1,11 +1,12 @@
-"""metrics/scoring.py: outcome(), failure_class(), score() (suite-cli-mcp.md §2.2-2.4, models.md ERR-1..4, PN-1)."""
+"""metrics/models/scoring.py: outcome(), failure_class(), score() (suite-cli-mcp.md §2.2-2.4, models.md ERR-1..4, PN-1)."""
 
 import ast
 
 import pytest
 
-from metrics import paths, scoring
-from metrics.scoring import failure_class, outcome, score
+from benchwarmers.core import paths
+from benchwarmers.models import scoring
+from benchwarmers.models.scoring import failure_class, outcome, score
 
 ANSWER = "The function returns early when the list is empty, so the caller never sees the error."
 

@@ -1,4 +1,4 @@
-"""The maintenance scripts (suite-cli-mcp.md §3.4, §3.5, §3.9, §3.10) and `metrics/alerts.py` (models.md AL-6), run as a user types them against the local
+"""The maintenance scripts (suite-cli-mcp.md §3.4, §3.5, §3.9, §3.10) and `metrics/models/alerts.py` (models.md AL-6), run as a user types them against the local
 upstream; auto-retire's rules (AR-7) checked on made-up evidence."""
 
 import contextlib
@@ -11,12 +11,15 @@ import subprocess
 import sys
 import threading
 
-from metrics import demo, fileio, paths, registry, retire
-from scripts import notice
+from benchwarmers.core import fileio, paths
+from benchwarmers.models import registry
+from benchwarmers.demo import demo
+from benchwarmers.admin import retire
+from benchwarmers.scripts import notice
 
 
 def script(name, *args):
-    return subprocess.run([sys.executable, str(paths.CODE / "scripts" / name), *args],
+    return subprocess.run([*paths.module_command("scripts." + name.removesuffix(".py")), *args],
                           capture_output=True, text=True, env={**os.environ, "PYTHONIOENCODING": "utf-8"})
 
 
@@ -31,7 +34,7 @@ def test_ls1_served_models_marked_registered_or_missing(home):
         some = run("BETA")
     assert all_of.returncode == 0, all_of.stderr
     assert all_of.stdout.splitlines()[:3] == ["[ MISSING  ] Beta-y", "[registered] alpha", "[ MISSING  ] beta-x"]
-    assert "3 shown of 3 served; 2 unregistered" in all_of.stdout and "onboard.py" in all_of.stdout
+    assert "3 shown of 3 served; 2 unregistered" in all_of.stdout and "scripts.onboard" in all_of.stdout
     assert some.stdout.splitlines()[:2] == ["[ MISSING  ] Beta-y", "[ MISSING  ] beta-x"]
     assert "2 shown of 3 served; 2 unregistered" in some.stdout
 
@@ -216,10 +219,10 @@ def test_dp2_an_unreachable_other_endpoint_leaves_its_models_as_they_were_and_al
 
 
 def test_al6_alerts_listed_or_nothing_wrong(home):
-    from metrics import alerts
+    from benchwarmers.models import alerts
 
     def shown():
-        return subprocess.run([sys.executable, str(paths.CODE / "metrics" / "alerts.py")], capture_output=True,
+        return subprocess.run(paths.module_command("models.alerts"), capture_output=True,
                               text=True, env={**os.environ, "PYTHONIOENCODING": "utf-8"}).stdout
 
     assert shown() == "Nothing wrong.\n"
@@ -261,7 +264,7 @@ def test_rp_registrations_follow_a_new_connection_prefix_keeping_their_aliases(h
                           ("odd", "m/with:colon")):
         registry.add_registration(alias, served, "owui")
     untagged = script("reprefix.py", "llm7", "--prefix", "llm7.")
-    assert untagged.returncode == 1 and "run python scripts/provider_tags.py first" in untagged.stderr  # §13.15
+    assert untagged.returncode == 1 and "run python -m benchwarmers.scripts.provider_tags first" in untagged.stderr  # §13.15
     fileio.write_atomic(paths.file("config", "provider-tags.json"), json.dumps(
         {"llm7.codestral-latest": "llm7", "other-model": "groq", "llm7.x": "llm7", "llm7.m/with:colon": "llm7"}))
     fileio.write_atomic(paths.file("config", "served-snapshot.json"), json.dumps(
@@ -275,7 +278,7 @@ def test_rp_registrations_follow_a_new_connection_prefix_keeping_their_aliases(h
     applied = script("reprefix.py", "llm7", "--prefix", "llm7.", "--apply")
     assert applied.returncode == 0, applied.stderr
     assert "repointed 2 registration(s); moved 1 served-snapshot entry" in applied.stdout
-    assert "sync_config.py" in applied.stdout and "provider_tags.py" in applied.stdout
+    assert "scripts.sync_config" in applied.stdout and "scripts.provider_tags" in applied.stdout
     text = registry.path().read_text(encoding="utf-8")
     assert "  model_name: llm7.codestral-latest\n" in text and '  model_name: "llm7.m/with:colon"\n' in text
     assert {a: r["model_name"] for a, r in registry.registrations().items()} == {

@@ -5,7 +5,7 @@ wherever an SDK would hide the detail; environment toggled between requests. Eve
 test uses is handed to `watch`, which afterwards greps every file under the data folder and
 everything written to stderr (in-process servers and subprocesses alike) for it.
 The dashboard's own routes (login page, Settings) come with the dashboard; their shared
-pieces (cookie, admin bearer, login backoff) are tested here through `metrics.guard`.
+pieces (cookie, admin bearer, login backoff) are tested here through `benchwarmers.server.guard`.
 """
 
 import base64
@@ -22,7 +22,10 @@ import time
 
 import pytest
 
-from metrics import demo, fileio, gatekeys, guard, httpserver, paths, routes
+from benchwarmers.core import fileio, paths
+from benchwarmers.wire import routes
+from benchwarmers.demo import demo
+from benchwarmers.server import gatekeys, guard, httpserver
 
 PROMPT = "Is this loop off by one? for i in range(1, len(xs)): total += xs[i]"
 TOKEN = "correct-horse-battery-staple-42"
@@ -268,7 +271,7 @@ def test_test1_write_checks_refuse_before_reading_a_byte(port):
 # -- gateway keys ------------------------------------------------------------------------------
 
 def test_test4_key_making_storage_and_revocation(watch):
-    """KEY-1..7, MGMT-1, MGMT-3/4, improvements 10, 20; the CLI (`python -m metrics.gatekeys`)."""
+    """KEY-1..7, MGMT-1, MGMT-3/4, improvements 10, 20; the CLI (`python -m benchwarmers.server.gatekeys`)."""
     demo.set_collection("core", ["alpha"])
     demo.set_collection("vision", ["seer"])
     key = watch.add(gatekeys.make("chat-ui"))

@@ -4,14 +4,15 @@ import json
 import os
 import random
 import subprocess
-import sys
 import textwrap
 
 import pytest
 
-from metrics import demo, paths, scoring
-from suite import seed
-from suite import tasks as suite_tasks
+from benchwarmers.core import paths
+from benchwarmers.models import scoring
+from benchwarmers.demo import demo
+from benchwarmers.suite import seed
+from benchwarmers.suite import tasks as suite_tasks
 
 SAMPLE = textwrap.dedent('''\
     def total(items, limit):
@@ -96,7 +97,7 @@ def test_sd_a_whole_pair_written_run_and_scored(home, tmp_path, monkeypatch):
     (repo / "tests" / "other.py").write_text(FUNCTION.replace("def over", "def other"))
     paths.file("config", "repos.json").write_text(json.dumps({"default": str(repo)}))
     env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
-    done = subprocess.run([sys.executable, str(paths.CODE / "suite" / "seed.py"), "--seed", "1", "--kinds", "compare"],
+    done = subprocess.run([*paths.module_command("suite.seed"), "--seed", "1", "--kinds", "compare"],
                           capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr
     assert "pkg/over.py::over line 7 compare: `if value > limit:` -> `if value >= limit:`" in done.stdout
@@ -107,13 +108,13 @@ def test_sd_a_whole_pair_written_run_and_scored(home, tmp_path, monkeypatch):
     assert " 7| " in bug["prompt"] and "a comparison operator" in bug["prompt"] and "one token changed" in bug["prompt"]
     assert scoring.score(bug, "FAULT: line 7\nflipped")["found"] == 1
     assert scoring.score(control, "FAULT: line 7\nflipped")["invented"] == ["fault: line"]
-    again = subprocess.run([sys.executable, str(paths.CODE / "suite" / "seed.py"), "--kinds", "compare"],
+    again = subprocess.run([*paths.module_command("suite.seed"), "--kinds", "compare"],
                            capture_output=True, text=True, env=env)
     assert again.returncode == 1 and "no unused function has a change of these kinds" in again.stderr
-    bad = subprocess.run([sys.executable, str(paths.CODE / "suite" / "seed.py"), "--kinds", "compare,nope"],
+    bad = subprocess.run([*paths.module_command("suite.seed"), "--kinds", "compare,nope"],
                          capture_output=True, text=True, env=env)
     assert "unknown kind(s): nope" in bad.stderr
-    norepo = subprocess.run([sys.executable, str(paths.CODE / "suite" / "seed.py"), "--repo", "x"],
+    norepo = subprocess.run([*paths.module_command("suite.seed"), "--repo", "x"],
                             capture_output=True, text=True, env=env)
     assert "no repo 'x' in config/repos.json" in norepo.stderr
     monkeypatch.setenv("BENCH_CLIENT", "builtin")
@@ -122,7 +123,7 @@ def test_sd_a_whole_pair_written_run_and_scored(home, tmp_path, monkeypatch):
     with demo.Upstream(models=models) as up:
         demo.register(up)
         for task in (bug, control):
-            run = subprocess.run([sys.executable, str(paths.CODE / "suite" / "run.py"), "--task", task["id"],
+            run = subprocess.run([*paths.module_command("suite.run"), "--task", task["id"],
                                   "--model", "finder", "--model", "inventor", "--gap", "0"],
                                  capture_output=True, text=True, env=env)
             assert run.returncode == 0, run.stderr

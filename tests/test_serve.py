@@ -12,8 +12,12 @@ from pathlib import Path
 
 import pytest
 
-import serve
-from metrics import changes, demo, fileio, gatekeys, gatewaycard, modeledit, paths, themes
+from benchwarmers.dashboard import serve
+from benchwarmers.core import changes, fileio, paths, themes
+from benchwarmers.demo import demo
+from benchwarmers.server import gatekeys
+from benchwarmers.admin import modeledit
+from benchwarmers.dashboard import gatewaycard
 
 ROOT = Path(__file__).resolve().parent.parent
 TOKEN = "a-very-long-admin-token-0123456789"
@@ -545,7 +549,7 @@ def test_every_theme_is_legible_th7():
     assert themes.names() == ["rainforest", "dark", "hardwood"]
     assert round(themes.ratio("#000000", "#ffffff"), 1) == 21.0 and round(themes.ratio("#777777", "#ffffff"), 2) == 4.48
     assert [p for name in themes.names() for p in themes.problems(name)] == []
-    done = subprocess.run([sys.executable, "-m", "metrics.themes"], capture_output=True, text=True, cwd=ROOT)
+    done = subprocess.run([sys.executable, "-m", "benchwarmers.core.themes"], capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 0 and done.stdout.strip().endswith("3 themes: all legible")
 
 
@@ -632,7 +636,7 @@ def test_status_vocabulary_and_glance_rows_gl1_gl2_gl3(dash):
 
 
 def test_glance_cells_context_source_decision_rows_and_suite_tasks_gl1_gl4(dash, monkeypatch):
-    from metrics import history
+    from benchwarmers.models import history
     today = datetime.date.today()
     fileio.write_atomic(paths.file("config", "decision-models.json"), json.dumps({
         "judge": {"served": "judge-1", "endpoint": "demo", "via": "hubby", "path": "decisions",

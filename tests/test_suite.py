@@ -1,6 +1,6 @@
 """The review suite (suite-cli-mcp.md §2): tasks, the runner, saved answers, starter tasks.
 
-Whole tasks run against the local upstream's scripted models (metrics/demo.py `replies`): one finds
+Whole tasks run against the local upstream's scripted models (metrics/demo/demo.py `replies`): one finds
 the seeded bug, one invents, one refuses, one times out. Runs are real processes, as a user types them.
 """
 
@@ -8,13 +8,14 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
 
-from metrics import demo, history, paths, scoring
-from suite import tasks as suite_tasks
+from benchwarmers.core import paths
+from benchwarmers.models import history, scoring
+from benchwarmers.demo import demo
+from benchwarmers.suite import tasks as suite_tasks
 
 BUG = "SEEDED-BUG"
 CONTROL = "SEEDED-CONTROL"
@@ -28,13 +29,14 @@ SCRIPTED = {
 FAULT_KEY = [{"regex": r"^\W*fault:\s*line\s*(?:3|4)\b", "label": "fault: line 3 or 4"}]
 
 
-def script(*parts):
-    return str(paths.CODE.joinpath(*parts))
+def script(folder, name):
+    """A runner as a user types it, `python -m benchwarmers.<folder>.<name>`: its argv."""
+    return paths.module_command(f"{folder}.{name.removesuffix('.py')}")
 
 
 def suite_run(*args, timeout=60):
     env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
-    return subprocess.run([sys.executable, script("suite", "run.py"), *args], capture_output=True, text=True,
+    return subprocess.run([*script("suite", "run.py"), *args], capture_output=True, text=True,
                           env=env, timeout=timeout, cwd=paths.CODE)
 
 
@@ -101,7 +103,7 @@ def test_su30_su31_whole_tasks_scored_saved_and_reported(scripted):
 def test_st_fresh_data_folder_next_against_the_demo_models(home, tmp_path, monkeypatch):
     """ST-3, IN-2: init copies the starter tasks; `suite/run.py --next` on the demo models gives a scored table."""
     folder = tmp_path / "fresh"
-    made = subprocess.run([sys.executable, script("scripts", "init.py"), str(folder)], capture_output=True,
+    made = subprocess.run([*script("scripts", "init.py"), str(folder)], capture_output=True,
                           text=True, env={**os.environ, "BENCHWARMERS_HOME": str(folder)})
     assert made.returncode == 0, made.stderr
     monkeypatch.setenv("BENCHWARMERS_HOME", str(folder))
@@ -118,7 +120,7 @@ def test_st_fresh_data_folder_next_against_the_demo_models(home, tmp_path, monke
     table = done.stdout[done.stdout.index("\nmodel "):]
     assert first in table and "written: " in table
     assert all((folder / "suite" / "tasks" / t / "output" / f"{first}.md").exists() for t in shipped[:6])
-    again = subprocess.run([sys.executable, script("scripts", "init.py"), str(folder)], capture_output=True,
+    again = subprocess.run([*script("scripts", "init.py"), str(folder)], capture_output=True,
                            text=True, env={**os.environ, "BENCHWARMERS_HOME": str(folder)})
     assert "(0 starter file(s) copied" in again.stdout
 
@@ -230,7 +232,7 @@ def test_su25_next_free_scores_one_free_model(home, monkeypatch):
 def test_su_ctrl_c_keeps_the_answers_saved_so_far(scripted):
     make_task("one", prompt=f"{BUG} here", must_find=FAULT_KEY, score_in="first_line", min_answer_chars=8)
     env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
-    child = subprocess.Popen([sys.executable, script("suite", "run.py"), "--model", "finder", "--model", "sleeper",
+    child = subprocess.Popen([*script("suite", "run.py"), "--model", "finder", "--model", "sleeper",
                               "--timeout", "60", "--gap", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True, env=env, cwd=paths.CODE)
     seen = []
@@ -257,7 +259,7 @@ def test_su28_su32_repeat_reports_the_spread(scripted):
 
 
 def test_history_reads_the_runners_answers_for_routing(scripted):
-    """SU-20/21 with metrics/history.py: a counted task's saved answer is the router's recall."""
+    """SU-20/21 with metrics/models/history.py: a counted task's saved answer is the router's recall."""
     make_task("enum", prompt=f"{BUG} list", must_find=["fault: line 3", "flipped", "absent"])
     assert suite_run("--model", "finder", "--gap", "0").returncode == 0
     assert history.suite_recall(str(paths.data())) == {"finder": (2, 3, 1)}

@@ -6,10 +6,11 @@ import json
 import os
 import re
 import subprocess
-import sys
 
-from metrics import offload, paths, scoring
-from suite import tasks as suite_tasks
+from benchwarmers.core import paths
+from benchwarmers.models import scoring
+from benchwarmers.panel import offload
+from benchwarmers.suite import tasks as suite_tasks
 
 PANEL = "p20260101-120000-00000000deadbeef"
 CODE_A = "def add(a, b):\n    return a - b\n"
@@ -18,7 +19,7 @@ PROMPT = f"Review these.\n===== FILE: pkg/calc.py =====\n{CODE_A}\n===== git dif
 
 def script(name, *args, timeout=60):
     env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
-    return subprocess.run([sys.executable, str(paths.CODE / "suite" / name), *args], capture_output=True,
+    return subprocess.run([*paths.module_command("suite." + name.removesuffix(".py")), *args], capture_output=True,
                           text=True, env=env, timeout=timeout)
 
 
@@ -36,7 +37,7 @@ def log_panel(panel, prompt, collection="bench/core"):
 
 
 def test_mn3_sections_recovered_from_the_prompt():
-    from suite import mine
+    from benchwarmers.suite import mine
 
     assert mine.sections(PROMPT) == [("pkg-calc.py", CODE_A), ("git-diff-b.py", "+x = 1\n"), ("part3.txt", "\n")]
     assert [n for n, _ in mine.sections("===== a.py\n1\n===== a.py =====\n2\n")] == ["a.py", "a-2.py"]
@@ -52,7 +53,7 @@ def test_mn_a_panel_mined_listed_and_scored(home):
     offload.verdict(f"{PANEL}.member2", False, real=["ADD subtracts its arguments"])  # a duplicate claim
     listed = script("mine.py")
     assert listed.returncode == 0, listed.stderr
-    assert f"  {PANEL}: 2 claim(s)   python suite/mine.py {PANEL}" in listed.stdout
+    assert f"  {PANEL}: 2 claim(s)   python -m benchwarmers.suite.mine {PANEL}" in listed.stdout
     done = script("mine.py", PANEL)
     assert done.returncode == 0, done.stderr
     stem = PANEL[1:]
@@ -95,7 +96,8 @@ CAPACITY = "Provider returned error: ResourceExhausted, try again in a while ple
 def test_pc_a_paced_run_rests_the_rate_limited_model(home, monkeypatch):
     import time
 
-    from metrics import alerts, demo
+    from benchwarmers.models import alerts
+    from benchwarmers.demo import demo
 
     for name, key in (("seeded-hard-a", "BUG-A"), ("seeded-hard-b", "BUG-B"), ("seeded-other", "BUG-C")):
         folder = paths.file("suite", "tasks", name)
@@ -119,7 +121,7 @@ def test_pc_a_paced_run_rests_the_rate_limited_model(home, monkeypatch):
         assert "seeded-hard-a  busy" in dry.stdout and "seeded-other" not in dry.stdout
         assert not list(paths.file("runs").glob("pace-*.log"))
         env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
-        child = subprocess.Popen([sys.executable, str(paths.CODE / "suite" / "pace.py"), "--gap", "0", "--rest", "1",
+        child = subprocess.Popen([*paths.module_command("suite.pace"), "--gap", "0", "--rest", "1",
                                   "--timeout", "10"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                  env=env)
         deadline = time.monotonic() + 20
@@ -144,7 +146,7 @@ def test_pc_a_paced_run_rests_the_rate_limited_model(home, monkeypatch):
 
 def test_mn7_the_question_names_no_model_and_points_at_no_line():
     """MN-7: the claim is a hypothesis; the wording around it neither names a model nor says where to look."""
-    from suite import mine
+    from benchwarmers.suite import mine
 
     claim = "add subtracts its arguments"
     asked = mine.question(claim)

@@ -11,9 +11,12 @@ import sys
 
 import pytest
 
-from metrics import demo, fileio, keys, learn, offload, paths
-from suite import run as suite_run
-from suite import tasks as suite_tasks
+from benchwarmers.core import fileio, keys, paths
+from benchwarmers.models import learn
+from benchwarmers.panel import offload
+from benchwarmers.demo import demo
+from benchwarmers.suite import run as suite_run
+from benchwarmers.suite import tasks as suite_tasks
 
 BUG = "SEEDED-BUG"
 CONTEXT = "maximum context length is 8192 tokens"
@@ -34,10 +37,10 @@ def make_task(name, **spec):
 
 
 def script(folder, name, *args):
-    """A script as typed in the checkout (PYTHONPATH: this checkout's modules)."""
-    env = {**os.environ, "PYTHONIOENCODING": "utf-8", "PYTHONPATH": str(paths.CODE)}
-    return subprocess.run([sys.executable, str(paths.CODE / folder / name), *args], capture_output=True, text=True,
-                          env=env, timeout=60)
+    """A script as typed: `python -m benchwarmers.<folder>.<name>`."""
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
+    return subprocess.run([*paths.module_command(f"{folder}.{name.removesuffix('.py')}"), *args],
+                          capture_output=True, text=True, env=env, timeout=60)
 
 
 @pytest.fixture
@@ -155,14 +158,14 @@ def test_ls1_a_listing_never_prints_the_key(home):
 
 
 def offered(code, kind):
-    from suite import seed
+    from benchwarmers.suite import seed
 
     return sorted(e.new.strip() if e.new is not None else f"deleted {e.at + 1}"
                   for e in seed.candidates(code).get(kind, []))
 
 
 def test_sd1_sd3_sd4_sd8_sd10_kinds_columns_exclusions_wording_and_fields():
-    from suite import seed
+    from benchwarmers.suite import seed
 
     assert seed.parse_kinds("", False) == ["compare", "boolop", "return-bool", "not"]  # SD-1: token kinds by default
     assert seed.parse_kinds("", True) == list(seed.KINDS)  # all ten with --hard, in the table's order
@@ -204,21 +207,19 @@ def test_sd1_sd3_sd4_sd8_sd10_kinds_columns_exclusions_wording_and_fields():
 
 def test_su34_scripts_run_with_the_checkout_s_virtualenv_when_there_is_one(monkeypatch, tmp_path):
     """SU-34 (the scheduler's jobs, pace's children): CODE's `.venv` interpreter when present, else this one."""
-    from metrics import scheduler
-
     monkeypatch.setattr(paths, "CODE", tmp_path)  # a checkout of our own making: the real one has no .venv here
-    assert scheduler.child_python() == sys.executable
+    assert paths.child_python() == sys.executable
     venv = tmp_path / ".venv" / "bin"
     venv.mkdir(parents=True)
     (venv / "python").symlink_to(sys.executable)
-    assert scheduler.child_python() == str(venv / "python")
+    assert paths.child_python() == str(venv / "python")
 
 
 def test_improvement2_the_builtin_client_needs_no_llm_binary(scripted):
     """§13.2: with the built-in client a run needs no `llm` on PATH (a container without it)."""
     make_task("one", prompt=f"{BUG}: find the fault", must_find=FAULT, score_in="first_line", min_answer_chars=8)
     env = {**os.environ, "PYTHONIOENCODING": "utf-8", "PYTHONPATH": str(paths.CODE), "PATH": "/nonexistent"}
-    done = subprocess.run([sys.executable, str(paths.CODE / "suite" / "run.py"), "--model", "finder", "--gap", "0"],
+    done = subprocess.run([*paths.module_command("suite.run"), "--model", "finder", "--gap", "0"],
                           capture_output=True, text=True, env=env, timeout=60)
     assert done.returncode == 0, done.stderr
     assert suite_tasks.saved(suite_tasks.load()[0], "finder").startswith("FAULT: line 3")
@@ -229,7 +230,8 @@ def test_ar1_evidence_read_from_the_files_that_hold_it(home):
     (a non-answer does not count), the restore date from the change log."""
     import datetime
 
-    from metrics import changes, retire
+    from benchwarmers.core import changes
+    from benchwarmers.admin import retire
 
     today = datetime.date.today()
     paths.file("config", "alias-history.json").write_text(json.dumps({"old-name": "new-name"}))

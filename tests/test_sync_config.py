@@ -2,15 +2,15 @@
 
 import json
 import subprocess
-import sys
 
-from metrics import paths, registry
+from benchwarmers.core import paths
+from benchwarmers.models import registry
 
-SCRIPT = str(paths.CODE / "scripts" / "sync_config.py")
+SCRIPT = paths.module_command("scripts.sync_config")
 
 
 def run(*args):
-    return subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True)
+    return subprocess.run([*SCRIPT, *args], capture_output=True, text=True)
 
 
 def register_one(home):

@@ -1,4 +1,4 @@
-"""The local upstream's scripted models (metrics/demo.py): `replies`, `listed`, `serves_as`, `ratelimit`, `quota_body`;
+"""The local upstream's scripted models (metrics/demo/demo.py): `replies`, `listed`, `serves_as`, `ratelimit`, `quota_body`;
 what each answers, typos refused."""
 
 import json
@@ -7,7 +7,7 @@ import urllib.request
 
 import pytest
 
-from metrics import demo
+from benchwarmers.demo import demo
 
 
 def ask(up, model, prompt):

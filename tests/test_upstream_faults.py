@@ -1,10 +1,10 @@
 """Issue 12, "Nothing lost": an upstream that garbles a chunk or stalls, through the real gateway.
 
-The misbehaving upstream is the project's own (metrics/demo.py: `fail: "garbled"`, `"stall_headers"`,
+The misbehaving upstream is the project's own (metrics/demo/demo.py: `fail: "garbled"`, `"stall_headers"`,
 `"stall_after_first"`, `"stall_mid"`) on 127.0.0.1. A seat whose stream held a chunk that cannot be read
 ends `error` saying why, never `ok` with words missing; a seat whose upstream sends no byte within
 `first_byte_timeout` / `idle_timeout` (config/gateway.json) ends `error` "no bytes for N s" with its real
-seconds, while the other seats answer. Both readers are proven: the gathered one (metrics/gather.py, a
+seconds, while the other seats answer. Both readers are proven: the gathered one (metrics/net/gather.py, a
 seat nobody listens to) and the threaded one (a listener: the streamed merger, `on_delta`).
 """
 
@@ -16,8 +16,12 @@ import time
 import openai
 import pytest
 
-from metrics import client, collections, demo, fileio, llm_backend, paths, registry
-from metrics.demo import Upstream
+from benchwarmers.core import fileio, paths
+from benchwarmers.models import registry
+from benchwarmers.calling import client, llm_backend
+from benchwarmers.panel import collections
+from benchwarmers.demo import demo
+from benchwarmers.demo.demo import Upstream
 
 PROMPT = "Is this loop off by one? for i in range(1, len(xs)): total += xs[i]"
 ANSWER = "Garbled: the loop skips the first item and the last."

@@ -1,14 +1,15 @@
 """The confidently-wrong count (gateway.md §16.3 WRG-1..3, suite-cli-mcp.md SU-20) on crafted saved answers.
 
 Tasks and answers are written where the suite keeps them (`suite/tasks/<id>/task.json`, `output/<alias>.md`),
-offloads through `metrics.offload`, so the count reads what a run and a verdict leave behind.
+offloads through `benchwarmers.panel.offload`, so the count reads what a run and a verdict leave behind.
 """
 
 import json
 import subprocess
 import sys
 
-from metrics import fileio, offload, paths, wrong
+from benchwarmers.core import fileio, paths
+from benchwarmers.panel import offload, wrong
 
 BUG_KEY = [{"regex": r"^\W*fault:\s*line\s*(?:10|11)\b", "label": "fault: line 10 or 11"}]
 CONTROL_KEY = [{"any_of": ["no fault"]}]
@@ -100,7 +101,7 @@ def test_wrg3_reviews_from_judged_offloads_and_renamed_aliases(home):
 def test_wrg3_cli_prints_worst_rate_first(home):
     write({"good": {"seeded-x-control": "NO FAULT\nfine"}, "bad": {"seeded-x-control": "FAULT: line 2\nbad"}})
     offload.add("judged", "review", False, "", call="c9", false=["one"])
-    done = subprocess.run([sys.executable, "-m", "metrics.wrong"], capture_output=True, text=True, cwd=paths.CODE,
+    done = subprocess.run([sys.executable, "-m", "benchwarmers.panel.wrong"], capture_output=True, text=True, cwd=paths.CODE,
                           timeout=60)
     lines = done.stdout.splitlines()
     assert done.returncode == 0 and lines[0].split()[:2] == ["model", "wrong"]
@@ -111,6 +112,6 @@ def test_wrg3_cli_prints_worst_rate_first(home):
 
 def test_wrg_nothing_saved_yet(home):
     assert wrong.counts() == {}
-    done = subprocess.run([sys.executable, "-m", "metrics.wrong"], capture_output=True, text=True, cwd=paths.CODE,
+    done = subprocess.run([sys.executable, "-m", "benchwarmers.panel.wrong"], capture_output=True, text=True, cwd=paths.CODE,
                           timeout=60)
     assert done.stdout.strip() == "no answered suite tasks and no judged offloads yet"

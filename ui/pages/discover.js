@@ -66,7 +66,7 @@
       return {title: t, num: t === "Context", sort: t !== ""};
     });
     var empty = r.cached.modelsdev || r.cached.freellmapi ? "Nothing free or reachable in the cached feeds." :
-      "No feed cached yet: the scheduler's catalog job fetches them daily (or run python scripts/refresh_catalog.py).";
+      "No feed cached yet: the scheduler's catalog job fetches them daily (or run python -m benchwarmers.scripts.refresh_catalog).";
     Bench.add(card, h("h2", {text: "Discover"}),
       h("p", {cls: "sub", id: "ds-sub", text: r.free + " free models from models.dev and FreeLLMAPI, deduped; " + Bench.thousands(r.hidden) +
         " paid models on providers you have no route to are left out. Read from the feeds the daily catalog job caches; opening this page fetches nothing."}),

@@ -1,0 +1,38 @@
+"""The change log, `<data>/config/changes.jsonl` (dashboard.md §6, LOG-1..4).
+
+One line per write a person made: who, which model, which field, old and new. Every dashboard write
+goes through `log()` so the line's shape is decided in one place.
+
+Decision (IMP-1): `by` is the caller the login check found: `admin` when login is on, and `ui` when it
+is off (no one signed in, so the reference's word is kept), never a key or token.
+"""
+
+import datetime
+import json
+
+from . import fileio, paths, tails
+
+
+def path():
+    return paths.file("config", "changes.jsonl")
+
+
+def now_iso():
+    return datetime.datetime.now().astimezone().isoformat(timespec="seconds")
+
+
+def by(caller):
+    """The `by` of a dashboard write: `admin` when signed in, `ui` for the open (no login) dashboard."""
+    return "admin" if caller == "admin" else "ui"
+
+
+def log(who, alias, field, old, new):
+    """Append one LOG-1 line (ASCII-escaped JSON, as the reference writes it)."""
+    line = {"at": now_iso(), "by": who, "alias": alias or "", "field": field, "old": old, "new": new}
+    fileio.append_bytes(path(), (json.dumps(line) + "\n").encode("ascii"))
+    return line
+
+
+def recent(limit=200):
+    """The newest `limit` change lines, newest first."""
+    return tails.records(path(), limit)

@@ -1,0 +1,180 @@
+"""Route mode's conversations: which member a conversation is on, kept in the data folder (formats.md §11.4).
+
+A conversation is known by its key (RT-7): the collection, the caller, the system text and the first
+user message, so every turn an agent sends of one conversation finds the same record, whatever API it
+spoke. The record says which member answers it (`alias`), the order to fail over in (`order`), the
+models that have answered it (`models`: the call id `<conv>.<n>` is a model's place in that list) and
+how many turns it has had.
+
+Beyond the reference, which kept these in one process's memory (improvement 18): each record is a
+small JSON file under `runs/gateway/conversations/`, named by its key, so a restarted gateway, the
+dashboard's port and every `--workers` process keep a conversation on its model. One file per
+conversation keeps a turn's cost independent of how many conversations are live; a record is read and
+changed under its own lock. Records idle for STICKY_TTL are forgotten: a lookup ignores them, and a
+sweep at most once per SWEEP_EVERY seconds deletes their files.
+"""
+
+import datetime
+import hashlib
+import json
+import os
+import secrets
+import threading
+import time
+
+from ..core import fileio, keys, paths
+from ..wire import common
+
+STICKY_TTL = 3600
+SWEEP_EVERY = 60
+TASK_CHARS = 90
+
+_swept = {"at": 0.0}
+_sweep_lock = threading.Lock()
+
+
+def folder():
+    return paths.file("runs", "gateway", "conversations")
+
+
+def first_user_text(messages):
+    for message in messages:
+        if isinstance(message, dict) and message.get("role") == "user":
+            return common.text_of(message.get("content"))
+    return ""
+
+
+def key(collection, caller, messages):
+    """RT-7: the first 24 hex of SHA-256 over the collection (no `bench/`), the caller, the system texts joined
+    by a newline and the first user message's text. The API it came through is not part of it."""
+    system = "\n".join(common.text_of(m.get("content")) for m in messages
+                       if isinstance(m, dict) and m.get("role") in ("system", "developer"))
+    joined = "\0".join((collection, caller, system, first_user_text(messages)))
+    return hashlib.sha256(joined.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+
+
+def new_id():
+    """`r<YYYYmmdd-HHMMSS local>-<4 hex>` (RT-9)."""
+    return "r" + datetime.datetime.now().strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+
+
+def _path(conv_key):
+    return folder() / f"{conv_key}.json"
+
+
+def _fresh(record, now):
+    return isinstance(record, dict) and isinstance(record.get("at"), (int, float)) and now - record["at"] <= STICKY_TTL
+
+
+def _read(fd):
+    """The live record in the open file `fd`, or None (no record, a torn one, or one idle too long)."""
+    try:
+        record = json.loads(os.pread(fd, os.fstat(fd).st_size, 0) or b"null")
+    except ValueError:
+        return None
+    return record if _fresh(record, time.time()) else None
+
+
+def _change(conv_key, change):
+    """Read, change and write one record under its lock; returns what `change` returns. `change(record)` gives
+    `(result, the record to store or None to leave the file as it is)`.
+
+    The record is rewritten in place (write, then cut to length) rather than replaced by a rename: a rename
+    over an existing file makes ext4 flush it, 0.3-1.5 ms a turn, while in place costs microseconds. Every
+    reader holds the lock too, so none sees a half-written record; a crash part way leaves a record that does
+    not parse, which reads as none (the conversation starts afresh; no answer is lost)."""
+    path = _path(conv_key)
+    with fileio.lock(path):
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            result, record = change(_read(fd))
+            if record is not None:
+                data = json.dumps(record, ensure_ascii=False).encode("utf-8", "surrogatepass")
+                os.pwrite(fd, data, 0)
+                os.ftruncate(fd, len(data))
+        except OSError as exc:
+            raise fileio.refused(path, exc) from exc
+        finally:
+            os.close(fd)
+    return result
+
+
+def find(conv_key):
+    """The live record of `conv_key`, or None when there is none or it has been idle too long."""
+    if not _path(conv_key).exists():
+        return None
+    return _change(conv_key, lambda record: (record, None))
+
+
+def claim(conv_key, eligible, rank, messages):
+    """The record this turn runs under (RT-9): the live one when its member may take this turn; else a new
+    record, or the old one re-ranked (its id, models and turns kept), with `rank()`'s order. Two first
+    turns arriving together share one record, the first written."""
+    _sweep()
+
+    def change(record):
+        if record is not None and record.get("alias") in eligible:
+            return record, None
+        order = rank()
+        record = {**(record or _record(messages)), "alias": order[0], "order": order, "at": time.time()}
+        return record, record
+
+    return _change(conv_key, change)
+
+
+def _record(messages):
+    # cleaned before the cut, as the panel's task is: no key or user:password URL is ever half-kept
+    task = keys.clean(" ".join(first_user_text(messages).split()), TASK_CHARS)
+    return {"conv": new_id(), "turns": 0, "models": [], "task": task}
+
+
+def unstored(messages, order):
+    """A record for a turn whose conversation could not be stored (the data folder refused it)."""
+    return {**_record(messages), "alias": order[0], "order": order, "at": time.time()}
+
+
+def _answered(record, alias):
+    """`record` after `alias` answered a turn, and `(call id, turn number, whether the model is new to it)`."""
+    models = list(record.get("models") or [])
+    new = alias not in models
+    if new:
+        models.append(alias)
+    record = {**record, "models": models, "alias": alias, "at": time.time(), "turns": int(record.get("turns") or 0) + 1}
+    return (f"{record['conv']}.{models.index(alias) + 1}", record["turns"], new), record
+
+
+def unstored_finish(claimed, alias):
+    """`finish()`'s answer when the record could not be written: worked out from the claim alone."""
+    return _answered(claimed, alias)[0]
+
+
+def finish(conv_key, claimed, alias):
+    """RT-16: a member answered a turn. Returns `(call id, turn number, whether the model is new to it)`.
+
+    A record swept away while the turn ran (idle for an hour before it) is written back from the claim."""
+    def change(record):
+        return _answered(record if record is not None and record.get("conv") == claimed["conv"] else claimed, alias)
+
+    return _change(conv_key, change)
+
+
+def _sweep():
+    """Delete the records idle for more than STICKY_TTL, at most once per SWEEP_EVERY seconds per process."""
+    now = time.time()
+    with _sweep_lock:
+        if now - _swept["at"] < SWEEP_EVERY:
+            return
+        _swept["at"] = now
+    try:
+        entries = list(os.scandir(folder()))
+    except OSError:
+        return
+    for entry in entries:
+        if not entry.name.endswith(".json"):
+            continue  # a lock goes with its record, never on its own age (a lock file is never touched again)
+        try:
+            if now - entry.stat().st_mtime > STICKY_TTL:
+                os.unlink(entry.path)
+                os.unlink(entry.path + ".lock")
+        except OSError:
+            pass

@@ -1,0 +1,284 @@
+"""A collection's leaderboard: a Bradley–Terry fit to the verdicts inside judged panels (issue 20 part 2).
+
+Counting useful verdicts ranks a model by how often it was asked as much as by how good it is. A panel
+asks several models the same prompt, so its verdicts are comparisons on equal terms: within one panel,
+every seat judged useful beat every seat judged not useful (one comparison per such pair); a panel
+whose judged seats all agree says nothing about who is better and adds nothing. Only panel seats count
+(`<panel>.member<i>`, `.explorer`, `.explorer2`): the merger read the others' answers, and a route
+conversation asks one model at a time.
+
+The fit is Bradley–Terry: model i beats model j with probability p_i / (p_i + p_j). Strengths are found
+by a few rounds of the MM (Zermelo) iteration, p_i ← W_i / Σ_j n_ij / (p_i + p_j) (Hunter 2004), then
+Newton's method on the same log-likelihood (stdlib only: a Cholesky solve), which ends in a handful of
+steps where MM alone crawls along the common scale for thousands of rounds. With `prior` > 0 every
+model also plays `prior` virtual comparisons against an anchor of strength 1, winning half of them: the
+estimate then exists for any data (a model that never lost would otherwise run off to infinity) and is
+pulled towards the anchor when it has few comparisons. A score is ln p: 0 is the anchor, +1 means
+e ≈ 2.7 times the odds of being judged the better one against it. With `prior` 0 (tests, hand checks)
+the plain maximum-likelihood fit is returned, scaled so the scores average 0.
+
+Intervals come from the bootstrap over prompts: the judged panels are resampled with replacement
+`RESAMPLES` times and refitted; a model's interval holds the middle 95% of its scores. The generator is
+seeded (`SEED`), so the same log gives the same reply.
+"""
+
+import collections
+import csv
+import io
+import math
+import operator
+import random
+import re
+
+from . import offload, roles
+
+PRIOR = 1.0  # virtual comparisons against the anchor, per model
+RESAMPLES = 200
+SEED = 20  # the bootstrap's seed: a reply is repeatable
+LEVEL = 0.95
+TOLERANCE = 1e-9  # largest change in any ln p that ends the iteration
+MM_ROUNDS = 3  # Zermelo rounds before Newton's steps
+MAX_ROUNDS = 100
+SEAT = re.compile(r"(member\d+|explorer\d*)")
+COLUMNS = ("rank", "model", "score", "low", "high", "comparisons", "wins", "judged", "useful")
+QUERY = "?collection=bench/<name>[&shape=<shape>][&format=json|csv]"
+FORMATS = ("json", "csv")
+
+
+def fit(comparisons, models=(), prior=PRIOR, start=None, tolerance=TOLERANCE):
+    """`{model: score}` for `(winner, loser)` pairs: ln of each Bradley–Terry strength.
+
+    `models` adds models with no comparison (they score 0 with a prior). `start` is `{model: score}` to
+    begin from (a bootstrap refit starts from the whole fit). With `prior` 0 every model must have won
+    and lost at least once (else no finite fit exists): ValueError otherwise.
+    """
+    counted = collections.Counter(comparisons)  # a bootstrap refit passes thousands of pairs, few distinct
+    names = sorted(set(models) | {m for pair in counted for m in pair})
+    at = {m: i for i, m in enumerate(names)}
+    wins, games = [0.0] * len(names), {}
+    for (winner, loser), n in counted.items():
+        wins[at[winner]] += n
+        pair = (min(at[winner], at[loser]), max(at[winner], at[loser]))
+        games[pair] = games.get(pair, 0) + n
+    if not prior:
+        played = [0] * len(names)
+        for (i, j), n in games.items():
+            played[i] += n
+            played[j] += n
+        stuck = [m for m in names if not wins[at[m]] or wins[at[m]] == played[at[m]]]
+        if stuck:
+            raise ValueError(f"no finite fit without a prior: {', '.join(stuck)} never won or never lost")
+    problem = _Problem(wins, list(games.items()), prior)
+    theta = [(start or {}).get(m, 0.0) for m in names]
+    theta = problem.mm(theta, MM_ROUNDS)
+    for _ in range(MAX_ROUNDS):
+        step = problem.newton_step(theta)
+        theta, moved = problem.ascend(theta, step)
+        if moved < tolerance:
+            break
+    if not prior and names:  # no anchor: scale so the scores average 0
+        middle = sum(theta) / len(theta)
+        theta = [t - middle for t in theta]
+    return dict(zip(names, theta))
+
+
+def _log_sum(a, b):
+    """ln(e^a + e^b) without overflow."""
+    high, low = max(a, b), min(a, b)
+    return high + math.log1p(math.exp(low - high))
+
+
+def _beats(a, b):
+    """P(strength e^a beats e^b) = 1 / (1 + e^(b - a)), without overflow."""
+    d = b - a
+    return 1 / (1 + math.exp(d)) if d < 0 else math.exp(-d) / (1 + math.exp(-d))
+
+
+class _Problem:
+    """One fit's log-likelihood in the scores θ = ln p: wins, pair counts and the anchor's prior."""
+
+    def __init__(self, wins, games, prior):
+        self.wins, self.games, self.prior = wins, games, prior
+        self.size = len(wins)
+        # without the anchor the scores are fixed only up to a common shift: the last one stays put
+        self.free = self.size if prior else self.size - 1
+
+    def value(self, theta):
+        total = sum(w * t for w, t in zip(self.wins, theta))
+        total -= sum(n * _log_sum(theta[i], theta[j]) for (i, j), n in self.games)
+        if self.prior:
+            total += sum(self.prior * (t / 2 - _log_sum(t, 0.0)) for t in theta)
+        return total
+
+    def mm(self, theta, rounds):
+        """Zermelo's MM iteration p_i ← (W_i + prior/2) / (Σ_j n_ij / (p_i + p_j) + prior / (p_i + 1)): every
+        round raises the likelihood, so a few of them bring any start near the top before Newton's steps."""
+        for _ in range(rounds):
+            p = [math.exp(t) for t in theta]
+            spread = [self.prior / (q + 1.0) for q in p]
+            for (i, j), n in self.games:
+                spread[i] += n / (p[i] + p[j])
+                spread[j] += n / (p[i] + p[j])
+            theta = [math.log((w + self.prior / 2) / s) if s and w + self.prior / 2 else t
+                     for w, s, t in zip(self.wins, spread, theta)]
+        return theta
+
+    def newton_step(self, theta):
+        """The Newton step on the free scores: solve (−Hessian) δ = gradient (positive definite)."""
+        grad = [w + self.prior / 2 - self.prior * _beats(t, 0.0) for w, t in zip(self.wins, theta)]
+        curve = [[0.0] * self.size for _ in range(self.size)]
+        for i, t in enumerate(theta):
+            chance = _beats(t, 0.0)
+            curve[i][i] = self.prior * chance * (1 - chance)
+        for (i, j), n in self.games:
+            chance = _beats(theta[i], theta[j])
+            grad[i] -= n * chance
+            grad[j] -= n * (1 - chance)
+            weight = n * chance * (1 - chance)
+            curve[i][i] += weight
+            curve[j][j] += weight
+            curve[i][j] -= weight
+            curve[j][i] -= weight
+        free = range(self.free)
+        step = _solve([[curve[i][j] for j in free] for i in free], [grad[i] for i in free])
+        return step + [0.0] * (self.size - self.free)
+
+    def ascend(self, theta, step):
+        """`(new θ, largest change)`: the step, halved until the likelihood does not fall."""
+        base, scale = self.value(theta), 1.0
+        while True:
+            trial = [t + scale * s for t, s in zip(theta, step)]
+            if self.value(trial) >= base - 1e-12 or scale < 1e-9:
+                return trial, max((abs(scale * s) for s in step), default=0.0)
+            scale /= 2
+
+
+def _dot(a, b):
+    return sum(map(operator.mul, a, b))
+
+
+def _solve(matrix, vector):
+    """x with matrix · x = vector, matrix symmetric positive definite (Cholesky, stdlib only)."""
+    size = len(vector)
+    lower = [[] for _ in range(size)]  # row i holds its first i + 1 entries
+    for i in range(size):
+        row = lower[i]
+        for j in range(i):
+            row.append((matrix[i][j] - _dot(row, lower[j][:j])) / lower[j][j])
+        row.append(math.sqrt(max(matrix[i][i] - _dot(row, row), 1e-300)))
+    middle = []
+    for i in range(size):
+        middle.append((vector[i] - _dot(lower[i], middle)) / lower[i][i])
+    answer = [0.0] * size
+    for i in reversed(range(size)):
+        tail = sum(lower[k][i] * answer[k] for k in range(i + 1, size))
+        answer[i] = (middle[i] - tail) / lower[i][i]
+    return answer
+
+
+def panels(entries, collection, shape=""):
+    """Judged panels of `collection` (and `shape`, when given) as `[(panel id, {alias: useful})]`, oldest
+    first: the judged seats of each (OFF-2's entries, aliases as they are called today)."""
+    found = {}
+    for entry in entries:
+        call, useful = entry.get("call"), entry.get("useful")
+        if not isinstance(call, str) or not isinstance(useful, bool) or "." not in call:
+            continue
+        panel, seat = call.rsplit(".", 1)
+        if not SEAT.fullmatch(seat) or offload.collection_of(entry) != collection:
+            continue
+        if shape and offload.shape_of(entry) != shape:
+            continue
+        found.setdefault(panel, {})[entry["model"]] = useful
+    return list(found.items())
+
+
+def comparisons(judged):
+    """One panel's `(winner, loser)` pairs: each useful seat over each not-useful one."""
+    good = [m for m, useful in judged.items() if useful]
+    bad = [m for m, useful in judged.items() if not useful]
+    return [(g, b) for g in good for b in bad]
+
+
+def _quantile(values, q):
+    """The q-quantile of sorted `values`, interpolated between neighbours."""
+    at = q * (len(values) - 1)
+    low = math.floor(at)
+    high = min(low + 1, len(values) - 1)
+    return values[low] + (values[high] - values[low]) * (at - low)
+
+
+def bootstrap(groups, models, whole, resamples=RESAMPLES, seed=SEED, prior=PRIOR):
+    """`{model: (low, high)}`: the middle LEVEL of each model's score over `resamples` refits, each on the
+    prompts (`groups`, lists of comparisons) drawn with replacement."""
+    draw = random.Random(seed)
+    scores = {m: [] for m in models}
+    for _ in range(resamples):
+        chosen = [pair for group in draw.choices(groups, k=len(groups)) for pair in group]
+        for model, score in fit(chosen, models, prior, start=whole, tolerance=1e-4).items():
+            scores[model].append(score)
+    tail = (1 - LEVEL) / 2
+    return {m: (_quantile(sorted(s), tail), _quantile(sorted(s), 1 - tail)) for m, s in scores.items()}
+
+
+def problem(path, collection, shape, fmt):
+    """Why a leaderboard query is refused (400), or `""`: no collection, an unknown shape, another format.
+    The message for a missing collection is `/bench/record`'s, naming this route's query."""
+    if not collection:
+        return f"name the collection: GET {path}{QUERY}"
+    if fmt not in FORMATS:
+        return '"format" must be json or csv'
+    known = sorted(roles.load()["shapes"])
+    if shape and shape not in known:
+        return f"unknown shape '{shape}'; known: {', '.join(known)}"
+    return ""
+
+
+def named(collection):
+    """`bench/<name>` for `core` or `bench/core` (IMP-6, as `/bench/record` reads it)."""
+    return collection if collection.startswith("bench/") else f"bench/{collection}"
+
+
+def filename(answer):
+    """The CSV download's name: `leaderboard-<name>[-<shape>].csv`, letters, digits and `-` only."""
+    stem = "-".join(filter(None, ("leaderboard", answer["collection"].removeprefix("bench/"), answer["shape"])))
+    return re.sub(r"[^A-Za-z0-9.-]+", "-", stem) + ".csv"
+
+
+def board(collection, shape="", entries=None, resamples=RESAMPLES):
+    """The leaderboard of `collection` (`bench/<name>`) on the offload log, or on `entries` when given."""
+    found = panels(offload.judged(collection) if entries is None else entries, collection, shape)
+    judged, useful, wins, played = {}, {}, {}, {}
+    groups = []
+    for _, seats in found:
+        for model, good in seats.items():
+            judged[model] = judged.get(model, 0) + 1
+            useful[model] = useful.get(model, 0) + good
+        pairs = comparisons(seats)
+        if pairs:
+            groups.append(pairs)
+        for winner, loser in pairs:
+            wins[winner] = wins.get(winner, 0) + 1
+            for model in (winner, loser):
+                played[model] = played.get(model, 0) + 1
+    ranked = sorted(played)
+    whole = fit([p for g in groups for p in g], ranked) if groups else {}
+    spread = bootstrap(groups, ranked, whole, resamples) if groups else {}
+    order = sorted(ranked, key=lambda m: (-whole[m], m))
+    rows = [{"rank": i + 1, "model": m, "score": round(whole[m], 3), "low": round(spread[m][0], 3),
+             "high": round(spread[m][1], 3), "comparisons": played[m], "wins": wins.get(m, 0),
+             "judged": judged[m], "useful": useful[m]} for i, m in enumerate(order)]
+    unranked = [{"model": m, "judged": judged[m], "useful": useful[m]} for m in sorted(judged) if m not in played]
+    return {"collection": collection, "shape": shape, "panels": len(groups),
+            "comparisons": sum(len(g) for g in groups), "resamples": resamples if groups else 0,
+            "level": LEVEL, "models": rows, "unranked": unranked}
+
+
+def csv_text(answer):
+    """The ranked rows as CSV (COLUMNS), for a spreadsheet."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    for row in answer["models"]:
+        writer.writerow([row[c] for c in COLUMNS])
+    return out.getvalue()

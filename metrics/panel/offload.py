@@ -1,0 +1,712 @@
+"""The offload log (OFF-1..7, VRD-1..3): one line per piece of real work a model did, and the verdicts on it.
+
+`<data>/metrics/offloads.jsonl` is append-only. Every panel seat adds an unjudged line the moment it
+answers; a verdict adds a later line with the same call id, which supersedes the earlier one.
+
+Routing reads this log on every panel (staleness, merger choice, record, pending), so it is kept
+as an in-memory `Index` per log path instead of being re-read: built once, then fed only the
+bytes appended since the last look (by this process or any other), and rebuilt when the file is
+replaced or cut. Aggregates are kept per raw alias and mapped through renames at query time, so a
+rename applies at once without a rebuild. A read costs one stat when nothing changed.
+
+The index holds aggregates and a few numbers per entry, never the lines (a 100,000-line log would
+cost the gateway 170 MB as dicts, about 20 MB this way: issue 7): what needs a whole entry (a
+verdict's target, `entries()`, a note filter) reads its line back from the file by offset.
+
+Additions to the reference, all compatible: lines may carry `status` and `seconds` (the seat's
+outcome, so pending need not parse notes: IMP-7); verdicts tidy notes and claims (IMP-19) and
+check their arguments; appends are serialised in-process (IMP-16); `record()` accepts `core`
+as well as `bench/core` (IMP-6).
+
+    python -m benchwarmers.panel.offload list
+    python -m benchwarmers.panel.offload add MODEL TASK [--useful|--not-useful] [--note T] [--real C]... [--false C]...
+    python -m benchwarmers.panel.offload verdict CALL (--useful|--not-useful) [--note T] [--real C]... [--false C]...
+
+(`python metrics/panel/offload.py ...`, which the gateway's footer prints, works too where the package is
+installed, as `pip install -e .` does.)
+"""
+
+import argparse
+import array
+import datetime
+import json
+import os
+import sys
+import threading
+
+from ..core import fileio, paths
+from ..models import aliases
+
+ERROR_EXCERPT = 120
+UNKNOWN_CALL = "no offload with call id '{}'; the gateway prints them under each answer"
+BAD_USEFUL = '"useful" must be true or false'
+BAD_CLAIMS = '"real" and "false" must be lists of one-sentence claims'
+
+_append_lock = threading.Lock()
+_verdict_lock = threading.Lock()
+
+
+def log_path():
+    return paths.file("metrics", "offloads.jsonl")
+
+
+def note_for(label, status, seconds, error=""):
+    """The seat's note (OFF-N1): `member; ok in 3.2s`, `explorer 2; error in 0.4s: <error excerpt>`."""
+    note = f"{label}; {status} in {seconds:.1f}s"
+    if error:
+        note += f": {error[:ERROR_EXCERPT]}"
+    return note
+
+
+def add(model, task, useful=None, note="", call=None, real=None, false=None, status=None, seconds=None,
+        collection=None, shape=None):
+    """Append one offload line (OFF-1, OFF-3) and return it.
+
+    Key order is the contract's, then our `status`, `seconds`, `collection` and `shape` when given
+    (a panel seat's collection and shape as fields, so no reader has to find them in the task's
+    free text, which holds the caller's prompt). The line is ASCII-escaped JSON written in one
+    O_APPEND write, all or nothing, so readers never see half of it.
+    """
+    entry = {"date": datetime.date.today().isoformat(), "model": model, "task": task, "useful": useful, "note": note}
+    if call:
+        entry["call"] = call
+    if real:
+        entry["real"] = list(real)
+    if false:
+        entry["false"] = list(false)
+    if status is not None:
+        entry["status"] = status
+    if seconds is not None:
+        entry["seconds"] = seconds
+    if collection:
+        entry["collection"] = collection
+    if shape:
+        entry["shape"] = shape
+    data = (json.dumps(entry) + "\n").encode("ascii")
+    # append_bytes' flock already keeps lines whole; this lock also covers systems without flock
+    with _append_lock:
+        fileio.append_bytes(log_path(), data)
+    return entry
+
+
+def _tidy(text):
+    return " ".join(text.split())
+
+
+def _claims(value):
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(claim, str) for claim in value):
+        raise ValueError(BAD_CLAIMS)
+    return [tidy for tidy in map(_tidy, value) if tidy]
+
+
+def verdict(call, useful, note="", real=None, false=None, replace=False):
+    """Judge the offload with call id `call` (OFF-4); returns the entry now in force.
+
+    Notes and claims are whitespace-collapsed and blank claims dropped (IMP-19). Unless
+    `replace`, a blank note or empty claim list keeps the earlier one; with it (the dashboard's
+    form) blank clears. The same verdict again writes nothing and returns the target.
+    Raises ValueError for a non-boolean `useful` or claims that are not lists of strings,
+    KeyError for an unknown call, checked in VRD-1's order.
+    """
+    if not isinstance(useful, bool):
+        raise ValueError(BAD_USEFUL)
+    real, false = _claims(real), _claims(false)
+    note = _tidy(note) if isinstance(note, str) else ""
+    # Two identical verdicts racing in this process must write one line.
+    with _verdict_lock:
+        target = by_call(call) if isinstance(call, str) else None
+        if target is None:
+            raise KeyError(UNKNOWN_CALL.format(call if isinstance(call, str) else ""))
+        if not replace:
+            note = note or target.get("note", "")
+            real = real or target.get("real", [])
+            false = false or target.get("false", [])
+        if (useful, note, real, false) == (
+            target.get("useful"), target.get("note", ""), target.get("real", []), target.get("false", [])
+        ):
+            return target
+        return add(target["model"], target.get("task", ""), useful, note, call, real, false,
+                   target.get("status"), target.get("seconds"), target.get("collection"), target.get("shape"))
+
+
+def _date(entry):
+    date = entry.get("date")
+    return date if isinstance(date, str) else ""
+
+
+def _failed(entry):
+    """A seat that errored: its `status` field when the line has one, else its note (VRD-3)."""
+    status = entry.get("status")
+    if isinstance(status, str):
+        return status == "error"
+    note = entry.get("note")
+    return isinstance(note, str) and "; error in " in note.split(":", 1)[0]
+
+
+def _suffix(task):
+    """The `(<collection>, <shape>)` group the panel appends to a task, as `(collection, shape)`, or None.
+
+    Only the last group counts: the task starts with the caller's prompt, which may hold
+    anything, so a collection named inside it must never count (security review 6).
+    """
+    if not task.endswith(")"):
+        return None
+    inner = task[task.rfind("(") + 1:-1]
+    collection, comma, shape = inner.partition(", ")
+    return (collection, shape) if comma and collection else None
+
+
+def collection_of(entry):
+    """The collection an offload line counts towards: its `collection` field, else the task's suffix."""
+    collection = entry.get("collection")
+    if isinstance(collection, str):
+        return collection
+    task = entry.get("task")
+    found = _suffix(task) if isinstance(task, str) else None
+    return found[0] if found else None
+
+
+def shape_of(entry):
+    """The line's `shape` field, else the X of a task ending `, X)` (X without `, `), as panels wrote it."""
+    shape = entry.get("shape")
+    if isinstance(shape, str):
+        return shape
+    task = entry.get("task")
+    if not isinstance(task, str) or not task.endswith(")"):
+        return None
+    cut = task.rfind(", ")
+    return None if cut == -1 else task[cut + 2:-1]
+
+
+ALL = ("all",)
+JUDGED, USEFUL, FAILED = 1, 2, 4  # an entry's flags: it has a verdict, the verdict is useful, the seat errored
+BLOCK = 1 << 20  # bytes read at a time while building: the parsed lines are never all held at once
+
+
+class _Moved(Exception):
+    """The log no longer holds the line the index points at: it was replaced or rewritten."""
+
+
+def _intern(table, ids, value):
+    """`value`'s number in `table`, adding it the first time: every line repeats the same aliases and dates."""
+    found = ids.get(value)
+    if found is None:
+        found = ids[value] = len(table)
+        table.append(value)
+    return found
+
+
+def _claim_count(value):
+    """How many claims a line's `real` or `false` holds (anything but a list holds none)."""
+    return len(value) if isinstance(value, list) else 0
+
+
+class _Tally:
+    """One raw alias's share of a group of entries: counts, the claims its judged entries verified as real and
+    as false, and the latest (date, position), with its task."""
+
+    __slots__ = ("count", "useful", "judged", "real", "false", "last", "task", "stale")
+
+    def __init__(self):
+        self.count = self.useful = self.judged = self.real = self.false = 0
+        self.last = None
+        self.task = ""
+        self.stale = False  # the latest entry was replaced by an older one: find it again when asked
+
+    def _count(self, entry, sign):
+        _, flags, _, real, false = entry
+        self.count += sign
+        if flags & JUDGED:
+            self.judged += sign
+            self.useful += sign if flags & USEFUL else 0
+            self.real += sign * real
+            self.false += sign * false
+
+    def change(self, pos, old, new):
+        """The entry at `pos` counted here was `old` and is now `new`: None or (date, flags, task, real claims,
+        false claims)."""
+        if old is not None:
+            self._count(old, -1)
+        if new is not None:
+            self._count(new, 1)
+        last = self.last
+        if last is not None and last[1] == pos:
+            # A verdict usually replaces the latest entry with a later date: still the latest.
+            if new is not None and new[0] >= last[0]:
+                self.last, self.task = (new[0], pos), new[2]
+            else:
+                self.last = None
+                self.stale = self.count > 0
+        elif new is not None and not self.stale:
+            mark = (new[0], pos)
+            if last is None or mark > last:
+                self.last, self.task = mark, new[2]
+
+
+class Index:
+    """What routing needs from one offload log, kept up to date from its appended bytes.
+
+    Entries are numbered in OFF-2 order (one per call id, at the first one's position, with the
+    latest content). The index keeps no lines: per position, arrays hold where the line now in
+    force starts and how long it is, its raw alias and date (numbers into `names` and `days`), its
+    flags and, when judged, the collections and shape its task names (`kinds`, a number into `kind_keys`)
+    and how many claims its verdict verified as real and as false (`reals`, `falses`).
+    `groups` maps ALL, ("collection", X) and ("shape", X) to `{raw alias: _Tally}`; the last two
+    count judged entries only, and `judged_in` holds each collection's judged positions. Answers
+    that need a whole entry (`entries`, `by_call`, a note filter) read its line back by offset.
+    `bytes_read` counts the bytes of whole lines read to build and feed the index, `builds` the
+    times it started from an empty slate. A new inode or a shorter file means the log was replaced
+    or cut; OFF-1's log is append-only, so an in-place rewrite is noticed only when a line read
+    back is not the one indexed, and then the index is built again.
+    """
+
+    def __init__(self, path):
+        self.path = str(path)
+        self.lock = threading.RLock()
+        self.bytes_read = 0
+        self.builds = 0
+        self._file = None
+        self._reset()
+
+    def _reset(self):
+        self.ident = None
+        self.offset = 0
+        self.size = -1
+        self.calls = {}
+        self.starts, self.lengths = array.array("q"), array.array("I")
+        self.reals, self.falses = array.array("I"), array.array("I")
+        self.models, self.dates, self.kinds, self.flags = (array.array("I"), array.array("I"), array.array("I"),
+                                                           array.array("B"))
+        self.names, self.name_ids, self.days, self.day_ids = [], {}, [], {}
+        self.kind_keys, self.kind_ids = [((), None)], {((), None): 0}
+        self.groups = {}
+        self.judged_in = {}
+
+    def refresh(self):
+        """Take in what was appended since the last look; start over when the file was replaced or cut."""
+        with self.lock:
+            try:
+                st = os.stat(self.path)
+                if (st.st_dev, st.st_ino) == self.ident and st.st_size == self.size:
+                    return  # unchanged (a torn last line waits for its newline, not re-read on every call)
+                f = open(self.path, "rb")
+            except FileNotFoundError:
+                if self.ident is not None:
+                    self._reset()
+                return
+            with f:
+                st = os.fstat(f.fileno())  # the file being read, even if the path was replaced since
+                ident = (st.st_dev, st.st_ino)
+                if ident != self.ident or st.st_size < self.offset:
+                    self._reset()
+                    self.ident = ident
+                    self.builds += 1
+                self.size = st.st_size
+                self._read(f)
+
+    def _read(self, f):
+        """Index the whole lines between `offset` and `size`, a block at a time."""
+        f.seek(self.offset)
+        left = self.size - self.offset
+        carry = b""
+        while left > 0:
+            block = f.read(min(BLOCK, left))
+            if not block:
+                break
+            left -= len(block)
+            blob = carry + block
+            end = blob.rfind(b"\n") + 1
+            start = self.offset
+            for line in blob[:end].split(b"\n")[:-1]:
+                for record in fileio.parse_lines(line, self.path):
+                    self._take(record, start, len(line))
+                start += len(line) + 1
+            carry = blob[end:]
+            self.offset += end
+            self.bytes_read += end
+
+    def _kind(self, record):
+        """The number of the (collections, shape) a judged entry counts towards."""
+        collection = collection_of(record)
+        return _intern(self.kind_keys, self.kind_ids, ((collection,) if collection else (), shape_of(record)))
+
+    def _places(self, raw, flags, kind):
+        places = [(ALL, raw)]
+        if flags & JUDGED:
+            collections, shape = self.kind_keys[kind]
+            places += [(("collection", key), raw) for key in collections]
+            if shape is not None:
+                places.append((("shape", shape), raw))
+        return places
+
+    def _tally(self, group, raw):
+        tallies = self.groups.setdefault(group, {})
+        tally = tallies.get(raw)
+        if tally is None:
+            tally = tallies[raw] = _Tally()
+        return tally
+
+    def _take(self, record, start, length):
+        raw = record.get("model")
+        if not isinstance(raw, str):
+            return  # not an offload line: nothing to attribute it to
+        useful = record.get("useful")
+        flags = (0 if useful is None else JUDGED | (USEFUL if useful else 0)) | (FAILED if _failed(record) else 0)
+        kind = self._kind(record) if flags & JUDGED else 0
+        date = _date(record)
+        model, day = _intern(self.names, self.name_ids, raw), _intern(self.days, self.day_ids, date)
+        real, false = (_claim_count(record.get("real")), _claim_count(record.get("false"))) if flags & JUDGED else (0, 0)
+        new = (date, flags, record.get("task", ""), real, false)
+        call = record.get("call")
+        if not (call and isinstance(call, str)):
+            call = None
+        pos = self.calls.get(call) if call else None
+        if pos is None:
+            pos, old, before = len(self.starts), None, []
+            if call:
+                self.calls[call] = pos
+            self.starts.append(start)
+            self.lengths.append(length)
+            self.models.append(model)
+            self.dates.append(day)
+            self.kinds.append(kind)
+            self.flags.append(flags)
+            self.reals.append(real)
+            self.falses.append(false)
+        else:
+            old = (self.days[self.dates[pos]], self.flags[pos], None, self.reals[pos], self.falses[pos])
+            before = self._places(self.names[self.models[pos]], self.flags[pos], self.kinds[pos])
+            self.starts[pos], self.lengths[pos] = start, length
+            self.models[pos], self.dates[pos], self.kinds[pos], self.flags[pos] = model, day, kind, flags
+            self.reals[pos], self.falses[pos] = real, false
+        after = self._places(raw, flags, kind)
+        for place in set(before) | set(after):
+            self._tally(*place).change(pos, old if place in before else None, new if place in after else None)
+        for group, _ in before:
+            if group[0] == "collection":
+                self.judged_in[group[1]].discard(pos)
+        for group, _ in after:
+            if group[0] == "collection":
+                self.judged_in.setdefault(group[1], set()).add(pos)
+
+    def _answer(self, compute):
+        """`compute()` on the index brought up to date, under its lock; built again and retried if a
+        line read back (`_entry`) shows the log was replaced or rewritten since."""
+        with self.lock:
+            while True:
+                self.refresh()
+                try:
+                    return compute()
+                except _Moved:
+                    self._reset()  # the next refresh builds from the file as it now is
+                finally:
+                    if self._file is not None:
+                        self._file.close()
+                        self._file = None
+
+    def _entry(self, pos):
+        """The entry now in force at `pos`, read back from its line (inside `_answer` only)."""
+        if self._file is None:
+            try:
+                f = open(self.path, "rb", buffering=0)
+            except FileNotFoundError:
+                raise _Moved from None
+            st = os.fstat(f.fileno())
+            if (st.st_dev, st.st_ino) != self.ident or st.st_size < self.offset:
+                f.close()
+                raise _Moved
+            self._file = f
+        self._file.seek(self.starts[pos])
+        try:
+            entry = json.loads(self._file.read(self.lengths[pos]))
+        except ValueError:
+            raise _Moved from None
+        if not isinstance(entry, dict) or entry.get("model") != self.names[self.models[pos]]:
+            raise _Moved
+        return entry
+
+    def _members(self, group, raw):
+        """The positions `group` counts for raw alias `raw`, found by a scan: for a tally gone stale."""
+        model = self.name_ids[raw]
+        if group is ALL:
+            candidates = range(len(self.starts))
+        elif group[0] == "collection":
+            candidates = self.judged_in.get(group[1], ())
+        else:
+            candidates = (pos for pos in range(len(self.starts))
+                          if self.flags[pos] & JUDGED and self.kind_keys[self.kinds[pos]][1] == group[1])
+        return [pos for pos in candidates if self.models[pos] == model]
+
+    def _latest(self, group, raw, tally):
+        if tally.stale:
+            last = max((self.days[self.dates[pos]], pos) for pos in self._members(group, raw))
+            tally.task = self._entry(last[1]).get("task", "") if group is ALL else ""
+            tally.last, tally.stale = last, False
+        return tally.last
+
+    def _merged(self, group, resolve):
+        """`{current alias: [offloads, useful, judged, (latest date, position), its task]}` for a group."""
+        merged = {}
+        for raw, tally in self.groups.get(group, {}).items():
+            if not tally.count:
+                continue
+            name = resolve(raw)
+            last = self._latest(group, raw, tally)
+            row = merged.get(name)
+            if row is None:
+                merged[name] = [tally.count, tally.useful, tally.judged, last, tally.task]
+            else:
+                row[0] += tally.count
+                row[1] += tally.useful
+                row[2] += tally.judged
+                if last > row[3]:
+                    row[3], row[4] = last, tally.task
+        return merged
+
+    def _scan(self, positions, resolve, wanted):
+        """Judged entries at `positions`, read back, that `wanted(entry)` accepts, merged like `_merged`:
+        for what no group answers by itself."""
+        merged = {}
+        for pos in sorted(positions):
+            entry = self._entry(pos)
+            useful = entry.get("useful")
+            if useful is None or not wanted(entry):
+                continue
+            row = merged.setdefault(resolve(entry["model"]), [0, 0, 0, ("", -1), ""])
+            row[0] += 1
+            row[1] += 1 if useful else 0
+            row[2] += 1
+            row[3] = max(row[3], (_date(entry), pos))
+        return merged
+
+    def _mapped(self, entry, resolve):
+        """A line read back, under today's alias (each caller gets its own, so none can change another's)."""
+        entry["model"] = resolve(entry["model"])
+        return entry
+
+    def entries(self):
+        resolve = aliases.resolver()
+        return self._answer(lambda: [self._mapped(self._entry(pos), resolve) for pos in range(len(self.starts))])
+
+    def by_call(self, call):
+        resolve = aliases.resolver()
+
+        def compute():
+            pos = self.calls.get(call) if isinstance(call, str) else None
+            return None if pos is None else self._mapped(self._entry(pos), resolve)
+        return self._answer(compute)
+
+    def summary(self):
+        resolve = aliases.resolver()
+        return self._answer(lambda: {
+            name: {"offloads": offloads, "useful": useful, "judged": judged, "last_task": task, "last_date": last[0]}
+            for name, (offloads, useful, judged, last, task) in self._merged(ALL, resolve).items()
+        })
+
+    def claims(self):
+        resolve = aliases.resolver()
+
+        def compute():
+            found = {}
+            for raw, tally in self.groups.get(ALL, {}).items():
+                if tally.judged:
+                    row = found.setdefault(resolve(raw), {"judged": 0, "real": 0, "false": 0})
+                    row["judged"] += tally.judged
+                    row["real"] += tally.real
+                    row["false"] += tally.false
+            return found
+        return self._answer(compute)
+
+    def last_used(self):
+        resolve = aliases.resolver()
+        return self._answer(lambda: {name: row[3][0] for name, row in self._merged(ALL, resolve).items()})
+
+    def shape_record(self, shape):
+        resolve = aliases.resolver()
+
+        def compute():
+            if ", " in shape:  # no shape name holds one, so no group: those ending with its last part are read
+                ending, part = f", {shape})", shape.rsplit(", ", 1)[1]
+                positions = [pos for pos in range(len(self.starts))
+                             if self.flags[pos] & JUDGED and self.kind_keys[self.kinds[pos]][1] == part]
+                merged = self._scan(positions, resolve, lambda entry: "shape" not in entry
+                                    and str(entry.get("task", "")).endswith(ending))
+            else:
+                merged = self._merged(("shape", shape), resolve)
+            return {name: {"useful": row[1], "judged": row[2]} for name, row in merged.items()}
+        return self._answer(compute)
+
+    def record(self, collection, task=""):
+        resolve = aliases.resolver()
+
+        def compute():
+            if task:  # a note filter: only this collection's judged entries are read
+                merged = self._scan(self.judged_in.get(collection, ()), resolve,
+                                    lambda entry: task in str(entry.get("note", "")))
+            else:
+                merged = self._merged(("collection", collection), resolve)
+            return {
+                name: {"useful": useful, "notUseful": judged - useful, "judged": judged, "lastAt": last[0]}
+                for name, (_, useful, judged, last, _) in merged.items()
+            }
+        return self._answer(compute)
+
+    def judged(self, collection):
+        """The judged entries of `collection`, oldest first (OFF-2's, under today's aliases), read back by offset."""
+        resolve = aliases.resolver()
+        return self._answer(lambda: [self._mapped(self._entry(pos), resolve)
+                                     for pos in sorted(self.judged_in.get(collection, ()))])
+
+    def pending(self, calls):
+        def compute():
+            out = []
+            for call in calls:
+                pos = self.calls.get(call) if isinstance(call, str) else None
+                if pos is not None and not self.flags[pos] & (JUDGED | FAILED):
+                    out.append(call)
+            return out
+        return self._answer(compute)
+
+
+_indexes = {}
+_indexes_lock = threading.Lock()
+
+
+def index(path=None):
+    """The live `Index` of the log at `path` (default: this data folder's), one per path per process."""
+    key = str(path or log_path())
+    found = _indexes.get(key)
+    if found is None:
+        with _indexes_lock:
+            found = _indexes.setdefault(key, Index(key))
+    return found
+
+
+def entries():
+    """Every offload, oldest first, one per call id (OFF-2); models under their current alias."""
+    return index().entries()
+
+
+def lines(path=None):
+    """Every offload line in the order written, verdicts as lines of their own (not merged as OFF-2's
+    entries are), aliases as written: for a replay that must know when each verdict was given (issue 20).
+    The log is append-only and never rotated (OFF-1), so this one file is the whole history."""
+    return [line for line in fileio.read_jsonl(path or log_path()) if isinstance(line.get("model"), str)]
+
+
+def by_call(call):
+    """The latest entry with call id `call`, or None."""
+    return index().by_call(call)
+
+
+def summary():
+    """`{alias: {offloads, useful, judged, last_task, last_date}}` (OFF-5)."""
+    return index().summary()
+
+
+def claims():
+    """`{alias: {judged, real, false}}`: each model's judged entries and the claims their verdicts verified as
+    real and as false (OFF-4), from the index's tallies: nothing is read back, whatever the log's size."""
+    return index().claims()
+
+
+def last_used():
+    """`{alias: latest offload date}`, judged or not: the router's staleness (OFF-7, RTR-2)."""
+    return index().last_used()
+
+
+def shape_record(shape):
+    """`{alias: {useful, judged}}` over judged entries whose task ends `, <shape>)` (the merger's record)."""
+    return index().shape_record(shape)
+
+
+def record(collection, task=""):
+    """VRD-2's `aliases`: judged entries of `collection` whose note holds `task`.
+
+    An entry's collection is its `collection` field, or for lines older than that field the
+    `(<collection>, <shape>)` suffix the panel appends to its task; never a collection named
+    inside the prompt (security review 6: a deliberate tightening of VRD-2's "task contains").
+    `core` reads as `bench/core` (IMP-6); an unknown collection gives `{}`.
+    """
+    if collection and not collection.startswith("bench/"):
+        collection = f"bench/{collection}"
+    return index().record(collection, task)
+
+
+def judged(collection):
+    """Every judged entry of `collection` (`bench/<name>`), oldest first, one per call id: what the leaderboard
+    fits (issue 20), read through the index so the rest of the log is never parsed."""
+    return index().judged(collection)
+
+
+def pending(calls):
+    """VRD-3: the given ids (order and duplicates kept) the log knows, unjudged, and not errored seats."""
+    return index().pending(calls)
+
+
+NONE_RECORDED = (
+    "No offloads recorded yet. Only real work counts: a seat the gateway asked,\n"
+    "or `python -m benchwarmers.panel.offload add MODEL TASK` after a model's answer did real work for you."
+)
+
+
+def table(rows):
+    """OFF-6's `list`: `model used helped last`, most offloads first; helped `u/j` or `—`; task cut to 44."""
+    if not rows:
+        return NONE_RECORDED
+    ordered = sorted(rows.items(), key=lambda item: (-item[1]["offloads"], item[0]))
+    lines = [("model", "used", "helped", "last")]
+    for name, row in ordered:
+        helped = f"{row['useful']}/{row['judged']}" if row["judged"] else "—"
+        lines.append((name, str(row["offloads"]), helped, f"{row['last_date']}  {row['last_task'][:44]}"))
+    width = [max(len(line[i]) for line in lines) for i in range(3)]
+    return "\n".join(
+        f"{name:<{width[0]}}  {used:>{width[1]}}  {helped:>{width[2]}}  {last}" for name, used, helped, last in lines
+    )
+
+
+def _verdict_options(parser, required):
+    pick = parser.add_mutually_exclusive_group(required=required)
+    pick.add_argument("--useful", dest="useful", action="store_const", const=True, help="it helped")
+    pick.add_argument("--not-useful", dest="useful", action="store_const", const=False, help="it did not help")
+    parser.add_argument("--note", default="", help="what it got right or wrong, checked against the code")
+    parser.add_argument("--real", action="append", default=[], metavar="CLAIM", help="a finding it got right")
+    parser.add_argument("--false", dest="false_claims", action="append", default=[], metavar="CLAIM",
+                        help="a claim it made that is untrue")
+
+
+def main(argv=None):
+    if hasattr(sys.stdout, "reconfigure"):
+        sys.stdout.reconfigure(encoding="utf-8")
+    parser = argparse.ArgumentParser(prog="python -m benchwarmers.panel.offload",
+                                     description="Real work models did for you, and your verdicts on it.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("list", help="each model's offloads, verdicts and last task")
+    adding = commands.add_parser("add", help="record a piece of real work a model did")
+    adding.add_argument("model")
+    adding.add_argument("task")
+    _verdict_options(adding, required=False)
+    judging = commands.add_parser("verdict", help="judge an answer by the call id printed under it")
+    judging.add_argument("call")
+    _verdict_options(judging, required=True)
+    args = parser.parse_args(argv)
+
+    if args.command == "list":
+        print(table(summary()))
+    elif args.command == "add":
+        entry = add(args.model, args.task, args.useful, args.note, real=args.real, false=args.false_claims)
+        print(f"recorded: {entry['model']} — {entry['task']}")
+    else:
+        try:
+            entry = verdict(args.call, args.useful, args.note, args.real, args.false_claims)
+        except KeyError as exc:
+            print(exc.args[0], file=sys.stderr)
+            return 1
+        print(f"recorded: {entry['model']} — {entry['task']} — useful={entry['useful']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,493 @@
+"""Route mode: one member of a collection answers an agent's turn, tools and all (formats.md §11).
+
+A panel answers with several models' prose; an agent needs one answer it can act on, tool calls
+included, token by token. `bench/<collection>:route` (or `"bench": {"reply": "route"}`, or a
+collection whose `reply` is `route`) sends each conversation to one member, chosen by the bench's
+record, and keeps it there:
+
+- `plan()` decides who may answer this turn (RT-2..5) and ranks them (RT-6);
+- `panel.conversations` keeps each conversation on its member (RT-7..10), in the data folder;
+- `start()` runs the turn on its own thread (RT-11..18): the member's chunks are held until it
+  says something (text or a tool call), then relayed as `Chunk` events; a member that fails before
+  that is replaced by the next, unseen by the client, up to ROUTE_TRIES; after it, no one can
+  take over a half-written answer;
+- every turn is recorded (RT-16, RT-22..24): a `routes.jsonl` line, a ledger line per member call
+  (purpose `route`), one unjudged offload per model per conversation.
+
+The gateway turns the events into each API's reply (`Format.route_writer`, `Format.route_reply`).
+The constants are read at call time, so tests may set them.
+
+Decisions where the spec is silent or improved (formats.md §15):
+- 1: the size check counts each image once (the reference counted it twice).
+- 6: a member that streamed only reasoning until the deadline fails with `timed out after reasoning only`.
+- 13: refusals carry `X-Bench-Conversation` whenever the conversation is already known (see `known()`).
+- 17: a non-streamed turn is bounded by the members' deadlines: at most ROUTE_TRIES × ROUTE_TIMEOUT.
+- 18: conversations live in the data folder (`panel.conversations`).
+- a member no registration answers to is skipped up front (`not registered on the bench`), rather than
+  tried and failed over.
+- route turns count as panels in flight (`max_panels`, `max_panels_per_key`), so a stopping gateway
+  waits for them and ends their member calls as it does a panel's seats.
+- a line the data folder refuses (routes.jsonl, the offload) loses no answer: the turn is relayed and its
+  `bench` says `"logged": false` with why, as a panel's seats do.
+- issue 20: with gateway.json's policy `"thompson"` a new conversation's first user message is put to the
+  shape picker (`panel.shape`, one Decisions call, as a panel's prompt is), the members are drawn from
+  their verdicts on that shape (panels' and route turns' alike), and the conversation's offload line
+  carries the shape, so its verdict teaches that shape's record. The contract's policy asks no picker
+  and ranks on the whole log (RT-6).
+- ROTATE's coin comes from `rotation`, a `random.Random` seeded from `BENCH_POLICY_SEED` when set (a
+  simulation's run is then repeatable), as `panel.policy`'s draws are.
+"""
+
+import concurrent.futures
+import dataclasses
+import datetime
+import math
+import os
+import queue
+import random
+import sys
+import time
+
+from ..core import fileio, images, keys, paths
+from ..models import catalog, connections, history, learn
+from ..calling import client
+from . import collections, conversations, offload, panel, policy, roles, route, shape as shapes
+from ..core.errors import Refusal, PromptTooLarge, Unsupported, UnknownCollection
+from ..wire import common
+from ..wire.turn import Turn
+
+ROUTE_TIMEOUT = 600
+FIRST_TOKEN = 90
+ROUTE_TRIES = 3
+ROUTE_GRACE = 15.0
+ROTATE = 0.25
+ERROR_KEPT = 300
+MESSAGE_KEPT = 200
+RETRY_FALLBACK = 60
+VERDICT_HINT = 'optional, once per conversation: POST /bench/verdict {"call", "useful": true|false, "note"}'
+RATE_LIMITED = ("error code: 429", "rate limit")
+rotation = random.Random(os.environ.get("BENCH_POLICY_SEED") or None)
+
+
+# Turns run on reused threads: starting one per turn cost more than the turn's whole plan.
+_pool = concurrent.futures.ThreadPoolExecutor(max_workers=512, thread_name_prefix="route")
+
+
+class NoMembers(Refusal, LookupError):
+    """RT-2: the collection lists no member to route to."""
+
+    status = 503
+
+
+class TurnFailed(Refusal):
+    """RT-16/RT-17: the turn has no answer: every member tried failed (429 when all were rate-limited,
+    else 502), or the member failed after it had begun to answer (its upstream status, else 502)."""
+
+    def __init__(self, message, status, retry_after=0, alias=""):
+        super().__init__(message)
+        self.status = status
+        self.retry_after = retry_after
+        self.alias = alias
+
+
+# ---------------------------------------------------------------- the plan (RT-2..6)
+
+
+@dataclasses.dataclass
+class Plan:
+    """A turn's plan: who may answer it (in collection order), who may not and why, its conversation's key."""
+
+    name: str
+    caller: str
+    eligible: list
+    skipped: list
+    key: str
+    shape: str = ""
+
+
+def _members(collection):
+    raw = collection.get("members") if isinstance(collection.get("members"), list) else []
+    return list(dict.fromkeys(a for a in raw if isinstance(a, str) and a))
+
+
+class Reasons:
+    """What a turn is checked against (RT-4), read once per turn: who is retired, ad hoc or unregistered, and
+    the catalog. `why_not(alias)` gives the first reason `alias` may not answer, or ""; the size check is
+    the planner's, as only it can tell "nobody fits" (413) from "nobody may" (400)."""
+
+    def __init__(self, ask, members, image_count):
+        self.ask = ask
+        self.image_count = image_count
+        self.retired = panel.retired()
+        self.ad_hoc = set(roles.ad_hoc())
+        self.unknown = set(panel.unregistered(members))
+        self.known = catalog.table()
+
+    def why_not(self, alias):
+        if alias in self.retired:
+            return panel.retired_why(self.retired[alias])
+        if alias in self.unknown:
+            return "not registered on the bench"
+        if alias in self.ad_hoc:
+            return "ad hoc (expensive or capped), never routed to automatically"
+        if roles.role_of(alias) == "vision" and not self.image_count:
+            return "a vision specialist; used only for requests that include images"
+        api = self.known.api(alias)
+        if api != "chat":
+            return f"reached through the {api} API; route mode passes requests to chat completions only"
+        if self.ask.tools and catalog.cannot_call_tools(alias, self.known):
+            return catalog.cannot_call_tools(alias, self.known)
+        if self.image_count:
+            return catalog.cannot_see(alias, self.known)
+        return ""
+
+
+def plan(name, ask, caller):
+    """Who may answer this turn, best first (RT-2..6); refusals raise before any member is asked."""
+    collection = collections.get(name)
+    if collection is None:
+        raise UnknownCollection(collections.choose_message(name))
+    members = _members(collection)
+    if not members:
+        raise NoMembers(f"bench/{name} has no members to route to; add one in config/collections.json")
+    image_count = images.validate(ask.messages)
+    if not any(isinstance(m, dict) and m.get("role") == "user" for m in ask.messages):
+        raise Unsupported(f"no user message to put to bench/{name}")
+    needed = common.prompt_tokens(ask.messages)  # improvement 1: each image counted once
+    reasons = Reasons(ask, members, image_count)
+    eligible, skipped, small = [], [], 0
+    for alias in members:
+        why = reasons.why_not(alias)
+        size = None if why else catalog.too_small(alias, needed, reasons.known)
+        if size:
+            why = f"its context window ({size:,} tokens) is under this request (about {needed:,})"
+            small += 1
+        if why:
+            skipped.append({"alias": alias, "why": why})
+        else:
+            eligible.append(alias)
+    if not eligible:
+        listed = "; ".join(f"{s['alias']} {s['why']}" for s in skipped)
+        if small == len(skipped):
+            raise PromptTooLarge(f"no member can read this request: {listed}. Trim it, or choose a collection "
+                                 "whose members have larger windows (GET /v1/models lists each one's)")
+        raise Unsupported(f"no member of bench/{name} can take this request: {listed}")
+    return Plan(name, caller, eligible, skipped, conversations.key(name, caller, ask.messages))
+
+
+def rank(eligible, shape=None):
+    """RT-6: most useful verdicts, then verified suite findings, then a preferred connection; members cooling
+    down last; one time in four (ROTATE) the least recently used member first. Evidence that cannot be read
+    counts as none.
+
+    With gateway.json's policy `"thompson"` (issue 20, `panel.policy`) the first step is a Thompson draw
+    instead, from each member's useful/judged verdicts over the whole log (RT-6's evidence: a route turn has
+    no shape, and its own verdicts carry none), or from their verdicts on `shape` when one is given (`start()`
+    picks it under that policy); cooling members still go last and the rotation still runs."""
+    def evidence(read):
+        try:
+            return read()
+        except Exception:
+            return {}
+
+    useful = evidence(offload.summary)
+    found = evidence(lambda: history.suite_recall(str(paths.data())))
+    preferred = set(evidence(connections.facts).get("preferred") or [])
+
+    def score(alias):
+        verdicts = (useful.get(alias) or {}).get("useful") or 0
+        findings = (found.get(alias) or (0,))[0]
+        return verdicts, findings, connections.full_tag_of(alias) in preferred
+
+    if collections.chosen_policy() == policy.THOMPSON:
+        record = useful if shape is None else evidence(lambda: offload.shape_record(shape))
+        ranked = policy.thompson(eligible, record)  # issue 20: a draw from each member's posterior on its verdicts
+    else:
+        ranked = sorted(eligible, key=score, reverse=True)
+    cooling = evidence(route.cooling) or set()
+    ready = [a for a in ranked if a not in cooling]
+    ranked = ready + [a for a in ranked if a in cooling]
+    if len(ready) >= 2 and rotation.random() < ROTATE:
+        last = evidence(offload.last_used)
+        oldest = min(ready, key=lambda a: (last.get(a) or "", ready.index(a)))  # never used sorts first
+        ranked.remove(oldest)
+        ranked.insert(0, oldest)
+    return ranked
+
+
+def try_order(record, eligible):
+    """RT-10: the conversation's member, its stored order, then anyone else eligible; ROUTE_TRIES of them."""
+    order = [record["alias"]] + [a for a in record.get("order") or [] if a != record["alias"]] + eligible
+    return [a for a in dict.fromkeys(order) if a in eligible][:ROUTE_TRIES]
+
+
+def known(name, ask, caller):
+    """The live conversation id this request belongs to, or "" (the refusal header, improvement 13)."""
+    record = conversations.find(conversations.key(name, caller, ask.messages))
+    return record["conv"] if record else ""
+
+
+# ---------------------------------------------------------------- the turn (RT-11..18)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Live:
+    """The member began to answer: its held chunks follow, and no other member will be asked."""
+
+    alias: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Chunk:
+    """One chunk of the member's, as it sent it, and the answer text it added."""
+
+    chunk: dict
+    text: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Done:
+    """The turn is answered and recorded: the member's whole turn and the route `bench` (RT-26)."""
+
+    turn: Turn
+    bench: dict
+
+
+Failed = panel.Failed  # the turn failed with `exc` (a refusal before any `Live`; after it, the stream's error)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Started:
+    """A turn under way: its conversation's id (the `X-Bench-Conversation` header) and its events."""
+
+    conversation: str
+    events: queue.Queue
+
+
+def upstream_body(alias, ask):
+    """RT-11: the request's own fields for the member (the client adds its options under them), with the
+    output budget cut to the member's known max_output."""
+    body = dict(ask.passthrough)
+    if ask.tools:
+        body["tools"] = ask.tools
+    if ask.tool_choice is not None:
+        body["tool_choice"] = ask.tool_choice
+    cap = catalog.max_output(alias)
+    for field in ("max_tokens", "max_completion_tokens"):
+        value = body.get(field)
+        if cap and isinstance(value, int) and not isinstance(value, bool) and value > cap:
+            body[field] = cap
+    return body
+
+
+class Member:
+    """One member's try at the turn: its chunks held until it goes live (RT-13), then passed on."""
+
+    def __init__(self, alias, events):
+        self.alias = alias
+        self.events = events
+        self.turn = Turn()
+        self.held = []
+        self.live = False
+        self.started = time.monotonic()
+        self.reply = {}
+
+    def on_chunk(self, chunk):
+        text, adds = self.turn.feed(chunk)
+        if self.live:
+            self.events.put(Chunk(chunk, text))
+            return
+        self.held.append(Chunk(chunk, text))
+        if adds:
+            self.live = True
+            self.events.put(Live(self.alias))
+            self.release()
+
+    def release(self):
+        for held in self.held:
+            self.events.put(held)
+        self.held = []
+
+    def ask(self, ask, last):
+        limits = collections.timeouts()
+        self.reply = client.chat(self.alias, "", messages=ask.messages, body=upstream_body(self.alias, ask),
+                                 on_chunk=self.on_chunk, first_token=FIRST_TOKEN, timeout=ROUTE_TIMEOUT,
+                                 retries=None if last else 0, purpose="route",
+                                 first_byte=limits["first_byte_timeout"], idle=limits["idle_timeout"])
+        return self.error(last)
+
+    def error(self, last):
+        """RT-14: what went wrong with this member's try, or "" when it answered (or was the last, empty)."""
+        reply = self.reply
+        if reply.get("timed_out"):
+            if client.STOP.is_set():
+                error = panel.GATEWAY_STOPPED
+            elif self.live:
+                error = "timed out part way"
+            elif self.turn.reasoning:
+                error = "timed out after reasoning only"
+            else:
+                error = f"nothing in {FIRST_TOKEN:g}s"
+        else:
+            error = reply.get("error") or ""
+        if not error and not self.live and not last:
+            error = "an empty reply"
+        if error:
+            error = keys.clean(error)  # no key, image or URL query reaches a log or the learner
+            try:
+                learn.record(self.alias, error, "route")
+            except Exception:
+                pass
+        return error
+
+    @property
+    def seconds(self):
+        return round(time.monotonic() - self.started, 1)
+
+
+def start(name, ask, caller):
+    """Plan the turn, find its conversation and run it on its own thread; returns `Started` (the conversation
+    id and a queue of `Live`, `Chunk`, then `Done` or `Failed` events). Refusals raise before anything runs;
+    the member call runs to its end even if the client hangs up (RT-18)."""
+    planned = plan(name, ask, caller)
+
+    def ranked():
+        if collections.chosen_policy() == policy.THOMPSON:  # issue 20: a new conversation's shape
+            planned.shape = shapes.pick(conversations.first_user_text(ask.messages))[0]
+            return rank(planned.eligible, planned.shape)
+        return rank(planned.eligible)
+
+    try:
+        record = conversations.claim(planned.key, planned.eligible, ranked, ask.messages)
+    except OSError as exc:  # the turn is still answered; only its stickiness is not kept
+        print(f"route mode: {exc}", file=sys.stderr, flush=True)
+        record = conversations.unstored(ask.messages, ranked())
+    panel.admit(caller)
+    events = queue.Queue()
+
+    def work():
+        try:
+            events.put(run(planned, record, ask, events))
+        except Exception as exc:
+            events.put(Failed(exc))
+        finally:
+            panel.flight.leave(caller)
+
+    _pool.submit(work)
+    return Started(record["conv"], events)
+
+
+def run(planned, record, ask, events):
+    """RT-10..17: try the members in order; returns the `Done` event, or raises `TurnFailed`."""
+    order = try_order(record, planned.eligible)
+    tried = []
+    for i, alias in enumerate(order):
+        if client.STOP.is_set():
+            break  # a stopping gateway asks no one else
+        last = i == len(order) - 1
+        member = Member(alias, events)
+        error = member.ask(ask, last)
+        if error and not member.live:
+            tried.append({"alias": alias, "error": keys.cut(error, ERROR_KEPT, last=True)})
+            continue
+        if not member.live:
+            member.release()  # the last member's empty turn is the answer (RT-15)
+        return finish(planned, record, member, error, tried)
+    return give_up(planned, record, tried)
+
+
+def finish(planned, record, member, error, tried):
+    """RT-16: record the turn of the member that answered (or failed part way), then its event."""
+    status = "error" if error else ("ok" if member.turn.answered else "empty")
+    problems = []
+    try:
+        call, turn, new = conversations.finish(planned.key, record, member.alias)
+    except OSError as exc:
+        print(f"route mode: {exc}", file=sys.stderr, flush=True)
+        problems.append(str(exc))
+        call, turn, new = conversations.unstored_finish(record, member.alias)
+    bench = {"collection": f"bench/{planned.name}", "reply": "route", "conversation": record["conv"], "call": call,
+             "alias": member.alias, "turn": turn}
+    if tried:
+        bench["failed_over"] = tried
+    if planned.skipped:
+        bench["skipped"] = planned.skipped
+    if new:
+        bench["verdict"] = VERDICT_HINT
+        note = f"route conversation; first turn {status} in {member.seconds}s"
+        problems += _written(lambda: offload.add(member.alias, f"{record['task']} (bench/{planned.name}:route)",
+                                                 None, note, call=call, status=status, seconds=member.seconds,
+                                                 collection=f"bench/{planned.name}", shape=planned.shape or None))
+    problems += _written(lambda: write_line(planned, record, call, member, turn, status, tried, error))
+    if problems:
+        bench["logged"], bench["log_error"] = False, problems[0]
+    if error:
+        upstream = member.reply.get("status") or 0
+        raise TurnFailed(f"{member.alias} failed part way through the turn: {keys.cut(error, ERROR_KEPT, last=True)}",
+                         upstream if upstream >= 400 else 502, alias=member.alias)
+    return Done(member.turn, bench)
+
+
+def give_up(planned, record, tried):
+    """RT-17: every member tried failed before saying anything."""
+    _written(lambda: write_line(planned, record, "", None, record.get("turns") or 0, "error", tried,
+                                "every member failed"))
+    listed = "; ".join(f"{t['alias']}: {keys.cut(t['error'], MESSAGE_KEPT)}" for t in tried)
+    message = f"no member of bench/{planned.name} answered: {listed}"
+    if tried and all(any(mark in t["error"].lower() for mark in RATE_LIMITED) for t in tried):
+        raise TurnFailed(message, 429, retry_after=_retry_after([t["alias"] for t in tried]))
+    raise TurnFailed(message, 502)
+
+
+def _retry_after(aliases):
+    """Seconds until the first of the rate-limited members is free again, as learned from its errors."""
+    now = time.time()
+    waits = []
+    for alias, entry in learn.cooldowns().items():
+        if alias in aliases:
+            try:
+                waits.append(datetime.datetime.fromisoformat(entry["until"]).timestamp() - now)
+            except (KeyError, TypeError, ValueError):
+                pass
+    return max(1, math.ceil(min(waits))) if waits else RETRY_FALLBACK
+
+
+def _written(write):
+    """Run one write of the turn's records: `[]`, or `[why]` when the data folder refused it (the answer
+    still goes out; nothing-lost item 4)."""
+    try:
+        write()
+    except OSError as exc:
+        print(f"route mode: {exc}", file=sys.stderr, flush=True)
+        return [str(exc)]
+    return []
+
+
+def routes_path():
+    return paths.file("runs", "gateway", "routes.jsonl")
+
+
+def write_line(planned, record, call, member, turn, status, tried, error):
+    """RT-22: one line per turn; never the prompt or the messages (the task is the first message's first words,
+    cleaned as the offload's is)."""
+    line = {"conversation": record["conv"], "call": call, "at": panel.local_iso(), "model": f"bench/{planned.name}",
+            "key": planned.caller, "alias": member.alias if member else "", "turn": turn, "task": record["task"],
+            "status": status}
+    if member:
+        reply, answer = member.reply, member.turn
+        line.update(seconds=member.seconds, first_token_s=reply.get("first_token_s"), tool_calls=len(answer.calls),
+                    finish=answer.finish or reply.get("finish") or "")
+        usage = answer.usage
+        for field, names in (("tokens_in", ("prompt_tokens", "input_tokens")),
+                             ("tokens_out", ("completion_tokens", "output_tokens"))):
+            value = next((usage[n] for n in names if isinstance(usage.get(n), int)), None)
+            if value is not None:
+                line[field] = value
+        if answer.reasoning_tokens() is not None:
+            line["reasoning"] = answer.reasoning_tokens()
+    if tried:
+        line["tried"] = tried
+    if error:
+        line["error"] = keys.cut(error, ERROR_KEPT, last=True)
+    settings = collections.settings()  # rotated as the calls log is (security review 9)
+    fileio.append_log(routes_path(), line, settings["calls_log_max_mb"] * 1_000_000, settings["calls_log_keep"])

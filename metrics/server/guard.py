@@ -1,0 +1,524 @@
+"""Who may talk to the servers, and what they may send (security.md).
+
+Shared by the gateway (8123) and the dashboard (8122) so both ports apply the
+same checks: the startup check (START-*), the Host allow-list against DNS
+rebinding (HOST-*), the write checks on every POST (WRITE-*), who is calling
+(§7: gateway keys through `server.gatekeys`, the admin token and its login
+cookie), CORS for allowed origins on gateway routes (CORS-*; `wire.routes`
+says which routes those are), the access log (LOG-*). Settings are read from
+the environment on every request, so a test or an operator can change them
+between requests.
+
+Decisions where the spec leaves room, or where an improvement changes it:
+- The admin token is stripped (improvement 17): a trailing newline from a `.env`
+  file is not part of it. A token with fewer than 8 different characters is
+  accepted with a warning at start.
+- A specific bind address (not `0.0.0.0` or `::`) is an allowed Host for its own
+  port (improvement 18; START-6 said otherwise): a literal address cannot be
+  rebound by a DNS name, and an operator who bound it means to be reached there.
+- Default ports are normalised (improvement 16): `https://h:443` and `https://h`
+  are one origin; a public URL makes `h`, `h:443` (or `h:80`) acceptable Hosts.
+- Content-Type is judged by media type: `application/json` or `application/*+json`,
+  parameters allowed (improvement 13). Content-Length must be ASCII digits with
+  no whitespace, and given once (improvement 14); a POST with `Transfer-Encoding`
+  gets 411, or 400 when it also carries `Content-Length`.
+- Failed admin logins and wrong admin bearers are counted per client address: 10
+  in a minute and that address waits (429 + Retry-After) before its next try,
+  right or wrong (improvement 4). Unknown gateway keys are not counted: a key is
+  256 random bits, and a 429 would hide "unknown or revoked" from a misconfigured
+  client that only needs a new key.
+- The access log line is LOG-1's by default; `BENCH_LOG_ADDRESS=1` adds the client
+  address at its end (improvement 20, an opt-in so tools reading LOG-1's five fields
+  keep working); `BENCH_TRUST_FORWARDED=1` takes it from the last `X-Forwarded-For`
+  item, for a server behind one proxy. The same address keys the login backoff.
+"""
+
+import datetime
+import hashlib
+import hmac
+import ipaddress
+import os
+import re
+import sys
+import threading
+import time
+import urllib.parse
+from http.cookies import CookieError, SimpleCookie
+
+from ..wire import routes
+from . import gatekeys
+
+GATEWAY_CAP = 20_000_000
+DASHBOARD_CAP = 1_000_000
+MIN_TOKEN = 16
+TOKEN_VARIETY = 8
+IMAGE_HINT = (" Send images as http(s) URLs, or smaller ones: models scale a photo down to about 1,500–2,000 px "
+              "on its long side anyway.")
+EXPOSED = "X-Bench-Panel, X-Bench-Seats, X-Bench-Conversation, X-Bench-Model, X-Bench-Call"
+# Only space and tab may surround the commas: a folded header would otherwise carry CR LF into the reply.
+HEADER_LIST = re.compile(r"[A-Za-z0-9-]{1,64}([ \t]*,[ \t]*[A-Za-z0-9-]{1,64}){0,31}")
+ORIGIN_ITEM = re.compile(r"[a-z][a-z0-9+.-]*://[^/?#@\s]+")
+# LOG-5: a query parameter's name and value; the name is judged percent-decoded, as the parser reads it.
+QUERY_NAME = re.compile(r"[?&]([^=&?\s]*)=")
+QUERY_VALUE = re.compile(r"[^&\s]*")
+SECRET_PARAMS = {"key", "api_key", "access_token"}
+# LOG-6: a gateway key anywhere in a logged line (a path too), any of its characters percent-encoded.
+GATEWAY_KEY = re.compile(r"(?:b|%62)(?:w|%77)(?:k|%6b)(?:_|%5f)[\w%-]*", re.IGNORECASE)
+DEFAULT_PORTS = {"http": ":80", "https": ":443"}
+FALSE = ("", "0", "false", "no", "off")
+TRUE = ("1", "true", "yes", "on")
+
+COOKIE = "bw_session"
+SESSION_SECONDS = 604_800
+CHALLENGE = {"WWW-Authenticate": 'Bearer realm="benchwarmers"'}
+NEEDS_KEY = ("this route needs a gateway key (Authorization: Bearer <key>, or x-api-key); "
+             "make one on the dashboard's Settings page")
+SEND_BEARER = "send the gateway key as 'Authorization: Bearer <key>'"
+UNKNOWN_KEY = "unknown or revoked gateway key"
+OTHER_KEY = " (gateway keys start bwk_; this is some other key)"
+NOT_ADMIN_BEARER = "that bearer is not the admin token (a gateway key opens /v1 only)"
+SIGN_IN = "sign in first: /login, or send the admin token as Authorization: Bearer"
+SEND_TOKEN = 'send {"token": "..."}'
+NOT_TOKEN = "that is not the admin token"
+
+
+# -- settings (read on every call) ------------------------------------------
+
+def bind_address():
+    return os.environ.get("BENCH_BIND", "").strip() or "127.0.0.1"
+
+
+def port_setting(name, default):
+    """BENCH_PORT / BENCH_GATEWAY_PORT: `int()`, empty → `default`; ValueError names the variable."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be a port number, not {raw!r}") from None
+
+
+def is_loopback(address):
+    """START-3: `localhost`, 127.0.0.0/8 or ::1."""
+    if address.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(address.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def admin_token():
+    """BENCHWARMERS_ADMIN_TOKEN, stripped (improvement 17); `""` means login off."""
+    return os.environ.get("BENCHWARMERS_ADMIN_TOKEN", "").strip()
+
+
+def keys_required():
+    """§7: a token is set, or BENCHWARMERS_REQUIRE_KEYS is anything but a clear no (a typo fails closed)."""
+    return bool(admin_token()) or os.environ.get("BENCHWARMERS_REQUIRE_KEYS", "").strip().lower() not in FALSE
+
+
+def trust_forwarded():
+    return os.environ.get("BENCH_TRUST_FORWARDED", "").strip().lower() in TRUE
+
+
+def _env_list(name):
+    return [item.strip().lower() for item in os.environ.get(name, "").split(",") if item.strip()]
+
+
+def _without_default_port(scheme, netloc):
+    port = DEFAULT_PORTS.get(scheme)
+    return netloc[:-len(port)] if port and netloc.endswith(port) else netloc
+
+
+def normal_origin(origin):
+    """An origin lower-cased, without a trailing `/` or its scheme's default port."""
+    origin = origin.strip().lower().rstrip("/")
+    scheme, sep, netloc = origin.partition("://")
+    return f"{scheme}://{_without_default_port(scheme, netloc)}" if sep else origin
+
+
+def public():
+    """`(host, origin)` of BENCHWARMERS_PUBLIC_URL, both `""` when unset or invalid; default port dropped."""
+    raw = os.environ.get("BENCHWARMERS_PUBLIC_URL", "").strip().rstrip("/")
+    if not raw:
+        return "", ""
+    parts = urllib.parse.urlsplit(raw)
+    if parts.scheme not in ("http", "https") or not parts.netloc or "@" in parts.netloc:
+        return "", ""
+    netloc = _without_default_port(parts.scheme, parts.netloc.lower())
+    return netloc, f"{parts.scheme}://{netloc}"
+
+
+def _bind_host(port):
+    """The bind address as a Host value when it names one interface (improvement 18), else `""`."""
+    address = bind_address().strip("[]").lower()
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return f"{address}:{port}"
+    if ip.is_unspecified:
+        return ""
+    return f"[{address}]:{port}" if ip.version == 6 else f"{address}:{port}"
+
+
+def startup_problem(address):
+    """The START-2 refusal for this configuration, or `""` when it is safe to bind."""
+    token = admin_token()
+    if token and len(token) < MIN_TOKEN:
+        return (f"BENCHWARMERS_ADMIN_TOKEN is {len(token)} characters; the minimum is {MIN_TOKEN}. Make one with: "
+                "python -c \"import secrets; print(secrets.token_urlsafe(24))\"")
+    raw = os.environ.get("BENCHWARMERS_PUBLIC_URL", "").strip()
+    if raw and not public()[0]:
+        return f"BENCHWARMERS_PUBLIC_URL must be http(s)://host[:port], not {raw!r}"
+    if not token and not is_loopback(address):
+        return (f"refusing to listen on {address}: beyond this machine a login is needed. Set "
+                "BENCHWARMERS_ADMIN_TOKEN (16+ characters), or bind to this machine only with BENCH_BIND=127.0.0.1.")
+    for name in ("BENCH_PORT", "BENCH_GATEWAY_PORT"):
+        try:
+            port_setting(name, 0)
+        except ValueError as exc:
+            return str(exc)
+    return ""
+
+
+def startup_warnings():
+    """What a server says on stderr at start without refusing (improvements 16, 17)."""
+    warnings = []
+    token = admin_token()
+    if token and len(set(token)) < TOKEN_VARIETY:
+        warnings.append(f"BENCHWARMERS_ADMIN_TOKEN has only {len(set(token))} different characters and is easy to "
+                        "guess; make one with: python -c \"import secrets; print(secrets.token_urlsafe(24))\"")
+    if token != os.environ.get("BENCHWARMERS_ADMIN_TOKEN", ""):
+        warnings.append("BENCHWARMERS_ADMIN_TOKEN has spaces or a newline around it; they are not part of the token")
+    for item in _env_list("BENCH_ALLOWED_ORIGINS"):
+        if not ORIGIN_ITEM.fullmatch(item.rstrip("/")):
+            warnings.append(f"BENCH_ALLOWED_ORIGINS item {item!r} is not scheme://host[:port]; no browser sends it")
+    return warnings
+
+
+# -- every request ------------------------------------------------------------
+
+def is_gemini_route(path):
+    """CRED-2 (3): the routes where `?key=` is a credential: those that speak Gemini's format."""
+    return routes.format_of(path) == "gemini"
+
+
+def allowed_hosts(port):
+    hosts = {f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}", *_env_list("BENCH_ALLOWED_HOSTS")}
+    bound = _bind_host(port)
+    if bound:
+        hosts.add(bound)
+    host, origin = public()
+    if host:
+        hosts.add(host)
+        if ":" not in host.rsplit("]", 1)[-1]:
+            hosts.add(host + DEFAULT_PORTS[origin.split(":", 1)[0]])
+    return hosts
+
+
+def allowed_origins(port):
+    origins = {f"http://{h}" for h in allowed_hosts(port)}
+    origins |= {normal_origin(o) for o in _env_list("BENCH_ALLOWED_ORIGINS")}
+    origin = public()[1]
+    if origin:
+        origins.add(origin)
+    return origins
+
+
+def host_problem(headers, port):
+    """HOST-1..4: `""` when the Host header names this server, else the 403 message."""
+    value = (headers.get("Host") or "").strip().lower()
+    if value in allowed_hosts(port):
+        return ""
+    shown = repr(value) if value else "'(none)'"
+    return f"unknown Host {shown}; set BENCHWARMERS_PUBLIC_URL or BENCH_ALLOWED_HOSTS to add one"
+
+
+def origin_allowed(headers, port):
+    origin = (headers.get("Origin") or "").strip()
+    return bool(origin) and normal_origin(origin) in allowed_origins(port)
+
+
+def is_json(content_type):
+    """Improvement 13: the media type is `application/json` or `application/<x>+json`; parameters may follow."""
+    media = (content_type or "").split(";", 1)[0].strip().lower()
+    return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
+
+
+def write_problem(headers, port, gateway, cap):
+    """WRITE-1..6 for a POST: `(status, message)` of the first failing check, or None. Never reads the body."""
+    problem = host_problem(headers, port)
+    if problem:
+        return 403, problem
+    if (headers.get("Sec-Fetch-Site") or "").lower() == "cross-site":
+        if not (gateway and origin_allowed(headers, port)):
+            return 403, "cross-site requests are refused"
+    origin = (headers.get("Origin") or "").strip().lower()
+    if origin and normal_origin(origin) not in allowed_origins(port):
+        return 403, f"Origin '{origin}' is not allowed; set BENCH_ALLOWED_ORIGINS to add one"
+    if not is_json(headers.get("Content-Type")):
+        return 415, "send Content-Type: application/json"
+    if headers.get("Transfer-Encoding") is not None:
+        if headers.get("Content-Length") is not None:
+            return 400, "send Content-Length or Transfer-Encoding, not both"
+        return 411, "send the body with a Content-Length; chunked bodies are not supported"
+    length = content_length(headers)
+    if isinstance(length, tuple):
+        return length
+    if length > cap:
+        message = f"body is {length:,} bytes; the limit is {cap:,}"
+        return 413, message + (IMAGE_HINT if gateway else "")
+    return None
+
+
+def content_length(headers):
+    """The body length (WRITE-5, improvement 14), or `(400, message)` when it is not a usable number."""
+    get_all = getattr(headers, "get_all", None)
+    values = (get_all("Content-Length") if get_all else None) or [headers.get("Content-Length") or ""]
+    if len(set(values)) > 1:
+        return 400, "Content-Length is given more than once"
+    raw = values[0]
+    if not raw.strip():
+        return 0
+    if re.fullmatch("[0-9]+", raw):
+        return int(raw)
+    if re.fullmatch("-[0-9]+", raw):
+        return 400, "Content-Length is negative"
+    return 400, "Content-Length is not a number"
+
+
+def cors_headers(headers, port):
+    """CORS-3 headers for a reply to an allowed Origin; none otherwise."""
+    if not origin_allowed(headers, port):
+        return {}
+    return {"Access-Control-Allow-Origin": headers.get("Origin").strip(),
+            "Access-Control-Expose-Headers": EXPOSED, "Vary": "Origin"}
+
+
+def preflight_headers(headers):
+    """CORS-4/5: what a 204 preflight answers with (the CORS-3 headers are added by the caller)."""
+    allow = "Authorization, Content-Type"
+    asked = (headers.get("Access-Control-Request-Headers") or "").strip()
+    if asked and HEADER_LIST.fullmatch(asked):
+        allow += ", " + asked
+    return {"Access-Control-Allow-Methods": "GET, POST, OPTIONS", "Access-Control-Allow-Headers": allow,
+            "Access-Control-Max-Age": "600"}
+
+
+# -- who is calling -----------------------------------------------------------
+
+def credential(headers, path):
+    """CRED-2: the one credential judged, as an `Authorization` value, or None when none is present."""
+    value = headers.get("Authorization")
+    if value is not None:
+        return value
+    for name in ("x-api-key", "x-goog-api-key"):
+        value = headers.get(name)
+        if value is not None:
+            return "Bearer " + value
+    if is_gemini_route(path):
+        for name, value in urllib.parse.parse_qsl(urllib.parse.urlsplit(path).query, keep_blank_values=True):
+            if name == "key":
+                return "Bearer " + value if value.strip() else None
+    return None
+
+
+def identify(headers, path):
+    """A gateway caller (§7, CRED-*): `(name, None)`, or `(None, (401, message, headers))`.
+
+    With keys not required everyone is `local` and every credential is ignored (CRED-1).
+    """
+    if not keys_required():
+        return "local", None
+    value = credential(headers, path)
+    if value is None:
+        return None, (401, NEEDS_KEY, dict(CHALLENGE))
+    scheme, _, rest = value.strip().partition(" ")
+    rest = rest.strip()
+    if scheme.lower() != "bearer" or not rest:
+        return None, (401, SEND_BEARER, dict(CHALLENGE))
+    name = gatekeys.lookup(rest)
+    if name is None:
+        message = UNKNOWN_KEY + ("" if rest.startswith(gatekeys.PREFIX) else OTHER_KEY)
+        return None, (401, message, dict(CHALLENGE))
+    gatekeys.touch(name)
+    return name, None
+
+
+def admin_matches(value):
+    """ADM-1: SHA-256 of both sides compared in constant time; an unset token matches nothing."""
+    token = admin_token()
+    if not token or not isinstance(value, str):
+        return False
+    given = hashlib.sha256(value.encode("utf-8", "surrogatepass")).digest()
+    return hmac.compare_digest(given, hashlib.sha256(token.encode("utf-8")).digest())
+
+
+def _signature(expiry, token):
+    return hmac.new(token.encode("utf-8"), f"session|{expiry}".encode("ascii"), hashlib.sha256).hexdigest()
+
+
+def session_cookie(now=None):
+    """ADM-3: the `Set-Cookie` value opening the dashboard for a week; it never holds the token."""
+    expiry = int(now if now is not None else time.time()) + SESSION_SECONDS
+    value = f"{COOKIE}={expiry}.{_signature(expiry, admin_token())}; Path=/; Max-Age={SESSION_SECONDS}"
+    return value + "; HttpOnly; SameSite=Strict" + _secure()
+
+
+def logout_cookie():
+    """Improvement 8: the `Set-Cookie` value of `POST /logout`, which clears the session in the browser.
+    `serve.py` answers `POST /logout` with it."""
+    return f"{COOKIE}=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict" + _secure()
+
+
+def _secure():
+    return "; Secure" if public()[1].startswith("https://") else ""
+
+
+def session_valid(cookie_header, now=None):
+    """ADM-4: the `Cookie` header carries an unexpired `bw_session` signed with today's token."""
+    token = admin_token()
+    if not token or not cookie_header:
+        return False
+    jar = SimpleCookie()
+    try:
+        jar.load(cookie_header)
+    except CookieError:
+        return False
+    if COOKIE not in jar:
+        return False
+    expiry, _, signature = jar[COOKIE].value.partition(".")
+    if not (expiry.isascii() and expiry.isdigit()):
+        return False
+    if (now if now is not None else time.time()) > int(expiry):
+        return False
+    expected = _signature(int(expiry), token).encode("ascii")
+    return hmac.compare_digest(signature.encode("utf-8", "surrogatepass"), expected)
+
+
+class Backoff:
+    """Improvement 4: `limit` failures from one address within `window` seconds make it wait."""
+
+    def __init__(self, limit=10, window=60):
+        self.limit, self.window = limit, window
+        self.failures = {}
+        self.lock = threading.Lock()
+
+    def _recent(self, address, now):
+        kept = [t for t in self.failures.get(address, []) if t > now - self.window]
+        if kept:
+            self.failures[address] = kept
+        else:
+            self.failures.pop(address, None)
+        return kept
+
+    def wait(self, address):
+        """Seconds `address` must wait before its next attempt; 0 when it may try now."""
+        now = time.monotonic()
+        with self.lock:
+            kept = self._recent(address, now)
+            if len(kept) < self.limit:
+                return 0
+            return int(kept[-self.limit] + self.window - now) + 1
+
+    def failed(self, address):
+        with self.lock:
+            self.failures.setdefault(address, []).append(time.monotonic())
+
+    def clear(self, address):
+        with self.lock:
+            self.failures.pop(address, None)
+
+
+LOGINS = Backoff()
+
+
+def _too_many(wait):
+    return 429, f"too many wrong admin tokens from this address; try again in {wait}s", {"Retry-After": str(wait)}
+
+
+def dashboard_caller(headers, address):
+    """ADM-6: who may use a dashboard route: `(who, None)` or `(None, (status, message[, headers]))`.
+
+    A bearer, when sent, decides alone (no fallback to the cookie); a gateway key is never the token.
+    """
+    if not admin_token():
+        return "local", None
+    value = headers.get("Authorization")
+    if value is not None:
+        scheme, _, rest = value.strip().partition(" ")
+        if scheme.lower() == "bearer" and rest.strip():
+            wait = LOGINS.wait(address)
+            if wait:
+                return None, _too_many(wait)
+            if admin_matches(rest.strip()):
+                return "admin", None
+            LOGINS.failed(address)
+            return None, (401, NOT_ADMIN_BEARER)
+    if session_valid(headers.get("Cookie")):
+        return "admin", None
+    return None, (401, SIGN_IN)
+
+
+def login(body, address):
+    """ADM-2 after the write checks, `body` parsed (None when it was not JSON).
+
+    Returns `(status, message, headers)`: 200 with the session cookie, 400, 401 or 429.
+    """
+    if not isinstance(body, dict):
+        return 400, SEND_TOKEN, {}
+    wait = LOGINS.wait(address)
+    if wait:
+        return _too_many(wait)
+    if admin_matches(body.get("token")):
+        LOGINS.clear(address)
+        return 200, "", {"Set-Cookie": session_cookie()}
+    LOGINS.failed(address)
+    return 401, NOT_TOKEN, {}
+
+
+# -- the access log ---------------------------------------------------------------
+
+def client_address(headers, peer):
+    """The caller's address: the socket's, or with BENCH_TRUST_FORWARDED the last X-Forwarded-For item."""
+    if trust_forwarded():
+        forwarded = (headers.get("X-Forwarded-For") or "").split(",")[-1].strip()
+        if forwarded:
+            return forwarded
+    return peer
+
+
+def log_address():
+    """`BENCH_LOG_ADDRESS=1`: the access log ends each line with the client's address."""
+    return os.environ.get("BENCH_LOG_ADDRESS", "").strip().lower() in TRUE
+
+
+def access_line(method, path, status, who, address=""):
+    """LOG-1..3, plus the client address when given: never a query string, never a control character."""
+    # masked before the cut, which could split a key
+    route = ascii(GATEWAY_KEY.sub("bwk_...", routes.logged(path))[:200])[1:-1]
+    stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M:%S")
+    line = f"{stamp} {method or '-'} {route or '-'} {status} {who or '-'}"
+    if address:
+        line += " " + ascii(address[:64])[1:-1].replace(" ", "")
+    return line
+
+
+def mask_secrets(text):
+    """LOG-5: the value of any key=, api_key= or access_token= query parameter becomes `...`, the name
+    read percent-decoded and in any case, as the credential parser reads it (`?%6bey=` is `?key=`);
+    LOG-6: so does any gateway key, wherever it stands (a path, say)."""
+    kept, done = [], 0
+    for match in QUERY_NAME.finditer(text):
+        if match.start() < done or urllib.parse.unquote_plus(match.group(1)).lower() not in SECRET_PARAMS:
+            continue  # inside a value already masked, or no credential
+        kept += [text[done:match.end()], "..."]
+        done = QUERY_VALUE.match(text, match.end()).end()
+    kept.append(text[done:])
+    return GATEWAY_KEY.sub("bwk_...", "".join(kept))
+
+
+def log(line):
+    sys.stderr.write(line + "\n")

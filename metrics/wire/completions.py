@@ -1,0 +1,93 @@
+"""OpenAI legacy completions: `POST /v1/completions` (formats.md §5.2).
+
+One prompt string becomes one user message; the panel's answer comes back as
+`choices[0].text`. Refusals use the chat completions shape (§2).
+
+Decision (improvement 4): streamed chunks carry a `cmpl-` id like the
+non-streamed reply, not the reference's `chatcmpl-`.
+"""
+
+import time
+
+from . import chat, common
+
+ONE_PROMPT = ('"prompt" must be one string (or a list of exactly one string); lists of several prompts and '
+              "token ids are not supported")
+
+error_body = chat.error_body
+
+
+def ask(body):
+    """The Ask of a completions body. Ignored: suffix, echo, n, logprobs, best_of and the rest."""
+    prompt = body.get("prompt")
+    if isinstance(prompt, list) and len(prompt) == 1:
+        prompt = prompt[0]
+    if not isinstance(prompt, str):
+        raise common.Unsupported(ONE_PROMPT)
+    options = common.options(body.get("max_tokens"), body.get("temperature"), body.get("top_p"), body.get("stop"))
+    return common.make_ask(body, [{"role": "user", "content": prompt}], body.get("stream"), options, {})
+
+
+def completion_id():
+    return "cmpl-" + common.hex24()
+
+
+def reply(content, shown, bench, usage, seconds=0, reason="stop"):
+    tokens_in, tokens_out = usage
+    answer = {"id": completion_id(), "object": "text_completion", "created": int(time.time()), "model": shown,
+              "choices": [{"text": content, "index": 0, "logprobs": None, "finish_reason": reason}],
+              "usage": {"prompt_tokens": tokens_in, "completion_tokens": tokens_out,
+                        "total_tokens": tokens_in + tokens_out}}
+    if bench is not None:
+        answer["bench"] = bench
+    return answer
+
+
+class Stream:
+    """No opening chunk; one chunk per piece; the last carries `finish_reason` and `bench`, then `[DONE]`."""
+
+    content_type = "text/event-stream"
+
+    def __init__(self, write, shown, prompt_tokens=0, reason="stop"):
+        self.write = write
+        self.shown = shown
+        self.id = completion_id()
+        self.created = int(time.time())
+        self.reason = reason  # a route turn that ran out of output ends `length`
+
+    def _chunk(self, text, finish=None, **extra):
+        chunk = {"id": self.id, "object": "text_completion", "created": self.created, "model": self.shown,
+                 "choices": [{"text": text, "index": 0, "logprobs": None, "finish_reason": finish}], **extra}
+        self.write(common.sse(chunk))
+
+    def start(self):
+        """Legacy completions have no opening chunk."""
+
+    def text(self, piece):
+        self._chunk(piece)
+
+    def end(self, bench):
+        self._chunk("", self.reason, **({"bench": bench} if bench is not None else {}))
+        self.write(b"data: [DONE]\n\n")
+
+    def error(self, status, message):
+        self.write(common.sse(error_body(status, message)))
+        self.write(b"data: [DONE]\n\n")
+
+    def keepalive(self):
+        self.write(common.KEEPALIVE_COMMENT)
+
+
+class Completions(common.Format):
+    """OpenAI legacy completions on `POST /v1/completions` (§5.2)."""
+
+    name = "completion"
+    Stream = Stream
+    read = staticmethod(ask)
+    answer = staticmethod(reply)
+    error_body = staticmethod(error_body)
+
+    def route_reply(self, turn, shown, bench, tokens_in, seconds, custom=()):
+        """RT-21: the text, the member's tokens, `length` when it ran out of output (improvement 4)."""
+        reason = "length" if turn.stop == "length" else "stop"
+        return reply(turn.text, shown, bench, turn.tokens(tokens_in), seconds, reason), {}
