@@ -45,7 +45,7 @@ def core(bench):
 
 
 def bench_env(url=None, **extra):
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "BENCHWARMERS_PROG": "bench", **extra}
+    env = {**os.environ, "BENCHWARMERS_PROG": "bench", **extra}
     if url is not None:
         env["BENCHWARMERS_URL"] = url
     return {k: v for k, v in env.items() if v is not None}

@@ -35,8 +35,8 @@ def up(home):
 
 
 def probe_cli(*args):
-    """`python metrics/admin/probe_caps.py ...` as typed in the checkout (PYTHONPATH: this checkout's modules)."""
-    env = {**os.environ, "PYTHONIOENCODING": "utf-8", "PYTHONPATH": str(paths.CODE)}
+    """`python -m benchwarmers.admin.probe_caps ...` as typed."""
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
     return subprocess.run([*paths.module_command("admin.probe_caps"), *args], capture_output=True,
                           text=True, env=env, cwd=paths.CODE, timeout=60)
 

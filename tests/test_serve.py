@@ -191,7 +191,7 @@ def test_gateway_routes_take_keys_never_the_cookie_rt2(dash, monkeypatch):
 # -- startup (SRV-1, SRV-2, START-*) ----------------------------------------------------------------------------------
 
 def run_serve(env, *args, wait=True):
-    full = {**os.environ, "PYTHONPATH": str(ROOT), **env}
+    full = {**os.environ, **env}
     return subprocess.run([sys.executable, str(ROOT / "serve.py"), *args], capture_output=True, text=True,
                           timeout=30, env=full)
 
@@ -207,7 +207,7 @@ def test_startup_refusals_srv2(home):
 
 def test_startup_line_and_layout_srv1(home, tmp_path):
     data = tmp_path / "fresh"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "BENCHWARMERS_HOME": str(data), "BENCH_PORT": "0",
+    env = {**os.environ, "BENCHWARMERS_HOME": str(data), "BENCH_PORT": "0",
            "BENCHWARMERS_ADMIN_TOKEN": TOKEN}
     proc = subprocess.Popen([sys.executable, str(ROOT / "serve.py")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=env)
@@ -780,7 +780,7 @@ def test_a_refused_disk_write_is_answered_not_dropped(dash):
 
 def test_demo_serves_a_living_dashboard_and_throws_its_folder_away(home):
     """`python serve.py --demo`: the demo bench, the dashboard and the gateway on one port, in one command."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "BENCH_PORT": "0"}
+    env = {**os.environ, "BENCH_PORT": "0"}
     proc = subprocess.Popen([sys.executable, str(ROOT / "serve.py"), "--demo"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env)
     try:

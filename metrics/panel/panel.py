@@ -277,7 +277,7 @@ def footer():
     return ("---\n"
             "Once you have checked an answer against the code, record a verdict for its seat, useful or not.\n"
             "Send `POST /bench/verdict` to this same server (see `bench.verdict`), or run "
-            f'`{home}python metrics/panel/offload.py verdict <call id> --useful|--not-useful --note "..."`.')
+            f'`{home}python -m benchwarmers.panel.offload verdict <call id> --useful|--not-useful --note "..."`.')
 
 
 SHAPE_WORDS = {"no decision model onboarded": "the default: no decision model is onboarded to choose a shape for "
