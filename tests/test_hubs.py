@@ -54,7 +54,7 @@ def test_hb1_each_adapter_says_what_it_supports_and_needs_a_hub_endpoint(home):
 
 
 def test_hb1_the_command_prints_the_plan_and_never_a_key(bench):
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ}
     done = subprocess.run([sys.executable, "-m", "benchwarmers.providers.owui", "groq", "llama-new"], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=60)
     plan = json.loads(done.stdout)

@@ -148,7 +148,6 @@ def test_sch4_the_weekly_capabilities_job_runs_the_probe(up, monkeypatch):
     reaches the upstream. Only the 429 model is registered: its second question is skipped, so no gap is waited."""
     for alias in set(MODELS) - {"busy"}:
         registry.remove_registration(alias)
-    monkeypatch.setenv("PYTHONPATH", str(paths.CODE))
     assert scheduler.command("capabilities") == ["-m", "benchwarmers.admin.probe_caps", "--gap", "30"]
     scheduler.Scheduler().run_job("capabilities", "07:00")
     log = paths.file("runs", "scheduler.log").read_text(encoding="utf-8")
