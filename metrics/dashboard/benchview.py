@@ -10,8 +10,8 @@ Decisions where the spec is silent:
   router (RTR-9); the dated suite notes (BM-2) are the Benchmarks page's, another issue.
 - A model's "last answer" counts answered perf rows and useful offloads; suite outputs are not read
   here (the suite's saved answers are scored by `models.history` for recall only).
-- No scheduler runs in this process yet: `/api/status` reports `config/scheduler.json`'s mode and jobs
-  (`admin.jobs`) so the CLI sees what a scheduler will.
+- `/api/status` reports the scheduler's mode and jobs as `config/scheduler.json` saves them (`admin.jobs`):
+  the loop `serve.py` starts re-reads that file every tick, so the saved state is what runs.
 """
 
 import csv
