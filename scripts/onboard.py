@@ -7,7 +7,7 @@ endpoint serves the name; it is registered under an alias; the registrations are
 and the catalog refreshed; a four-call availability probe (`perf/run.py`); the review suite.
 It never decides whether work goes to the model: the router does, from the evidence gathered.
 
-Decisions where the contract is silent or the product is not all there yet:
+Decisions where the contract is silent:
 - A listing entry without `supported_endpoints` is taken for a chat model; if it only answers the
   Decisions API, the availability probe says so (its calls fail) and the issue is recorded.
 - Step 3 refreshes no provider tags: `scripts/provider_tags.py` writes them from an Open WebUI hub, run on its

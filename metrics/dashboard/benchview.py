@@ -7,7 +7,7 @@ write by the gateway, a script or another dashboard shows on the next page load.
 
 Decisions where the spec is silent:
 - The Suite column is found/known bugs over the suite's saved answers as `models.history` scores them for the
-  router (RTR-9); the dated suite notes (BM-2) are the Benchmarks page's, another issue.
+  router (RTR-9); the dated suite notes (BM-2) are read by the Benchmarks page (`dashboard.benchmarks`).
 - A model's "last answer" counts answered perf rows and useful offloads; suite outputs are not read
   here (the suite's saved answers are scored by `models.history` for recall only).
 - `/api/status` reports the scheduler's mode and jobs as `config/scheduler.json` saves them (`admin.jobs`):
