@@ -52,7 +52,7 @@ def percentile(values, pct):
     """Nearest rank (PF-4): the sorted value at `round(pct × (len−1))`, clamped; 0.0 when empty.
 
     Python's `round` takes a half to the even neighbour (banker's rounding: p50 of 4 values is index 2, of 6 is
-    index 2 too): kept so every reading compares with the history written before (suite-cli-mcp.md §13.22)."""
+    index 2 too): kept so every reading compares with the history written before (suite-cli-mcp.md improvement 22)."""
     if not values:
         return 0.0
     ordered = sorted(values)

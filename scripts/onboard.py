@@ -7,13 +7,14 @@ endpoint serves the name; it is registered under an alias; the registrations are
 and the catalog refreshed; a four-call availability probe (`perf/run.py`); the review suite.
 It never decides whether work goes to the model: the router does, from the evidence gathered.
 
-Decisions where the contract is silent or the product is not all there yet:
+Decisions where the contract is silent:
 - A listing entry without `supported_endpoints` is taken for a chat model; if it only answers the
   Decisions API, the availability probe says so (its calls fail) and the issue is recorded.
-- There is no Open WebUI hub adapter yet, so step 3 refreshes no provider tags; the catalog is
-  refreshed in this process (it is the same listing fetch the catalog job makes).
-- `--selftest` is not offered: the checks are tests (tests/test_onboard.py), as for the modules
-  (README, "Decisions").
+- Step 3 refreshes no provider tags: `scripts/provider_tags.py` writes them from an Open WebUI hub, run on its
+  own (a model's connection reads `config/provider-tags.json` as it stands); the catalog is refreshed in this
+  process (it is the same listing fetch the catalog job makes).
+- `--selftest` is not offered: the checks are tests (tests/test_first_hour.py runs this script end to end), as
+  for the modules (README, "Decisions where the contract was silent").
 """
 
 import argparse

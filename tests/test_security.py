@@ -397,7 +397,7 @@ def test_cred_test4_test7_credential_forms_and_messages(port, keys_on, monkeypat
     assert listing(f"/v1/models?key={key}")[0] == 401  # CRED-5: not on OpenAI routes
     for path in (f"/v1beta/models?key={key}", f"/v1beta/models/core:generateContent?alt=sse&key={key}",
                  f"/v1/models/core:countTokens?key={key}"):
-        assert listing(path)[0] != 401, path  # identified; the route itself is another issue's
+        assert listing(path)[0] != 401, path  # identified; what the route answers is not this test's
     assert listing(f"/v1beta/models?key=&key={key}")[0] == 401
     assert listing(f"/v1beta/models?key={key}", **{"x-api-key": "bad"})[0] == 401
     assert listing(Authorization=f"Bearer {key}", Host="evil.example")[0] == 403  # Host first, key or not

@@ -17,8 +17,8 @@ Decisions where the spec leaves room:
   with the same normalised name (OB-9); the cache is only read, never fetched.
 - "New since the daily check" needs a daily check: before the served snapshot exists nothing is called new
   (every model would be).
-- An Open WebUI hub's rows are grouped by the provider-tags file; no live hub question is asked (no hub adapter
-  is built yet).
+- An Open WebUI hub's rows are grouped by the provider-tags file (`scripts/provider_tags.py` writes it); the
+  picker asks the hub nothing live, though OB-8 allows a best-effort read of its connection names.
 """
 
 import concurrent.futures

@@ -154,8 +154,8 @@ class Scheduler:
             self.lock_fd = None
 
     def run_job(self, job, due):
-        """SCH-4: the job as a child, cwd CODE, output captured, 2 h cap. A job whose program is not in this
-        checkout (its issue not built yet) is said as such, never run to a failed exit."""
+        """SCH-4: the job as a child, cwd CODE, output captured, 2 h cap. A job whose module this install lacks
+        is logged as skipped, never run to a failed exit."""
         started = time.monotonic()
         module = command(job)[1]
         if importlib.util.find_spec(module) is None:

@@ -656,7 +656,7 @@ def ask_cli(alias, prompt, system="", timeout=TIMEOUT, model=None):
 
 def run_cli(alias, prompt, timeout=CLI_TIMEOUT):
     """The suite's and probes' text through `llm -m`, ready for `outcome()`.
-    No caller yet but the tests: the suite runner and the onboarding probe will call it."""
+    The suite runner calls it for models whose backend is `llm` (`suite/run.py`)."""
     return suite_text(cli(alias, prompt, "", timeout), timeout)
 
 

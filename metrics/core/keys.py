@@ -78,13 +78,14 @@ def _change_store(change):
 
 def set_key(name, value):
     """Store one key (KEY-5): only the stored set plus this one (never env keys), locked and atomic.
-    No caller yet but the tests: the dashboard's endpoint dialog (a typed key) will call it."""
+    Callers: the endpoint dialog and `init --endpoint` (a typed key, a hub's admin key), Connect and renewal
+    (a sign-in's token and its `.refresh`)."""
     _change_store(lambda data: data.__setitem__(name, value))
 
 
 def delete_key(name):
     """Take one key out of the store (KEY-5).
-    No caller yet but the tests: the dashboard's endpoint dialog will call it."""
+    Only the tests call it: removing an endpoint keeps its key in the store (dashboard.md EP-8)."""
     _change_store(lambda data: data.pop(name, None))
 
 

@@ -7,11 +7,11 @@ write by the gateway, a script or another dashboard shows on the next page load.
 
 Decisions where the spec is silent:
 - The Suite column is found/known bugs over the suite's saved answers as `models.history` scores them for the
-  router (RTR-9); the dated suite notes (BM-2) are the Benchmarks page's, another issue.
+  router (RTR-9); the dated suite notes (BM-2) are read by the Benchmarks page (`dashboard.benchmarks`).
 - A model's "last answer" counts answered perf rows and useful offloads; suite outputs are not read
   here (the suite's saved answers are scored by `models.history` for recall only).
-- No scheduler runs in this process yet: `/api/status` reports `config/scheduler.json`'s mode and jobs
-  (`admin.jobs`) so the CLI sees what a scheduler will.
+- `/api/status` reports the scheduler's mode and jobs as `config/scheduler.json` saves them (`admin.jobs`):
+  the loop `serve.py` starts re-reads that file every tick, so the saved state is what runs.
 """
 
 import csv

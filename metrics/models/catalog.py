@@ -119,8 +119,8 @@ def cached(name):
 
 
 def forget():
-    """Drop every listing held in memory (after endpoints change, or between tests).
-    No caller yet but the tests: the dashboard's endpoint dialog will call it after a change."""
+    """Drop every listing held in memory. Only the tests call it: a changed endpoint needs no call, since
+    listings are held by endpoint name and listing URL (`_key`), so a new base is a new entry."""
     _listings.clear()
     _changed()
 

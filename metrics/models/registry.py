@@ -292,8 +292,8 @@ def _cut(alias, blocks, i, lines):
 
 
 def remove_registration(alias):
-    """Take every block registered as `alias` out of the file; whether there was one (the dashboard's
-    model popup and auto-retire will call it; tests do today).
+    """Take every block registered as `alias` out of the file; whether there was one. Retiring a model calls
+    it (`admin.modeledit`, which the model popup and auto-retire both go through).
     Blocks are found as YAML reads them; every other line is kept as written."""
     where = path()
     with fileio.lock(where):

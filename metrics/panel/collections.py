@@ -213,7 +213,7 @@ def chosen_policy():
 
 def settings_problems():
     """Why `settings()`, `timeouts()` or `chosen_policy()` differs from what gateway.json says, one sentence
-    each. No caller yet but the tests: the dashboard's settings editor will show it."""
+    each. Only the tests call it; the gateway says the same problems once on stderr (`_tell`)."""
     fault = _gateway_fault()
     return ([fault] if fault else []) + _checked()[1] + _timed()[1] + _policy()[1]
 

@@ -270,7 +270,7 @@ def _available(regs, folder):
 
 def available():
     """Registered aliases the endpoints still list and whose latest perf rows are not all failures (RTR-1).
-    No caller yet but the tests: the dashboard and the `bench` CLI will show it."""
+    Only the tests call it; `pick_seats()` reads the same pool through `_available`."""
     return list(_available(registry.registrations(), str(paths.data())))
 
 
