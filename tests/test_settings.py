@@ -3,10 +3,11 @@ names is declared there and read through `settings.env`; the README's "Settings"
 makes; the config files' owners fall back to the table's defaults; and `bench settings` shows each setting's
 effective value and where it came from, secrets masked.
 
-The source is read with `ast`, never imported, as tests/test_layers.py reads it.
+The rules on the source read it with `ast`, never importing it, as tests/test_layers.py does.
 """
 
 import ast
+import functools
 import json
 import os
 import re
@@ -34,6 +35,7 @@ README_TABLE = re.compile(r"<!-- settings: bench settings --markdown -->\n\n(.*?
 FAMILIES = [s.family for s in settings.SETTINGS if s.family]
 
 
+@functools.cache
 def modules():
     """`{module: (path, tree)}` of the product's code (suite/starter holds task fixtures, not code)."""
     found = {}
@@ -261,9 +263,15 @@ def test_settings_with_an_action_is_still_the_clis():
 
 
 def test_completion_offers_the_settings_list():
+    """bash completes `bench settings --` with the launcher's options, beside the CLI's actions."""
     commands = {name: actions for name, _, _, actions in launcher.completion_commands()}
     assert {"gateway", "client", "scheduler", "--list", "--markdown"} == set(commands["settings"])
-    assert "--markdown" in completion.script("bash", launcher.completion_commands())
+    script = completion.script("bash", launcher.completion_commands())
+    program = f"""{script}
+COMP_WORDS=(bench settings --); COMP_CWORD=2
+_benchwarmers_complete; printf '%s\\n' "${{COMPREPLY[@]}}" """
+    done = subprocess.run(["bash", "-c", program], capture_output=True, text=True, timeout=30)
+    assert done.stdout.split() == ["--list", "--markdown"]
 
 
 def test_the_data_folder_variable_is_the_one_paths_reads(monkeypatch, tmp_path):

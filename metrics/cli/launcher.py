@@ -48,8 +48,7 @@ SERVERS = {
     "init": Server("benchwarmers.scripts.init", (), "make a data folder: [folder] [--endpoint NAME URL --key]", False),
 }
 OWN = {"paths": "where the data folder is, and why", "completion": "print a bash or zsh completion script"}
-OWN_SHOWN = [("paths | completion bash|zsh", "where the data folder is, and why | shell completion"),
-             ("settings [--markdown]", "every setting: its value and where it came from")]
+OWN_SHOWN = [("paths | settings | completion", "data folder | each setting's source | bash|zsh completion")]
 SETTINGS_OPTIONS = ("--list", "--markdown")  # `settings` with none of the CLI's actions
 HELP = ("-h", "--help")
 

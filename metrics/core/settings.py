@@ -10,9 +10,10 @@ readers check the values); the test holds their defaults equal to the ones here.
 The README's "Settings" table is `markdown()` (`bench settings --markdown`), and `bench settings` shows
 each setting's effective value and where it came from (`screen()`).
 
-Decisions: a variable set to blanks counts as unset (every reader stripped it before, or read blanks as
-nothing); the variables the product sets for its own children, and those of other tools it looks up as
-they do, are declared too, and `bench settings` shows them only when they are set.
+Decisions: a variable set to blanks counts as unset, as nearly every reader had it already (where one did
+not, a seed, a purpose or an admin token of blanks, blanks now read as none); the variables the product sets
+for its own children, and those of other tools it looks up as they do, are declared too, and
+`bench settings` shows them only when they are set.
 """
 
 import dataclasses
@@ -163,7 +164,7 @@ SETTINGS = (
     _config("gateway.json", "max_explorers", 2, "Explorer seats at most (above 2 has no effect).",
             "panel.collections"),
     _config("gateway.json", "policy", "counted", "How the record picks a merged reply's merger and the member route "
-            "mode starts on: `counted` (most useful verdicts) or `thompson` (README, \"Learning from verdicts\").",
+            "mode starts on: `counted` (most useful verdicts) or `thompson` (see \"Learning from verdicts\").",
             "panel.collections"),
     _config("gateway.json", "first_byte_timeout", 180, "Seconds a seat's upstream may send nothing after the "
             "request before the seat ends as an error (0: no limit; GATEWAY.md, \"Faults\").", "panel.collections"),
@@ -219,13 +220,14 @@ def env(name):
     return value if value.strip() else VARIABLES[name].default
 
 
-def family(prefix):
+def family(prefix, environ=None):
     """`{the rest of the name: value}` of each set variable of a family (`BENCHWARMERS_KEY_`), its prefix in any
-    case."""
+    case; from `environ` when given, else this process's environment."""
+    environ = os.environ if environ is None else environ
     found = {}
-    for name in os.environ:  # names only: every panel's call log asks, and decoding each value costs more
-        if name.upper().startswith(prefix) and len(name) > len(prefix) and os.environ[name]:
-            found[name[len(prefix):]] = os.environ[name]
+    for name in environ:  # names only: every panel's call log asks, and decoding each value costs more
+        if name.upper().startswith(prefix) and len(name) > len(prefix) and environ[name]:
+            found[name[len(prefix):]] = environ[name]
     return found
 
 
@@ -272,9 +274,9 @@ def _table(first, rows):
 # -- `bench settings`: the effective values ---------------------------------------------------------------------
 
 def effective(environ, folder):
-    """`[(setting, value, source)]` for the environment `environ` and the data folder `folder`: the value as text,
-    the source `environment`, `data folder` (the row's file there) or `default`. A variable the product sets for its children, or
-    another tool's, is left out unless it is set."""
+    """`[(setting, value, source)]` for the environment `environ` and the data folder `folder`: the value as
+    text, the source `environment`, `data folder` (the row's file there) or `default`. A variable the product
+    sets for its children, or another tool's, is left out unless it is set."""
     files = {}
     rows = []
     for s in SETTINGS:
@@ -290,9 +292,8 @@ def effective(environ, folder):
 
 
 def _variable(s, environ):
-    if s.family:
-        named = sorted(n[len(s.family):].lower().replace("_", "-") for n, v in environ.items()
-                       if n.upper().startswith(s.family) and len(n) > len(s.family) and v.strip())
+    if s.family:  # the names, never a value: each is a secret
+        named = sorted(n.lower().replace("_", "-") for n in family(s.family, environ))
         return (s, f"set for {', '.join(named)}" if named else UNSET, "environment" if named else "default")
     value = environ.get(s.name, "")
     if not value.strip():
@@ -301,7 +302,7 @@ def _variable(s, environ):
 
 
 def _key(s, data):
-    if s.name.startswith("<"):  # one entry per alias, connection or key: the file's entries
+    if s.name.startswith("<"):  # one entry per alias, connection or checkout: the file's entries
         named = sorted(k for k in data if not k.startswith("_"))
         return s, ", ".join(named) if named else "none", FROM_FILE if named else "default"
     if s.name in data:

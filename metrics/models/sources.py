@@ -27,7 +27,8 @@ import time
 from ..core import fileio, paths, settings
 from ..net import transport
 
-FEEDS = {"modelsdev": "BENCH_MODELSDEV_URL", "freellmapi": "BENCH_FREELLMAPI_URL"}  # the variable of each feed's address
+# the variable holding each feed's address (its default is the public one, in metrics/core/settings.py)
+FEEDS = {"modelsdev": "BENCH_MODELSDEV_URL", "freellmapi": "BENCH_FREELLMAPI_URL"}
 OPENROUTER = "BENCH_OPENROUTER_MODELS_URL"
 FEED_TIMEOUT = 90
 OPENROUTER_TIMEOUT = 60
