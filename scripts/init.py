@@ -82,9 +82,10 @@ def add_endpoint(folder, name, base, ask_key):
 
 def next_step(added):
     """IN-6: the next thing to do, and where the dashboard is."""
-    port = os.environ.get("BENCH_PORT", "").strip() or "8122"
+    from ..core import settings
+    port = settings.env("BENCH_PORT").strip()
     url = f"http://localhost:{port}"
-    if os.environ.get("BENCHWARMERS_LAUNCHER"):
+    if settings.env("BENCHWARMERS_LAUNCHER"):
         return f"Next: the dashboard starts now at {url}; onboard a model there."
     first = f"onboard a model it serves: {NEXT_ONBOARD} (`python -m benchwarmers.models.endpoints` lists what it serves)" \
         if added else "add an endpoint: python -m benchwarmers.scripts.init --endpoint NAME BASE_URL --key"
@@ -93,10 +94,10 @@ def next_step(added):
 
 def main(argv=None):
     args = parse(argv)
-    from ..core import fileio, paths
+    from ..core import fileio, paths, settings
     from ..suite import tasks as suite_tasks
 
-    env = os.environ.get("BENCHWARMERS_HOME", "").strip()
+    env = settings.env("BENCHWARMERS_HOME").strip()
     chosen = args.folder or env
     folder = Path(os.path.expanduser(chosen)).resolve() if chosen else paths.default_home().resolve()
     os.environ["BENCHWARMERS_HOME"] = str(folder)  # IN-1: before anything reads DATA

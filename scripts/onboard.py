@@ -25,7 +25,7 @@ import re
 import subprocess
 import sys
 
-from ..core import fileio, keys, paths
+from ..core import fileio, keys, paths, settings
 from ..models import catalog, connections, endpoints, registry
 from ..providers import renewal
 from ..panel import roles, shape
@@ -206,7 +206,7 @@ def record_issue(alias, served, ep, failed):
     issue = {"at": datetime.datetime.now().astimezone().isoformat(timespec="seconds"), "served": served,
              "endpoint": ep, "step": "availability probe", "failure": worst.get("failure") or "other",
              "detail": (worst.get("detail") or "the probe wrote no result")[:ISSUE_DETAIL],
-             "log": os.environ.get("BENCH_ONBOARD_LOG", "")}
+             "log": settings.env("BENCH_ONBOARD_LOG")}
     fileio.update(paths.file("metrics", "onboard-issues.json"), lambda data: data.__setitem__(alias, issue))
 
 

@@ -81,7 +81,7 @@ def feeds():
 def pointed(feeds, monkeypatch):
     """Every feed address moved to the fake (the variables a child process inherits too)."""
     feeds.reset()
-    for name, (setting, _) in {**sources.FEEDS, "openrouter": sources.OPENROUTER}.items():
+    for name, setting in {**sources.FEEDS, "openrouter": sources.OPENROUTER}.items():
         monkeypatch.setenv(setting, feeds.url(name))
     return feeds
 

@@ -167,7 +167,7 @@ def test_test2_startup_checks_and_warnings(monkeypatch):
     monkeypatch.setenv("BENCH_GATEWAY_PORT", "80x")
     assert guard.startup_problem("127.0.0.1") == "BENCH_GATEWAY_PORT must be a port number, not '80x'"
     monkeypatch.setenv("BENCH_GATEWAY_PORT", " ")
-    assert guard.port_setting("BENCH_GATEWAY_PORT", 8123) == 8123
+    assert guard.port_setting("BENCH_GATEWAY_PORT") == 8123
 
 
 def test_test2_gateway_process_refuses_unsafe_configurations(tmp_path):

@@ -57,7 +57,6 @@ import http.client
 import itertools
 import json
 import math
-import os
 import random
 import shutil
 import sys
@@ -65,7 +64,7 @@ import time
 from email.utils import parsedate_to_datetime
 
 from .. import wire
-from ..core import fileio, keys, paths
+from ..core import fileio, keys, paths, settings
 from ..wire import notices
 from ..net import transport
 from ..models import catalog, connections, endpoints, freetier, learn, quota, registry
@@ -853,7 +852,7 @@ def _account(call, res, purpose, refused):
     status = _status(res, refused)
     record = ledger.line(
         call.sent_at or call.wall, call.alias, call.connection, call.endpoint, res["model"], status,
-        res["attempts"], res["usage"], res["seconds"], purpose or os.environ.get("BENCH_PURPOSE", ""),
+        res["attempts"], res["usage"], res["seconds"], purpose or settings.env("BENCH_PURPOSE"),
         swap=call.swap, budget_retry=res.get("budget_retry"),
         notice=notices.notice(res["text"]) if status == "ok" else "",
     )
@@ -959,7 +958,7 @@ def chosen():
 
     An unknown `BENCH_CLIENT` is ignored with one warning (models.md improvement 3).
     """
-    value = os.environ.get("BENCH_CLIENT", "").strip().lower()
+    value = settings.env("BENCH_CLIENT").strip().lower()
     if value in BACKENDS:
         return value, "environment"
     if value and value not in _warned:
@@ -977,7 +976,7 @@ def choose(name):
     The dashboard's Settings page calls it (`settingsedit`)."""
     if name not in BACKENDS:
         return "client: one of llm, builtin"
-    if os.environ.get("BENCH_CLIENT", "").strip():
+    if settings.env("BENCH_CLIENT").strip():
         return ("BENCH_CLIENT is set in this server's environment and wins over the setting; "
                 "unset it and restart to choose here")
     if name == "llm" and not shutil.which("llm"):

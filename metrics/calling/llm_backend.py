@@ -100,7 +100,7 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
-from ..core import fileio, keys, paths
+from ..core import fileio, keys, paths, settings
 from . import client
 
 TIMEOUT = 420
@@ -490,7 +490,7 @@ def _ask_inprocess(model, prompt, system, timeout, started, on_delta=None):
 
 
 def inprocess_wanted():
-    return os.environ.get(INPROCESS_ENV, "").strip() != "0"
+    return settings.env(INPROCESS_ENV).strip() != "0"
 
 
 def ask(alias, prompt, system="", timeout=TIMEOUT, on_delta=None):

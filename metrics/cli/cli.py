@@ -50,12 +50,12 @@ import getpass
 import json
 import re
 import sys
-import os
 import time
 import urllib.parse
 from pathlib import Path
 
 from .. import __version__
+from ..core import settings
 from ..net import remote
 from ..panel import policy
 
@@ -965,6 +965,7 @@ def parser(prog="bench"):
     revoke.add_argument("name")
     confirmable(revoke)
     settings = group(sub, "settings", "the gateway's limits, the model client, the scheduler", """examples:
+  bench settings                       every setting: its value here and where it came from (--markdown: a table)
   bench settings gateway --max-calls 5 --max-explorers 2
   bench settings client builtin
   bench settings scheduler run --off perf""")
@@ -1055,7 +1056,7 @@ def parser(prog="bench"):
 def main(argv=None):
     """Run one command; the program's name is the one the user typed (the launcher passes it on)."""
     argv = sys.argv[1:] if argv is None else argv
-    prog = os.environ.get("BENCHWARMERS_PROG") or "bench"
+    prog = settings.env("BENCHWARMERS_PROG")
     args = parser(prog).parse_args(argv)
     args.server = remote.Server.from_env(args.url)
     try:

@@ -8,10 +8,9 @@ the order: known keys hidden, then images and URL credentials redacted, then cut
 """
 
 import json
-import os
 import re
 
-from . import fileio, images, paths
+from . import fileio, images, paths, settings
 
 ENV_PREFIX = "BENCHWARMERS_KEY_"
 CLEAN_SPAN = 16  # `clean(text, n)` cleans only the first 16·n characters (room for what redaction takes out)
@@ -29,12 +28,7 @@ def stored():
 
 def env_keys():
     """Keys from the environment (KEY-3): `BENCHWARMERS_KEY_MY_HUB` names `my-hub`."""
-    found = {}
-    for name in os.environ:  # names only: every panel's call log asks, and decoding each value costs more
-        upper = name.upper()
-        if upper.startswith(ENV_PREFIX) and len(upper) > len(ENV_PREFIX) and os.environ[name]:
-            found[name[len(ENV_PREFIX):].lower().replace("_", "-")] = os.environ[name]
-    return found
+    return {name.lower().replace("_", "-"): value for name, value in settings.family(ENV_PREFIX).items()}
 
 
 def keys():

@@ -19,7 +19,7 @@ import sys
 import threading
 from pathlib import Path
 
-from . import fileio
+from . import fileio, settings
 
 PACKAGE = Path(__file__).resolve().parent.parent  # `metrics/` in a checkout, `benchwarmers/` in an install
 # Where the shipped files (config/, ui/, suite/starter/) are: the checkout's top, or the installed package itself,
@@ -52,7 +52,7 @@ def _pointer_state():
 
 def resolve():
     """Work the data folder out afresh: `(folder, reason)`. Reads env and the pointer file."""
-    env = os.environ.get("BENCHWARMERS_HOME", "").strip()
+    env = settings.env("BENCHWARMERS_HOME").strip()
     if env:
         return Path(os.path.expanduser(env)), REASON_ENV
     try:
@@ -68,7 +68,7 @@ def resolve():
 def located():
     """`(folder, reason)`, cached until the env value or the pointer file changes."""
     global _cached
-    env = os.environ.get("BENCHWARMERS_HOME", "")
+    env = settings.env("BENCHWARMERS_HOME")
     # env wins over the pointer, so while it is set the pointer is not even stat'ed (every paths.file() asks)
     key = (env, None if env.strip() else _pointer_state())
     cached = _cached
@@ -227,7 +227,7 @@ LAUNCHER_DEFAULT = "BENCHWARMERS_HOME_DEFAULTED"  # set by the launcher when it 
 
 def why(reason):
     """`located()`'s reason as a sentence for a person: which setting chose the folder, or that none did."""
-    if reason == REASON_ENV and os.environ.get(LAUNCHER_DEFAULT) == "1":
+    if reason == REASON_ENV and settings.env(LAUNCHER_DEFAULT) == "1":
         return "the default folder for this user: BENCHWARMERS_HOME is not set"
     return {REASON_ENV: "BENCHWARMERS_HOME names it",
             REASON_POINTER: f"{POINTER} names it (BENCHWARMERS_HOME is not set)",

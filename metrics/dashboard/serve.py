@@ -33,7 +33,6 @@ import argparse
 import dataclasses
 import html
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -43,7 +42,7 @@ import urllib.parse
 
 from ..server import gateway
 from .. import __version__
-from ..core import changes, paths, themes
+from ..core import changes, paths, settings, themes
 from ..wire import routes
 from ..models import endpoints, registry
 from ..calling import client
@@ -339,14 +338,14 @@ class Handler(gateway.Handler):
     def api_settings(self):
         """What Settings and Info show: themes, keys, the client, server and access, the version; never a secret."""
         backend, chosen_by = client.chosen()
-        gateway_port = guard.port_setting("BENCH_GATEWAY_PORT", 8123)
+        gateway_port = guard.port_setting("BENCH_GATEWAY_PORT")
         release, date, commit = VERSION
         folder, reason = paths.located()
         self.answer(200, {
             "ok": True, "errors": [], "theme": themes.saved(),
             "themes": [{"name": n, "label": themes.label(n), "swatch": themes.swatch(n)} for n in themes.names()],
             "keys": benchview.keys_api(), "auth": bool(guard.admin_token()),
-            "client": {"client": backend, "by": chosen_by, "pinned": bool(os.environ.get("BENCH_CLIENT", "").strip()),
+            "client": {"client": backend, "by": chosen_by, "pinned": bool(settings.env("BENCH_CLIENT").strip()),
                        "llm": bool(shutil.which("llm"))},
             "access": benchview.access(self.port, gateway_port),
             "info": {"version": release, "date": date, "commit": commit,
@@ -541,7 +540,7 @@ def main(argv=None):
     parser.add_argument("--demo", action="store_true", help="serve a throwaway demo bench on the local upstream")
     parser.add_argument("--port", type=int, default=None, help="port (default BENCH_PORT or 8122)")
     args = parser.parse_args(argv)
-    address, port, upstream = gateway.starting(args.port, "BENCH_PORT", 8122, args.demo)
+    address, port, upstream = gateway.starting(args.port, "BENCH_PORT", args.demo)
     paths.data()  # SRV-1: the data folder's layout, made at start
     server = gateway.listen(address, port, Handler, "BENCH_PORT", upstream)
     gateway.stop_on_signals(server)

@@ -139,7 +139,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 from .. import wire
-from ..core import fileio, paths
+from ..core import fileio, paths, settings
 from ..models import endpoints, registry
 from ..panel import collections
 
@@ -1366,9 +1366,9 @@ def stop_demo(up):
 def snippets(base):
     """What the demo prints: a ready curl command and an OpenAI SDK call."""
     return f"""
-Data folder (thrown away when this stops): {os.environ.get("BENCHWARMERS_HOME", "")}
+Data folder (thrown away when this stops): {settings.env("BENCHWARMERS_HOME")}
 Commands in another terminal read it once it is named there too:
-  export BENCHWARMERS_HOME={os.environ.get("BENCHWARMERS_HOME", "")}
+  export BENCHWARMERS_HOME={settings.env("BENCHWARMERS_HOME")}
 
 Ask the panel with curl:
   curl -s {base}/chat/completions -H 'Content-Type: application/json' \\

@@ -21,16 +21,15 @@ Decisions where the spec is silent:
 """
 
 import json
-import os
 import sys
 import time
 
-from ..core import fileio, paths
+from ..core import fileio, paths, settings
 from ..net import transport
 
-FEEDS = {"modelsdev": ("BENCH_MODELSDEV_URL", "https://models.dev/api.json"),
-         "freellmapi": ("BENCH_FREELLMAPI_URL", "https://api.freellmapi.co/v1/latest")}
-OPENROUTER = ("BENCH_OPENROUTER_MODELS_URL", "https://openrouter.ai/api/v1/models")
+# the variable holding each feed's address (its default is the public one, in metrics/core/settings.py)
+FEEDS = {"modelsdev": "BENCH_MODELSDEV_URL", "freellmapi": "BENCH_FREELLMAPI_URL"}
+OPENROUTER = "BENCH_OPENROUTER_MODELS_URL"
 FEED_TIMEOUT = 90
 OPENROUTER_TIMEOUT = 60
 MAX_AGE_S = 20 * 3600
@@ -50,8 +49,7 @@ LIMIT_AXES = ("rpm", "rpd", "tpm", "tpd")
 
 def url(name):
     """Where feed `name` (or `openrouter`) is read: its environment variable, else the public address."""
-    setting, default = OPENROUTER if name == "openrouter" else FEEDS[name]
-    return os.environ.get(setting, "").strip() or default
+    return settings.env(OPENROUTER if name == "openrouter" else FEEDS[name]).strip()
 
 
 def cache_path(name):

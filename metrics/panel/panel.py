@@ -40,14 +40,13 @@ import dataclasses
 import datetime
 import functools
 import json
-import os
 import queue
 import secrets
 import sys
 import threading
 import time
 
-from ..core import fileio, images, keys, paths
+from ..core import fileio, images, keys, paths, settings
 from ..wire import notices
 from ..models import aliases, catalog, learn, registry
 from ..calling import client, llm_backend
@@ -273,7 +272,7 @@ DEMO = "BENCHWARMERS_DEMO"  # set by the demo (`serve.py --demo`, `gateway.py --
 def footer():
     """The reply's last lines. In the demo the data folder is a throwaway one another terminal does not know,
     so the verdict command carries it (issue 16: the footer's command must work from another terminal)."""
-    home = f"BENCHWARMERS_HOME={paths.data()} " if os.environ.get(DEMO) == "1" else ""
+    home = f"BENCHWARMERS_HOME={paths.data()} " if settings.env(DEMO) == "1" else ""
     return ("---\n"
             "Once you have checked an answer against the code, record a verdict for its seat, useful or not.\n"
             "Send `POST /bench/verdict` to this same server (see `bench.verdict`), or run "

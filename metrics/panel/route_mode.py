@@ -42,13 +42,12 @@ import concurrent.futures
 import dataclasses
 import datetime
 import math
-import os
 import queue
 import random
 import sys
 import time
 
-from ..core import fileio, images, keys, paths
+from ..core import fileio, images, keys, paths, settings
 from ..models import catalog, connections, history, learn
 from ..calling import client
 from . import collections, conversations, offload, panel, policy, roles, route, shape as shapes
@@ -66,7 +65,7 @@ MESSAGE_KEPT = 200
 RETRY_FALLBACK = 60
 VERDICT_HINT = 'optional, once per conversation: POST /bench/verdict {"call", "useful": true|false, "note"}'
 RATE_LIMITED = ("error code: 429", "rate limit")
-rotation = random.Random(os.environ.get("BENCH_POLICY_SEED") or None)
+rotation = random.Random(settings.env("BENCH_POLICY_SEED") or None)
 
 
 # Turns run on reused threads: starting one per turn cost more than the turn's whole plan.

@@ -16,12 +16,11 @@ Decisions where the spec leaves room:
 """
 
 import json
-import os
 import re
 import uuid
 from urllib.parse import urlsplit
 
-from ..core import fileio, paths
+from ..core import fileio, paths, settings
 from ..models import endpoints
 
 OVERRIDE_ENV = "BENCH_CONNECT_PROVIDERS"
@@ -51,7 +50,7 @@ def _read(where):
 def table():
     """`{id: entry}`: the shipped providers overlaid by `BENCH_CONNECT_PROVIDERS` (field by field)."""
     found = _read(shipped_path())
-    override = os.environ.get(OVERRIDE_ENV, "").strip()
+    override = settings.env(OVERRIDE_ENV).strip()
     if override:
         for pid, fields in _read(override).items():
             found[pid] = {**found.get(pid, {}), **fields}

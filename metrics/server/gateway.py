@@ -689,9 +689,9 @@ def drain(server, grace):
     server.wait_closed(REPLY_WAIT)
 
 
-def starting(port, setting, default, demo_wanted):
+def starting(port, setting, demo_wanted):
     """What both servers do first (START-1): stdout as UTF-8; the bind address checked before anything is bound or
-    made, its warnings said; the port (`--port`, else the `setting` variable, else `default`); the demo upstream and
+    made, its warnings said; the port (`--port`, else the `setting` variable or its default); the demo upstream and
     its throwaway folder when asked. Returns `(address, port, upstream or None)`."""
     sys.stdout.reconfigure(encoding="utf-8")
     address = guard.bind_address()
@@ -700,7 +700,7 @@ def starting(port, setting, default, demo_wanted):
         sys.exit(problem)
     for warning in guard.startup_warnings():
         print(f"warning: {warning}", file=sys.stderr)
-    port = port if port is not None else guard.port_setting(setting, default)
+    port = port if port is not None else guard.port_setting(setting)
     if not demo_wanted:
         return address, port, None
     from ..demo import demo
@@ -731,7 +731,7 @@ def main(argv=None):
         parser.error("--workers: at least 1")
     if args.workers > 1 and (args.demo or not hasattr(os, "fork")):
         parser.error("--workers above 1 needs fork (Linux, macOS) and cannot be used with --demo")
-    address, port, upstream = starting(args.port, "BENCH_GATEWAY_PORT", 8123, args.demo)
+    address, port, upstream = starting(args.port, "BENCH_GATEWAY_PORT", args.demo)
     collections.config_problems()  # a broken config file is said on stderr now, once, not at the first request
     server = listen(address, port, Handler, "BENCH_GATEWAY_PORT", upstream)
     stop_on_signals(server)

@@ -37,7 +37,6 @@ import datetime
 import hashlib
 import hmac
 import ipaddress
-import os
 import re
 import sys
 import threading
@@ -45,6 +44,7 @@ import time
 import urllib.parse
 from http.cookies import CookieError, SimpleCookie
 
+from ..core import settings
 from ..wire import routes
 from . import gatekeys
 
@@ -85,14 +85,12 @@ NOT_TOKEN = "that is not the admin token"
 # -- settings (read on every call) ------------------------------------------
 
 def bind_address():
-    return os.environ.get("BENCH_BIND", "").strip() or "127.0.0.1"
+    return settings.env("BENCH_BIND").strip()
 
 
-def port_setting(name, default):
-    """BENCH_PORT / BENCH_GATEWAY_PORT: `int()`, empty → `default`; ValueError names the variable."""
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
+def port_setting(name):
+    """BENCH_PORT / BENCH_GATEWAY_PORT: `int()`, unset → the table's default; ValueError names the variable."""
+    raw = settings.env(name).strip()
     try:
         return int(raw)
     except ValueError:
@@ -111,20 +109,20 @@ def is_loopback(address):
 
 def admin_token():
     """BENCHWARMERS_ADMIN_TOKEN, stripped (improvement 17); `""` means login off."""
-    return os.environ.get("BENCHWARMERS_ADMIN_TOKEN", "").strip()
+    return settings.env("BENCHWARMERS_ADMIN_TOKEN").strip()
 
 
 def keys_required():
     """§7: a token is set, or BENCHWARMERS_REQUIRE_KEYS is anything but a clear no (a typo fails closed)."""
-    return bool(admin_token()) or os.environ.get("BENCHWARMERS_REQUIRE_KEYS", "").strip().lower() not in FALSE
+    return bool(admin_token()) or settings.env("BENCHWARMERS_REQUIRE_KEYS").strip().lower() not in FALSE
 
 
 def trust_forwarded():
-    return os.environ.get("BENCH_TRUST_FORWARDED", "").strip().lower() in TRUE
+    return settings.env("BENCH_TRUST_FORWARDED").strip().lower() in TRUE
 
 
 def _env_list(name):
-    return [item.strip().lower() for item in os.environ.get(name, "").split(",") if item.strip()]
+    return [item.strip().lower() for item in settings.env(name).split(",") if item.strip()]
 
 
 def _without_default_port(scheme, netloc):
@@ -141,7 +139,7 @@ def normal_origin(origin):
 
 def public():
     """`(host, origin)` of BENCHWARMERS_PUBLIC_URL, both `""` when unset or invalid; default port dropped."""
-    raw = os.environ.get("BENCHWARMERS_PUBLIC_URL", "").strip().rstrip("/")
+    raw = settings.env("BENCHWARMERS_PUBLIC_URL").strip().rstrip("/")
     if not raw:
         return "", ""
     parts = urllib.parse.urlsplit(raw)
@@ -169,7 +167,7 @@ def startup_problem(address):
     if token and len(token) < MIN_TOKEN:
         return (f"BENCHWARMERS_ADMIN_TOKEN is {len(token)} characters; the minimum is {MIN_TOKEN}. Make one with: "
                 "python -c \"import secrets; print(secrets.token_urlsafe(24))\"")
-    raw = os.environ.get("BENCHWARMERS_PUBLIC_URL", "").strip()
+    raw = settings.env("BENCHWARMERS_PUBLIC_URL").strip()
     if raw and not public()[0]:
         return f"BENCHWARMERS_PUBLIC_URL must be http(s)://host[:port], not {raw!r}"
     if not token and not is_loopback(address):
@@ -177,7 +175,7 @@ def startup_problem(address):
                 "BENCHWARMERS_ADMIN_TOKEN (16+ characters), or bind to this machine only with BENCH_BIND=127.0.0.1.")
     for name in ("BENCH_PORT", "BENCH_GATEWAY_PORT"):
         try:
-            port_setting(name, 0)
+            port_setting(name)
         except ValueError as exc:
             return str(exc)
     return ""
@@ -190,7 +188,7 @@ def startup_warnings():
     if token and len(set(token)) < TOKEN_VARIETY:
         warnings.append(f"BENCHWARMERS_ADMIN_TOKEN has only {len(set(token))} different characters and is easy to "
                         "guess; make one with: python -c \"import secrets; print(secrets.token_urlsafe(24))\"")
-    if token != os.environ.get("BENCHWARMERS_ADMIN_TOKEN", ""):
+    if token != settings.env("BENCHWARMERS_ADMIN_TOKEN"):
         warnings.append("BENCHWARMERS_ADMIN_TOKEN has spaces or a newline around it; they are not part of the token")
     for item in _env_list("BENCH_ALLOWED_ORIGINS"):
         if not ORIGIN_ITEM.fullmatch(item.rstrip("/")):
@@ -492,7 +490,7 @@ def client_address(headers, peer):
 
 def log_address():
     """`BENCH_LOG_ADDRESS=1`: the access log ends each line with the client's address."""
-    return os.environ.get("BENCH_LOG_ADDRESS", "").strip().lower() in TRUE
+    return settings.env("BENCH_LOG_ADDRESS").strip().lower() in TRUE
 
 
 def access_line(method, path, status, who, address=""):

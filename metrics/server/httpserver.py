@@ -53,13 +53,14 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from ..core import settings
 from . import guard
 
 READ_TIMEOUT = 30.0
 WRITE_TIMEOUT = 300.0
 MIN_RATE = 50_000
 MAX_CONNECTIONS = 256
-MAX_PER_ADDRESS = 128
+MAX_PER_ADDRESS = int(settings.default("BENCH_MAX_PER_ADDRESS"))
 MAX_REFUSERS = 64
 BUSY_WAIT = 1.0
 LINGER = 1.0
@@ -362,9 +363,7 @@ class Server(ThreadingHTTPServer):
 
 def per_address_setting():
     """`BENCH_MAX_PER_ADDRESS`, read when a server starts: a whole number of at least 1, else the default."""
-    value = os.environ.get("BENCH_MAX_PER_ADDRESS", "").strip()
-    if not value:
-        return MAX_PER_ADDRESS
+    value = settings.env("BENCH_MAX_PER_ADDRESS").strip()
     if value.isascii() and value.isdigit() and int(value) >= 1:
         return int(value)
     guard.log(f"warning: BENCH_MAX_PER_ADDRESS={value!r} is not a whole number of at least 1; "

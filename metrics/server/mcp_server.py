@@ -21,18 +21,18 @@ tool that stays silent for about 300 s.
 
 import dataclasses
 import json
-import os
 import queue
 import sys
 import threading
 import time
 
 from .. import __version__
+from ..core import settings
 from ..net import remote
 from . import mcp_tools
 
 VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")  # newest first (MCP-1)
-KEEPALIVE = 10.0
+KEEPALIVE = float(settings.default("BENCH_MCP_KEEPALIVE"))
 
 INSTRUCTIONS = (
     "Benchwarmers puts one prompt to a panel of models (a collection) and returns every seat's answer. "
@@ -154,7 +154,7 @@ def keepalive():
     """Seconds between progress notifications (KEEPALIVE); `BENCH_MCP_KEEPALIVE` shortens it for a proxy
     that drops idle connections sooner (and for the tests)."""
     try:
-        value = float(os.environ.get("BENCH_MCP_KEEPALIVE", ""))
+        value = float(settings.env("BENCH_MCP_KEEPALIVE"))
     except ValueError:
         return KEEPALIVE
     return value if value > 0 else KEEPALIVE
