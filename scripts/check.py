@@ -65,7 +65,7 @@ def environment(fixtures, scratch):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="check.py", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchwarmers.scripts.check", description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="skip the slow checks (" + ", ".join(SLOW) + ")")
     parser.add_argument("--fixtures", action="store_true",
                         help="run on a copy of tests/fixtures/data and an empty llm folder (a clean machine)")

@@ -296,6 +296,7 @@ def test_ln8_first_run_makes_the_data_folder(tmp_path):
     home = tmp_path / "fresh"
     child, lines = start_server("gateway", "--port", "0", BENCHWARMERS_HOME=str(home))
     assert lines[0] == f"First run: making your data folder at {home}\n"
+    assert any(line.startswith("Next: the dashboard starts now") for line in lines)  # IN-6, the first run only
     assert all((home / part).is_dir() for part in ("config", "metrics", "runs"))
     assert stop_server(child) == 0
 

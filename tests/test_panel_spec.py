@@ -1117,7 +1117,7 @@ def test_rpl1_footer_names_both_ways_to_record_a_verdict_and_both_work(gw, bench
     footer = content[content.rindex("\n---\n") + 5:].split("\n")
     assert len(footer) == 2 and "verdict" in footer[0]
     assert "`POST /bench/verdict`" in footer[1] and "`bench.verdict`" in footer[1]
-    assert '`python metrics/panel/offload.py verdict <call id> --useful|--not-useful --note "..."`' in footer[1]
+    assert '`python -m benchwarmers.panel.offload verdict <call id> --useful|--not-useful --note "..."`' in footer[1]
     assert reply["bench"]["verdict"] == ('POST /bench/verdict {"call", "useful": true|false, "note", '
                                          '"real": [...], "false": [...]}')
     call = reply["bench"]["seats"][0]["call"]

@@ -999,7 +999,7 @@ def backend(alias=""):
 # ---------------------------------------------------------------- command line
 
 USAGE = (
-    'usage: python metrics/calling/client.py ALIAS "PROMPT"\n\n'
+    'usage: python -m benchwarmers.calling.client ALIAS "PROMPT"\n\n'
     "Makes one call to ALIAS (a model registered in config/extra-openai-models.yaml) through the "
     "built-in client with a 120 s timeout, and prints the answer, the error, or <<TIMED OUT after 120s>>. "
     "Exits 1 on an error or a timeout, else 0."

@@ -176,7 +176,7 @@ def main(argv=None):
     if step["first_run"] and not home.exists():
         print(f"First run: making your data folder at {home}", flush=True)  # LN-8
         made = subprocess.run([sys.executable, "-m", SERVERS["init"].module, str(home)], cwd=paths.CODE,
-                              env=env).returncode
+                              env={**env, paths.FIRST_RUN: "1"}).returncode
         if made:
             return made
     child = subprocess.Popen([sys.executable, "-m", step["script"], *step["args"]], cwd=step["cwd"], env=env)

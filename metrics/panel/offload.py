@@ -22,8 +22,7 @@ as well as `bench/core` (IMP-6).
     python -m benchwarmers.panel.offload add MODEL TASK [--useful|--not-useful] [--note T] [--real C]... [--false C]...
     python -m benchwarmers.panel.offload verdict CALL (--useful|--not-useful) [--note T] [--real C]... [--false C]...
 
-(`python metrics/panel/offload.py ...`, which the gateway's footer prints, works too where the package is
-installed, as `pip install -e .` does.)
+The gateway's footer prints the `verdict` line, so it works from an install and from a checkout alike.
 """
 
 import argparse
