@@ -1,6 +1,6 @@
 """The wheel is the whole product: what `python -m build` made, installed alone, does everything (issue 28 item 7).
 
-    python .ci/wheel_smoke.py dist/        (.ci/run runs it after the test suite, with the wheel it built)
+    python .ci/wheel_smoke.py dist/        (.ci/run runs it on the wheel it built, before the test suite)
 
 Each check prints a line as it starts; the first failure prints `FAIL: <why>` and exits 1. In order:
   1. dist/ holds one wheel and one sdist of the same version. The wheel's top level is `benchwarmers/` and
@@ -13,16 +13,20 @@ Each check prints a line as it starts; the first failure prints `FAIL: <why>` an
      without the checkout's virtual environment, as after `pipx install`.
   3. `bench --version`; `bench init DIR --endpoint demo URL` against the demo upstream the wheel ships
      (`python -m benchwarmers.demo.demo --port 0`, which prints its base URL first); onboarding one of its
-     models into DIR with `python -m benchwarmers.scripts.onboard NAME --skip-suite`.
+     models into DIR with `python -m benchwarmers.scripts.onboard NAME --skip-suite`; then every scheduled
+     job of the installed job table (`admin.jobs.JOBS`), run once as the scheduler runs it (its interpreter,
+     cwd the installed package) on DIR, each exiting 0 or with its documented nothing-to-do exit. DIR rather
+     than `bench demo`'s folder: the demo's bench has no suite tasks, so the suite job would ask nothing,
+     while DIR has the starter tasks the wheel carries. The catalog feeds point at the upstream too.
   4. `bench demo`: every dashboard tab in Chromium with no console error and no failed request; onboarding
      a model through the dashboard's queue (`bench onboard scout --quick --wait`, scout being the model the
-     demo serves but leaves off its bench); every scheduled job of the installed job table
-     (`admin.jobs.JOBS`), run once as the scheduler runs it (cwd the installed package, its interpreter)
-     against the demo's data folder, each exiting 0 or with its documented nothing-to-do exit.
+     demo serves but leaves off its bench).
   5. `bench mcp` answers `initialize` and `tools/list` over stdio; `bench gateway` on the demo's data folder
      serves a panel (POST /v1/chat/completions, model bench/demo) whose reply has every seat, and the verdict
      command its footer prints records a verdict.
-  6. Nothing was written inside the installed package (compiled bytecode aside): the data lives elsewhere.
+  6. The checkout's own tools (`scripts.check`, whose checks are tests/; `scripts.notice`, which writes the
+     checkout's NOTICE) say they need a checkout instead of checking nothing or writing into the install.
+     Nothing was written inside the installed package (compiled bytecode aside): the data lives elsewhere.
 
 Why the browser is driven from this interpreter: Playwright is no dependency of the product, and the one
 running this script (CI's test environment) has it; Chromium is Debian's `chromium`, as in tests/conftest.py.
@@ -52,7 +56,7 @@ CHROMIUM_ARGS = ["--no-sandbox", "--headless=new", "--disable-gpu", "--disable-b
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 STEP_TIMEOUT = 120
 # The job table's commands as the scheduler runs them, with what the smoke changes and why:
-JOB_EXTRA = {"capabilities": ["--gap", "0"]}  # its 30 s courtesy pause between calls, times a dozen calls
+JOB_EXTRA = {"capabilities": ["--gap", "0"]}  # its 30 s courtesy pause between calls: half the smoke's time
 # A job may end with the exit and message its contract gives for "nothing to do here" (SU-25: no :free model).
 NOTHING_TO_DO = {"suite-free": (1, "no :free model is registered")}
 
@@ -208,12 +212,11 @@ def succeeded(done, what):
     return done.stdout
 
 
-# -- 3. init and onboarding from the command line ----------------------------------------------------------
+# -- 3. init, onboarding and the scheduled jobs from the command line --------------------------------------
 
 
-def init_and_onboard(env):
-    upstream = env.start([env.python, "-m", "benchwarmers.demo.demo", "--port", "0"])
-    base = said(upstream, r"^(http://127\.0\.0\.1:\d+/v1)$").group(1)
+def init_and_onboard(env, base):
+    """`bench init` on the demo upstream, then a model onboarded from it: the bench's folder."""
     folder = env.root / "bench"
     say(f"- bench init {folder.name} --endpoint demo {base}")
     out = succeeded(env.run([env.bench, "init", str(folder), "--endpoint", "demo", base]), "bench init")
@@ -226,7 +229,29 @@ def init_and_onboard(env):
     out = succeeded(env.run([env.python, "-m", "benchwarmers.scripts.onboard", "terse", "--skip-suite"],
                             BENCHWARMERS_HOME=str(folder)), "onboard")
     check("registered as terse" in out and "[5/5] suite skipped" in out, f"onboarding did not finish:\n{out}")
-    stop(upstream)
+    return folder
+
+
+def jobs(env, code, folder, upstream_base):
+    """Every job of the installed table, as `admin.scheduler` runs it: its interpreter, cwd the package."""
+    table = env.run([env.python, "-c", "import json; from benchwarmers.admin import jobs, scheduler; "
+                     "from benchwarmers.core import paths; print(json.dumps({'python': paths.child_python(), "
+                     "'jobs': {job: scheduler.command(job) for job in jobs.JOBS}}))"])
+    check(table.returncode == 0, f"the job table does not load:\n{table.stderr}")
+    found = json.loads(table.stdout)
+    feeds = {name: upstream_base + "/models" for name in
+             ("BENCH_OPENROUTER_MODELS_URL", "BENCH_MODELSDEV_URL", "BENCH_FREELLMAPI_URL")}  # nothing leaves
+    for job, command in found["jobs"].items():
+        argv = [found["python"], *command, *JOB_EXTRA.get(job, [])]
+        started = time.monotonic()
+        done = env.run(argv, cwd=code, BENCHWARMERS_HOME=str(folder), **feeds)
+        expected = NOTHING_TO_DO.get(job)
+        fine = done.returncode == 0 or (expected and done.returncode == expected[0]
+                                        and expected[1] in done.stdout + done.stderr)
+        check(fine, f"job {job} ({shlex.join(command)}) exited {done.returncode}:\n{done.stdout}{done.stderr}")
+        last = (done.stdout + done.stderr).strip().splitlines()[-1:] or [""]
+        say(f"  {job}: exit {done.returncode} in {time.monotonic() - started:.1f} s  ({last[0][:90]})")
+    return list(found["jobs"])
 
 
 def stop(process):
@@ -234,7 +259,7 @@ def stop(process):
     process.wait(timeout=15)
 
 
-# -- 4. the demo: pages, onboarding through the dashboard, the scheduled jobs ------------------------------
+# -- 4. the demo: every page, onboarding through the dashboard ---------------------------------------------
 
 
 def pages(url):
@@ -267,29 +292,7 @@ def pages(url):
     return tabs
 
 
-def jobs(env, code, home, upstream_base):
-    """Every job of the installed table, as `admin.scheduler` runs it: its interpreter, cwd the package."""
-    table = env.run([env.python, "-c", "import json; from benchwarmers.admin import jobs, scheduler; "
-                     "from benchwarmers.core import paths; print(json.dumps({'python': paths.child_python(), "
-                     "'jobs': {job: scheduler.command(job) for job in jobs.JOBS}}))"])
-    check(table.returncode == 0, f"the job table does not load:\n{table.stderr}")
-    found = json.loads(table.stdout)
-    feeds = {name: upstream_base + "/models" for name in
-             ("BENCH_OPENROUTER_MODELS_URL", "BENCH_MODELSDEV_URL", "BENCH_FREELLMAPI_URL")}  # nothing leaves
-    for job, command in found["jobs"].items():
-        argv = [found["python"], *command, *JOB_EXTRA.get(job, [])]
-        started = time.monotonic()
-        done = env.run(argv, cwd=code, BENCHWARMERS_HOME=str(home), **feeds)
-        expected = NOTHING_TO_DO.get(job)
-        fine = done.returncode == 0 or (expected and done.returncode == expected[0]
-                                        and expected[1] in done.stdout + done.stderr)
-        check(fine, f"job {job} ({shlex.join(command)}) exited {done.returncode}:\n{done.stdout}{done.stderr}")
-        last = (done.stdout + done.stderr).strip().splitlines()[-1:] or [""]
-        say(f"  {job}: exit {done.returncode} in {time.monotonic() - started:.1f} s  ({last[0][:90]})")
-    return list(found["jobs"])
-
-
-def demo(env, code):
+def demo(env):
     server = env.start([env.bench, "demo", "--port", "0"])
     port = said(server, r"Benchwarmers on http://localhost:(\d+)").group(1)
     home = Path(said(server, r"export BENCHWARMERS_HOME=(\S+)").group(1))
@@ -300,13 +303,10 @@ def demo(env, code):
     say("- onboarding through the dashboard: bench onboard scout --quick --wait")
     out = succeeded(env.run([env.bench, "onboard", "scout", "--quick", "--wait", "--url", url]), "bench onboard")
     check(re.search(r"^scout\s+demo\s+done\b", out, re.M), f"the dashboard's onboarding did not finish:\n{out}")
-    upstream_base = json.loads((home / "config" / "endpoints.json").read_text())["demo"]["base"]
-    say("- every scheduled job, once, against the demo bench")
-    jobs(env, code, home, upstream_base)
     return home
 
 
-# -- 5. the MCP server and the gateway ---------------------------------------------------------------------
+# -- 5. the MCP server and the gateway; 6. the checkout's own tools ----------------------------------------
 
 
 def mcp(env):
@@ -356,7 +356,16 @@ def verdict(env, home, content, call):
     say(f"  {out.strip()[:100]}")
 
 
-# -- the whole ----------------------------------------------------------------------------------------------
+def checkout_tools(env):
+    for module, args in (("scripts.check", []), ("scripts.notice", [])):
+        done = env.run([env.python, "-m", f"benchwarmers.{module}", *args])
+        check(done.returncode == 1 and "checkout" in done.stderr,
+              f"{module} from an install should say it needs a checkout; exit {done.returncode}:\n"
+              f"{done.stdout}{done.stderr}")
+        say(f"- {module}: {done.stderr.strip()}")
+
+
+# -- the whole ---------------------------------------------------------------------------------------------
 
 
 def smoke(dist):
@@ -371,10 +380,17 @@ def smoke(dist):
             before = package_files(code)
             out = succeeded(env.run([env.bench, "--version"]), "bench --version").strip()
             check(out == version, f"bench --version says {out}, the wheel is {version}")
-            init_and_onboard(env)
-            home = demo(env, code)
+            upstream = env.start([env.python, "-m", "benchwarmers.demo.demo", "--port", "0"])
+            base = said(upstream, r"^(http://127\.0\.0\.1:\d+/v1)$").group(1)
+            folder = init_and_onboard(env, base)
+            say(f"- every scheduled job, once, against {folder.name} (the demo upstream's models, the starter tasks)")
+            jobs(env, code, folder, base)
+            check(any(folder.glob("suite/tasks/*/output/*.md")), "the suite job saved no answer to a starter task")
+            stop(upstream)
+            home = demo(env)
             say(f"- bench mcp: {', '.join(mcp(env))}")
             gateway(env, home)
+            checkout_tools(env)
             written = sorted(map(str, package_files(code) - before))
             check(not written, f"files were written inside the installed package: {written}")
             say("- nothing was written inside the installed package")

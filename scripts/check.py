@@ -71,6 +71,9 @@ def main(argv=None):
                         help="run on a copy of tests/fixtures/data and an empty llm folder (a clean machine)")
     parser.add_argument("names", nargs="*", metavar="NAME", help="run only these checks (test file stems)")
     args = parser.parse_args(argv)
+    if not TESTS.is_dir():  # an installed package carries no tests: "all checks pass" would be a check of nothing
+        print(f"no checks here: they are a checkout's tests/, and {CODE} is an installed package", file=sys.stderr)
+        return 1
     failed = []
     with tempfile.TemporaryDirectory(prefix="bench-check-") as scratch:
         env = environment(args.fixtures, scratch)
