@@ -264,6 +264,7 @@ def test_ln7_child_environment(tmp_path):
     assert child["BENCHWARMERS_HOME"] == str(Path("~/bw").expanduser())
     assert (child["PYTHONDONTWRITEBYTECODE"], child["PYTHONUTF8"], child["BENCHWARMERS_LAUNCHER"]) == ("1", "1", "pip")
     assert child["PYTHONPATH"] == "/x"  # passed through as it was: the launcher adds nothing to the import path
+    assert child["PYTHONSAFEPATH"] == "1"  # nor the cwd, which for a server is CODE: the package folder, installed
     assert launcher.child_env({"BENCHWARMERS_LAUNCHER": "npm"}, "bench")["BENCHWARMERS_LAUNCHER"] == "npm"
 
 
