@@ -251,7 +251,6 @@ def jobs(env, code, folder, upstream_base):
         check(fine, f"job {job} ({shlex.join(command)}) exited {done.returncode}:\n{done.stdout}{done.stderr}")
         last = (done.stdout + done.stderr).strip().splitlines()[-1:] or [""]
         say(f"  {job}: exit {done.returncode} in {time.monotonic() - started:.1f} s  ({last[0][:90]})")
-    return list(found["jobs"])
 
 
 def stop(process):
