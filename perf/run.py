@@ -197,7 +197,7 @@ def chosen_models(asked):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="perf/run.py", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchwarmers.perf.run", description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", action="append", default=[], metavar="ALIAS",
                         help="measure this model (repeatable; default every registered model except ad hoc)")
     parser.add_argument("-n", type=int, default=5, help="samples per prompt (default 5; 1 for :free models)")

@@ -36,7 +36,7 @@ def add(args):
     print(f"saved bench/{name}: {', '.join(members)} (+ up to {collections.explorers_for(len(members))} explorer "
           f"seat(s)); reply {args.reply}")
     print(f"Ask it: any OpenAI-compatible client, base URL http://127.0.0.1:8123/v1, model bench/{name}"
-          " (start the gateway with `python gateway.py`)")
+          " (start the gateway with `bench gateway`)")
     return 0
 
 
@@ -59,7 +59,8 @@ def remove(args):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="collection.py", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchwarmers.scripts.collection",
+                                     description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     made = sub.add_parser("add", help="make (or replace) a collection")
     made.add_argument("name", metavar="NAME", help="the collection's name; callers ask for bench/NAME")

@@ -244,7 +244,8 @@ def where_it_lands():
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="onboard.py", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchwarmers.scripts.onboard",
+                                     description=__doc__.split("\n\n")[0])
     parser.add_argument("served", metavar="SERVED_NAME", help="the model's name as the endpoint serves it")
     parser.add_argument("--endpoint", help="the endpoint serving it (default: the default endpoint)")
     parser.add_argument("--skip-suite", action="store_true", help="probe availability only")

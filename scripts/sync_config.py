@@ -16,7 +16,8 @@ from ..models import registry
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="sync_config.py", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchwarmers.scripts.sync_config",
+                                     description=__doc__.split("\n\n")[0])
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--pull", action="store_true", help="copy llm's registrations back into the data folder")
     which.add_argument("--check", action="store_true", help="say whether the two copies are identical")

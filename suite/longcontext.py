@@ -222,7 +222,8 @@ def languages_of(values, parser):
 
 
 def parse(argv):
-    parser = argparse.ArgumentParser(prog="suite/longcontext.py", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchwarmers.suite.longcontext",
+                                     description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", required=True, help="one alias (ad hoc models too)")
     parser.add_argument("--languages", nargs="+", default=["python"],
                         help=f"of {', '.join(LANGUAGES)} (default python)")

@@ -196,7 +196,7 @@ def mine(panel, known, loaded, force):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="suite/mine.py", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchwarmers.suite.mine", description=__doc__.split("\n\n")[0])
     parser.add_argument("panel", nargs="?", help="a panel id (pYYYYMMDD-HHMMSS-...); none: list what can be mined")
     parser.add_argument("--force", action="store_true", help="overwrite the panel's mined drafts")
     args = parser.parse_args(argv)

@@ -130,7 +130,7 @@ def work(pending, args):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="suite/pace.py", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchwarmers.suite.pace", description=__doc__.split("\n\n")[0])
     parser.add_argument("--prefix", default="seeded-hard-", help="task directories starting with this (seeded-hard-)")
     parser.add_argument("--gap", type=float, default=120, help="seconds between calls (120)")
     parser.add_argument("--rest", type=float, default=1800, help="seconds a rate-limited model rests (1800)")

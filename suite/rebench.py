@@ -459,7 +459,7 @@ def counted(low):
 
 
 def parse(argv):
-    parser = argparse.ArgumentParser(prog="suite/rebench.py", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchwarmers.suite.rebench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--count", type=counted(1), default=5, help="pairs to write (default 5)")
     parser.add_argument("--since", type=since_date, default="2025-06-01",
                         help="fixes created on or after this date (default 2025-06-01: the newest months)")

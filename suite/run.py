@@ -214,7 +214,7 @@ def ready(chosen):
 
 
 def parse(argv):
-    parser = argparse.ArgumentParser(prog="suite/run.py", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchwarmers.suite.run", description=__doc__.split("\n\n")[0])
     parser.add_argument("--task", metavar="ID", help="one task (drafts allowed)")
     parser.add_argument("--model", action="append", default=[], metavar="ALIAS", help="repeatable")
     parser.add_argument("--timeout", type=float, default=420, help="seconds per call (default 420)")

@@ -264,6 +264,7 @@ def test_ln7_child_environment(tmp_path):
     assert child["BENCHWARMERS_HOME"] == str(Path("~/bw").expanduser())
     assert (child["PYTHONDONTWRITEBYTECODE"], child["PYTHONUTF8"], child["BENCHWARMERS_LAUNCHER"]) == ("1", "1", "pip")
     assert child["PYTHONPATH"] == "/x"  # passed through as it was: the launcher adds nothing to the import path
+    assert child["PYTHONSAFEPATH"] == "1"  # nor the cwd, which for a server is CODE: the package folder, installed
     assert launcher.child_env({"BENCHWARMERS_LAUNCHER": "npm"}, "bench")["BENCHWARMERS_LAUNCHER"] == "npm"
 
 
@@ -296,6 +297,7 @@ def test_ln8_first_run_makes_the_data_folder(tmp_path):
     home = tmp_path / "fresh"
     child, lines = start_server("gateway", "--port", "0", BENCHWARMERS_HOME=str(home))
     assert lines[0] == f"First run: making your data folder at {home}\n"
+    assert any(line.startswith("Next: the dashboard starts now") for line in lines)  # IN-6, the first run only
     assert all((home / part).is_dir() for part in ("config", "metrics", "runs"))
     assert stop_server(child) == 0
 

@@ -58,6 +58,23 @@ def test_in1_in2_in3_makes_the_folder_and_changes_nothing_the_second_time(home, 
     assert "Next: add an endpoint: python -m benchwarmers.scripts.init --endpoint NAME BASE_URL --key" in other.stdout
 
 
+def test_in3_in6_under_the_launcher_no_pointer_and_the_dashboard_starts_only_on_a_first_run(home, tmp_path):
+    """`bench init DIR`: the launcher reads no pointer file (it always sets BENCHWARMERS_HOME, LN-7), so none is
+    written and the second line says what to set; a BENCHWARMERS_HOME the launcher defaulted names nothing.
+    "The dashboard starts now" is said only when the launcher's first run made the folder."""
+    pointer = paths.POINTER.read_text() if paths.POINTER.exists() else None
+    launched = {**os.environ, "BENCHWARMERS_LAUNCHER": "pip", paths.LAUNCHER_DEFAULT: "1"}
+    elsewhere = tmp_path / "elsewhere"
+    done = run(script("scripts", "init"), str(elsewhere), env=launched)
+    lines = done.stdout.splitlines()
+    assert done.returncode == 0, done.stderr
+    assert lines[1] == f"Set BENCHWARMERS_HOME={elsewhere.resolve()} for the bench to use this folder."
+    assert (paths.POINTER.read_text() if paths.POINTER.exists() else None) == pointer
+    assert lines[-1].startswith("Next: add an endpoint: ") and "(bench serve)" in lines[-1]
+    first = run(script("scripts", "init"), str(home), env={**launched, paths.FIRST_RUN: "1"})
+    assert first.stdout.splitlines()[-1].startswith("Next: the dashboard starts now at http://localhost:")
+
+
 def test_in4_key_asked_unechoed_stored_in_llm_and_never_in_the_data_folder(home, llmdir, keyed):
     done = init(str(home), "--endpoint", "myprov", keyed.base_url, "--key", stdin=SECRET + "\n")
     assert done.returncode == 0, done.stdout + done.stderr

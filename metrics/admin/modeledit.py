@@ -29,6 +29,7 @@ QUESTION_TYPES = ("noul", "choice", "score")
 RETRY_PROMPT = "Reply with exactly one word: ready"
 RETRY_SECONDS = 90
 SYNC_SECONDS = 120
+SYNC_BY_HAND = "python -m benchwarmers.scripts.sync_config"
 PERF_COLUMNS = ("timestamp", "model", "prompt", "n", "p50_s", "p95_s", "min_s", "max_s", "chars_per_s", "answered",
                 "refused", "error", "timeout", "failure", "detail", "tokens_per_s")
 F = {"roles": ("config", "model-roles.json"), "yaml": ("config", registry.NAME),
@@ -77,11 +78,11 @@ def sync():
         done = subprocess.run(paths.module_command("scripts.sync_config"), capture_output=True, text=True, timeout=SYNC_SECONDS,
                               cwd=str(paths.CODE))
     except (OSError, subprocess.SubprocessError) as exc:
-        return f"could not run scripts/sync_config.py ({exc}); run it by hand"
+        return f"could not run the registry sync ({exc}); run {SYNC_BY_HAND} by hand"
     if done.returncode == 0:
         return "synced to the llm CLI"
     said = (done.stderr or done.stdout).strip()[:300]
-    return f"sync_config.py exited {done.returncode}: {said} — run it by hand"
+    return f"the registry sync exited {done.returncode}: {said} — run {SYNC_BY_HAND} by hand"
 
 
 # -- POST /api/model ------------------------------------------------------------------------------

@@ -154,7 +154,7 @@ def tell_llm(alias, value):
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=LLM_SECONDS)
     except (OSError, subprocess.SubprocessError) as exc:
-        return f"the llm CLI was not told ({exc}): run scripts/sync_config.py"
+        return f"the llm CLI was not told ({exc}): run python -m benchwarmers.scripts.sync_config"
     if done.returncode == 0:
         return "the llm CLI has it too"
     return f"llm models options exited {done.returncode}: {(done.stderr or done.stdout).strip()[:200]}"

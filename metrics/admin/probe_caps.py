@@ -191,7 +191,8 @@ def probe(target, gap, wait):
 
 
 def parse(argv):
-    parser = argparse.ArgumentParser(prog="python -m benchwarmers.admin.probe_caps", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchwarmers.admin.probe_caps",
+                                     description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", action="append", default=[], metavar="ALIAS",
                         help="probe this model (repeatable), even ad hoc or cooling down")
     parser.add_argument("--gap", type=float, default=GAP, help=f"seconds between calls (default {GAP})")

@@ -173,11 +173,14 @@ def settings_screen(kind, env):
 
 def child_env(env, prog):
     """LN-7, and the program name the CLI's messages use. The children are this package's own modules, run
-    with `-m` by the same interpreter: nothing is added to their import path."""
+    with `-m` by the same interpreter: nothing is added to their import path, not even their cwd."""
     child = dict(env)
     child["BENCHWARMERS_HOME"] = str(home_of(env))
     child[paths.LAUNCHER_DEFAULT] = "0" if env.get("BENCHWARMERS_HOME", "").strip() else "1"  # `paths` says why
     child["PYTHONDONTWRITEBYTECODE"] = "1"  # the install folder may be read-only
+    # A server's cwd is CODE, in an install the package folder itself: `-m` would put it first on the import path,
+    # making its subpackages (core, config, cli ...) importable as top-level names, in the server and its children.
+    child["PYTHONSAFEPATH"] = "1"
     child["PYTHONUTF8"] = "1"
     child["BENCHWARMERS_LAUNCHER"] = env.get("BENCHWARMERS_LAUNCHER") or "pip"
     child["BENCHWARMERS_PROG"] = prog
@@ -198,7 +201,7 @@ def main(argv=None):
     if step["first_run"] and not home.exists():
         print(f"First run: making your data folder at {home}", flush=True)  # LN-8
         made = subprocess.run([sys.executable, "-m", SERVERS["init"].module, str(home)], cwd=paths.CODE,
-                              env=env).returncode
+                              env={**env, paths.FIRST_RUN: "1"}).returncode
         if made:
             return made
     child = subprocess.Popen([sys.executable, "-m", step["script"], *step["args"]], cwd=step["cwd"], env=env)

@@ -223,6 +223,7 @@ def module_command(module, *args, python=None):
 
 
 LAUNCHER_DEFAULT = "BENCHWARMERS_HOME_DEFAULTED"  # set by the launcher when it chose the folder itself
+FIRST_RUN = "BENCHWARMERS_FIRST_RUN"  # set by the launcher for the init it runs before a server's first start
 
 
 def why(reason):

@@ -151,9 +151,12 @@ SETTINGS = (
     _env("BENCHWARMERS_PROG", "bench", "The command's name as typed (`bench` or `benchwarmers`), which the CLI's "
          "messages use.", "cli.cli", "cli.launcher", set_by="the launcher"),
     _env("BENCHWARMERS_LAUNCHER", "", "How the command was installed (`pip`, or a wrapper's own word): when set, "
-         "`init` says the dashboard starts next.", "cli.launcher", "scripts.init", set_by="the launcher"),
+         "`init` writes no pointer file into the install.", "cli.launcher", "scripts.init", set_by="the launcher"),
     _env("BENCHWARMERS_HOME_DEFAULTED", "", "`1`: the launcher chose the per-user folder itself "
-         "(`BENCHWARMERS_HOME` was unset), and `bench paths` says so.", "core.paths", set_by="the launcher"),
+         "(`BENCHWARMERS_HOME` was unset), and `bench paths` says so.", "core.paths", "scripts.init",
+         set_by="the launcher"),
+    _env("BENCHWARMERS_FIRST_RUN", "", "`1`: the launcher runs `init` before a server's first start, so `init` "
+         "says the dashboard starts now.", "scripts.init", set_by="the launcher"),
     _env("BENCHWARMERS_DEMO", "", "`1`: the data folder is the demo's throwaway one, so a reply's verdict command "
          "names it.", "panel.panel", set_by="the demo"),
     _env("BENCH_ONBOARD_LOG", "", "The log an onboarding child writes to, named in the issue it records.",

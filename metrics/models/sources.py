@@ -1,6 +1,6 @@
 """The two public model feeds, cached for a day (models.md §15, SRC-1..7).
 
-    python -m benchwarmers.models.sources force-fetch both feeds; one line each
+    python -m benchwarmers.models.sources      force-fetch both feeds; one line each
 
 `fetch(name)` downloads a feed at most every `MAX_AGE_S` (20 h, so a daily job always finds it stale:
 models.md improvement 13) and keeps it in `runs/cache/<name>.json`, replaced atomically (improvement 7).

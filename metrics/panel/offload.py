@@ -22,7 +22,7 @@ as well as `bench/core` (IMP-6).
     python -m benchwarmers.panel.offload add MODEL TASK [--useful|--not-useful] [--note T] [--real C]... [--false C]...
     python -m benchwarmers.panel.offload verdict CALL (--useful|--not-useful) [--note T] [--real C]... [--false C]...
 
-The gateway's footer prints the `verdict` form, so a reader can record a verdict from another terminal.
+The gateway's footer prints the `verdict` line, so it works from an install and from a checkout alike.
 """
 
 import argparse

@@ -271,7 +271,8 @@ DEMO = "BENCHWARMERS_DEMO"  # set by the demo (`serve.py --demo`, `gateway.py --
 
 def footer():
     """The reply's last lines. In the demo the data folder is a throwaway one another terminal does not know,
-    so the verdict command carries it (issue 16: the footer's command must work from another terminal)."""
+    so the verdict command carries it (issue 16: the footer's command must work from another terminal). The
+    command is the module's (RPL-1's `python metrics/offload.py` is a checkout path an install does not have)."""
     home = f"BENCHWARMERS_HOME={paths.data()} " if settings.env(DEMO) == "1" else ""
     return ("---\n"
             "Once you have checked an answer against the code, record a verdict for its seat, useful or not.\n"
