@@ -17,7 +17,8 @@ Decisions where the spec leaves room, or where an improvement changes it:
 - GET JSON routes tolerate a query string (IMP-3); POST routes match the raw path exactly (RT-6), and an
   unknown `/api/` GET still answers the page, which older CLIs rely on.
 - `POST /logout` (security improvement 8) answers the cleared cookie; it passes the write checks and
-  needs no login, since signing out can hurt no one.
+  needs no login. Signed in, it also ends every session issued before it (issue 29 item 5, `guard.logout`);
+  a stranger's clears only its own cookie.
 - The page is one document: the shell, the theme tokens, `ui/bench.css` and `ui/bench.js` inlined, and
   `window.BENCH`; the script draws the tables from that JSON and from the APIs (one request per page load).
 - No fonts are shipped (OFF-2 allows none: the CSS fallback stacks apply), so `/fonts/<file>` is 404;
@@ -266,7 +267,7 @@ class Handler(gateway.Handler):
 
     def signed_in(self, page):
         """AUTH-4 / ADM-6, ADM-7: sets `self.who`, or refuses (303 to /login for a page, else 401 JSON)."""
-        who, refusal = guard.dashboard_caller(self.headers, self.address())
+        who, refusal = guard.dashboard_caller(self.headers, self.address(), self.port)
         if who:
             self.who = who
             return True
@@ -300,7 +301,7 @@ class Handler(gateway.Handler):
 
     def login(self):
         body, problem = self.body()
-        status, message, headers = guard.login(None if problem else body, self.address())
+        status, message, headers = guard.login(None if problem else body, self.address(), self.port)
         if status == 200:
             self.who = "admin"
             return self.answer(200, {"ok": True, "errors": []}, headers)
@@ -308,7 +309,10 @@ class Handler(gateway.Handler):
 
     def logout(self):
         self.read_body(guard.content_length(self.headers))
-        self.answer(200, {"ok": True, "errors": []}, {"Set-Cookie": guard.logout_cookie()})
+        status, message, headers = guard.logout(self.headers, self.address(), self.port)
+        if status == 200:
+            return self.answer(200, {"ok": True, "errors": []}, headers)
+        self.deny(status, message)
 
     # -- GET routes ---------------------------------------------------------------
 

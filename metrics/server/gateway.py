@@ -310,11 +310,10 @@ class Handler(httpserver.Handler):
         if not gatekeys.sees_call(self.who, call):  # another collection's call reads as unknown to a scoped key
             return self.refuse(404, offload.UNKNOWN_CALL.format(call))
         try:
-            entry = offload.verdict(call, useful, note, claims["real"], claims["false"])
+            entry = offload.verdict(call, useful, note, claims["real"], claims["false"], by=self.who)
         except KeyError as exc:
             return self.refuse(404, exc.args[0])
-        # the task holds the prompt's first words: a verdict's reply never shows them (security review 4)
-        self.send_json(200, {"ok": True, "recorded": {k: v for k, v in entry.items() if k != "task"}})
+        self.send_json(200, {"ok": True, "recorded": offload.receipt(entry)})
 
     def pending(self, body):
         if not self.charged():

@@ -269,13 +269,9 @@ class Server(ThreadingHTTPServer):
         super().__init__((host, address[1]), handler)
 
     def address_key(self, client_address):
-        """What a client's connections are counted under: its address, an IPv6 one by its /64."""
-        if self.address_family != socket.AF_INET6:
-            return client_address[0]
-        found = ipaddress.ip_address(client_address[0].split("%", 1)[0])
-        if found.ipv4_mapped:  # an IPv4 client of a dual-stack socket
-            return str(found.ipv4_mapped)
-        return str(ipaddress.ip_network(f"{found}/64", strict=False))
+        """What a client's connections are counted under: its address, an IPv6 one by its /64 (the login
+        backoff groups clients the same way)."""
+        return guard.client_group(client_address[0])
 
     def process_request(self, request, client_address):
         key = self.address_key(client_address)
