@@ -387,7 +387,7 @@ def test_cred_test4_test7_credential_forms_and_messages(port, keys_on, monkeypat
     assert message(reply) == "unknown or revoked gateway key"
     monkeypatch.setenv("BENCHWARMERS_ADMIN_TOKEN", TOKEN)  # CRED-6: the admin token is not a gateway key
     assert "some other key" in message(listing(Authorization=f"Bearer {TOKEN}")[2])
-    assert listing(Cookie=guard.session_cookie().split(";")[0])[0] == 401  # ROUTE-5: a cookie is no key
+    assert listing(Cookie=guard.session_cookie(port).split(";")[0])[0] == 401  # ROUTE-5: a cookie is no key
     monkeypatch.delenv("BENCHWARMERS_ADMIN_TOKEN")
     # every form, first one present judged
     assert listing(Authorization=f"bearer   {key}  ")[0] == 200
@@ -446,7 +446,7 @@ def test_test4_require_keys_parsing_fails_closed(monkeypatch, value, required):
     monkeypatch.setenv("BENCHWARMERS_REQUIRE_KEYS", value)
     who, refusal = guard.identify({"Authorization": "Bearer bwk_forged"}, "/v1/models")
     assert (refusal is not None) is required and (who == "local") is (not required)
-    assert guard.dashboard_caller({"Authorization": "Bearer bwk_forged"}, "127.0.0.1") == ("local", None)
+    assert guard.dashboard_caller({"Authorization": "Bearer bwk_forged"}, "127.0.0.1", 8122) == ("local", None)
 
 
 def test_test6_scope_cap_and_callers_end_to_end(port, keys_on, watch):
