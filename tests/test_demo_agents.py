@@ -5,6 +5,8 @@ arguments drawn from the prompt and answers from the tool's result; `fetcher` an
 JSON schema with JSON that fits it. Nothing is mocked, and nothing leaves the machine (tracing is off)."""
 
 import asyncio
+import subprocess
+import sys
 
 import pydantic
 import pytest
@@ -14,6 +16,7 @@ from pydantic_ai import Agent as PydanticAgent
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
+from benchwarmers.core import paths
 from benchwarmers.demo import demo
 from benchwarmers.models import catalog
 from conftest import running_gateway
@@ -106,3 +109,18 @@ def test_a_json_schema_is_answered_with_json_that_fits_it(bench, stream):
         return result.final_output
 
     assert asyncio.run(run()) == Forecast(city="Oslo", celsius=7, rain=True)
+
+
+def test_the_readme_agent_snippet_runs_against_the_demo(bench):
+    """The README's Agents SDK snippet, as printed there, in its own process, the test gateway in its URL."""
+    text = (paths.CODE / "README.md").read_text(encoding="utf-8")
+    start = text.index("    import asyncio\n    from agents import")
+    lines = []
+    for line in text[start:].splitlines():
+        if line and not line.startswith("    "):
+            break
+        lines.append(line[4:])
+    code = "\n".join(lines).replace("http://127.0.0.1:8122/v1", bench)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "get_weather says: Oslo: 7 C and rain"
