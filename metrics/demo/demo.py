@@ -53,6 +53,10 @@ Model spec keys (all optional):
         `Retry-After` (retry_after, default 1) and the rate-limit body. See `limit_headers()`
   quota_body object (issue 19): the JSON body of this model's 429s (fail "429" or past its ratelimit)
         instead of the plain rate-limit one: a Gemini quota violation, OpenRouter's passed-on headers
+  schema_json bool (issue 30, structured output in route mode): a chat request whose `response_format` asks for
+        JSON is answered with JSON: `{}` for `json_object`, for `json_schema` a minimal instance of the schema
+        (each required property, `$ref`s followed; the first of an enum or anyOf; "" / 0 / false / [] / null);
+        any other request is answered as usual
   replies {substring: answer}: a scripted suite model (issue 18). The first substring (in the spec's
         order, case-sensitive) found in the last user message picks the answer; none found → the usual
         answer. Suite tests script a model that finds a seeded bug, one that invents, and so on
@@ -76,7 +80,7 @@ Decisions the brief left open (written down for the next engineer):
 - Usage adds `completion_tokens_details.reasoning_tokens` when there is reasoning, as providers do.
 - Precedence of the answer: a `tool_calls` model's tool results, then echo, then replies, then answer, then the notice
   text, then words, then the persona. Only a `tool_calls` model echoes tool results: the others answer
-  as they always have.
+  as they always have. A `schema_json` model's JSON comes before all of these but a step's tool calls.
 - Nothing is logged: request bodies (and image data) live only in `Upstream.requests`, in memory.
 - Waits use an Event rather than time.sleep so `stop()` returns at once even with a "slow" reply in flight.
 - `fail: "garbled"` (issue 12, words lost from an answer marked ok): a stream sends the second piece of the
@@ -160,7 +164,7 @@ DROP_AFTER = 3  # answer chunks (content or tool-call deltas) a dropped stream s
 LOST = b"LOST-WORDS {"  # what a garbled reply sends in place of part of its answer: not JSON
 GARBLED = b"data: " + LOST + b"\n\n"
 CALL_KEYS = {"name", "arguments", "id"}  # what one scripted tool call may say
-SWITCHES = ("parallel", "late_id", "whole", "listed")  # the spec keys that are true or false
+SWITCHES = ("parallel", "late_id", "whole", "listed", "schema_json")  # the spec keys that are true or false
 SCRIPTED = ("say", "parallel", "late_id")  # spec keys that only mean something with tool_calls
 RESULT = "{result}"  # an argument value replaced by the last tool result
 STALLS = {"stall_headers": 0, "stall_after_first": 1}  # writes a stalled stream sends, then nothing more
@@ -400,6 +404,41 @@ def fill(templates, name, messages):
     topic = " ".join(prompt.split())[:60]
     template = templates[digest(name, prompt) % len(templates)]
     return template.format(model=name, topic=topic, images=describe_images(messages))
+
+
+SCALARS = {"string": "", "integer": 0, "number": 0, "boolean": False, "array": [], "null": None}
+
+
+def instance(schema, defs, depth=0):
+    """A minimal JSON value that fits `schema` (`schema_json`): required properties only, first choices."""
+    if not isinstance(schema, dict) or depth > 20:
+        return None
+    if isinstance(schema.get("$ref"), str):
+        return instance(defs.get(schema["$ref"].rsplit("/", 1)[-1]), defs, depth + 1)
+    if "const" in schema:
+        return schema["const"]
+    if schema.get("enum"):
+        return schema["enum"][0]
+    for choice in ("anyOf", "oneOf", "allOf"):
+        if schema.get(choice):
+            return instance(schema[choice][0], defs, depth + 1)
+    kind = schema.get("type")
+    kind = kind[0] if isinstance(kind, list) and kind else kind
+    if kind == "object" or "properties" in schema:
+        properties = schema.get("properties") or {}
+        return {key: instance(properties.get(key), defs, depth + 1) for key in schema.get("required") or []}
+    return SCALARS.get(kind)
+
+
+def json_answer(response_format):
+    """The JSON text a `schema_json` model answers to `response_format`, or None when it asks for none."""
+    kind = response_format.get("type") if isinstance(response_format, dict) else None
+    if kind == "json_object":
+        return "{}"
+    if kind != "json_schema":
+        return None
+    schema = (response_format.get("json_schema") or {}).get("schema") or {}
+    return json.dumps(instance(schema, {**(schema.get("definitions") or {}), **(schema.get("$defs") or {})}))
 
 
 def answer_text(name, spec, messages):
@@ -690,7 +729,8 @@ class Handler(BaseHTTPRequestHandler):
         if not isinstance(body, dict):
             return self.send_json(400, error_body("The request body must be a JSON object", 400))
         messages = body.get("messages") if isinstance(body.get("messages"), list) else []
-        reply, refusal = self.answer(body.get("model"), messages, requested_max_tokens(body), body.get("tools"))
+        reply, refusal = self.answer(body.get("model"), messages, requested_max_tokens(body), body.get("tools"),
+                                     body.get("response_format"))
         if refusal:
             return self.refuse(*refusal)
         if body.get("stream") and not reply["streams"]:
@@ -701,10 +741,11 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self.plain(reply)
 
-    def answer(self, name, messages, max_tokens, tools=None):
+    def answer(self, name, messages, max_tokens, tools=None, response_format=None):
         """What model `name` says to `messages`, in no API's shape: `(reply, None)`, or
         `(None, (status, OpenAI-shaped error body or None for the HTML 502, headers))`.
-        `tools` (a chat request's) lets a `tool_calls` model answer its script's calls."""
+        `tools` (a chat request's) lets a `tool_calls` model answer its script's calls, `response_format` a
+        `schema_json` model answer JSON."""
         up = self.server.upstream
         spec, count, seq = up.take(name)
         if spec is None:
@@ -737,6 +778,8 @@ class Handler(BaseHTTPRequestHandler):
             content = None  # out of budget: no content at all (null), as reasoning models send it
         elif calls:
             content = spec.get("say") or None  # null beside tool calls, as OpenAI sends it
+        elif spec.get("schema_json") and json_answer(response_format) is not None:
+            content = json_answer(response_format)
         else:
             content = answer_text(name, spec, messages)
         reasoning = reasoning_text(name, spec, messages)

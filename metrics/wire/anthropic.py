@@ -167,10 +167,21 @@ def _tools(body):
     return upstream
 
 
+def _output_format(body):
+    """`upstream`'s response_format from `output_config.format` (or the older top-level `output_format`), as the
+    other readers map their schema field (issue 30: the SDK's `messages.parse` sends it)."""
+    config = body.get("output_config") if isinstance(body.get("output_config"), dict) else {}
+    shape = config.get("format") or body.get("output_format")
+    if isinstance(shape, dict) and shape.get("type") == "json_schema" and isinstance(shape.get("schema"), dict):
+        return {"response_format": {"type": "json_schema", "json_schema": {"name": "response",
+                                                                             "schema": shape["schema"]}}}
+    return {}
+
+
 def ask(body):
     """The Ask of a Messages body (§6.1), or `Unsupported` with why.
 
-    Ignored: top_k, thinking, metadata, service_tier, cache_control, container and the rest.
+    Ignored: top_k, thinking, metadata, service_tier, cache_control, container, output_config's effort and the rest.
     """
     messages = []
     if body.get("system"):
@@ -179,7 +190,7 @@ def ask(body):
         messages += _message(message)
     stop = body.get("stop_sequences")
     options = common.options(body.get("max_tokens"), body.get("temperature"), body.get("top_p"), stop)
-    return common.make_ask(body, messages, body.get("stream"), options, _tools(body))
+    return common.make_ask(body, messages, body.get("stream"), options, {**_tools(body), **_output_format(body)})
 
 
 def count(body):

@@ -294,7 +294,8 @@ class Ask:
     - `passthrough`: the other fields route mode forwards, in chat's names: sampling options, response_format,
       parallel_tool_calls (chat: every other field of the body);
     - `custom`: Responses only, the names of its custom tools (§6.2);
-    - `load`: Ollama's "load the model" call, with no prompt and no messages (improvement 9).
+    - `load`: Ollama's "load the model" call, with no prompt and no messages (improvement 9);
+    - `notes`: what the reader took but the gateway does not honour, for `bench.notes` (Responses' `store: true`).
 
     A panel reads the model, messages, stream, nominees and reply mode. Route mode (§11) sends the
     messages, tools, tool choice and pass-through fields on to one member (RT-11) and answers a call to a
@@ -313,6 +314,7 @@ class Ask:
     custom: list = dataclasses.field(default_factory=list)
     load: bool = False
     include_usage: bool = False  # chat completions' stream_options.include_usage: a final usage chunk
+    notes: tuple = ()
 
     @property
     def agentic(self):
@@ -352,14 +354,40 @@ def options(max_tokens=None, temperature=None, top_p=None, stop=None):
     return {k: v for k, v in found.items() if v is not None}
 
 
-def make_ask(body, messages, stream, options, upstream, model=None, custom=(), load=False, include_usage=False):
+def make_ask(body, messages, stream, options, upstream, model=None, custom=(), load=False, include_usage=False,
+             notes=()):
     """The Ask of a reader's results: `options` and `upstream` in chat completions' names, `None` dropped
     (§3.2); `with` and `bench` are checked here for every format."""
     asked, nominees, reply = bench_fields(body)
     fields = {k: v for k, v in {**upstream, **options}.items() if v is not None}
     return Ask(asked if model is None else model, messages, bool(stream), nominees, reply,
                tools=fields.pop("tools", []), tool_choice=fields.pop("tool_choice", None), passthrough=fields,
-               custom=list(custom), load=load, include_usage=include_usage)
+               custom=list(custom), load=load, include_usage=include_usage, notes=tuple(notes))
+
+
+# issue 30: the pass-through fields whose effect a client would miss from a panel's reply (FMT-15a)
+NOT_APPLIED = ("max_tokens", "max_completion_tokens", "n", "stop", "temperature", "top_p", "seed",
+               "presence_penalty", "frequency_penalty", "logit_bias", "logprobs", "top_logprobs")
+
+
+def _asks_for(field, value):
+    """True when `value` asks for something a panel's reply lacks (`n: 1` and `logprobs: false` ask nothing)."""
+    return value is not None and value is not False and not (field == "n" and value == 1)
+
+
+def panel_notes(ask, name):
+    """What a panel says in `bench.notes` about the fields it does not apply (FMT-15a, issue 30): the reader's own
+    notes, the sampling and shape fields by name, then `response_format`; route mode applies them all."""
+    notes = list(ask.notes)
+    ignored = [field for field in NOT_APPLIED if _asks_for(field, ask.passthrough.get(field))]
+    if ignored:
+        notes.append(f"not applied by a panel: {', '.join(ignored)}; each seat answers once with its own options, so "
+                     f"the reply is one choice of any length; to have them applied ask one member with route mode "
+                     f"(bench/{name}:route)")
+    if ask.passthrough.get("response_format") not in (None, {"type": "text"}):
+        notes.append("response_format is ignored by a panel: several models answer in markdown, so the reply is not "
+                     f"JSON; for structured output ask one member with route mode (bench/{name}:route)")
+    return notes
 
 
 def a_list(value, message):

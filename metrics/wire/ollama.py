@@ -140,7 +140,8 @@ def chat_ask(body):
 
 
 def generate_ask(body):
-    """The Ask of an `/api/generate` body (§7.2). Ignored: format, suffix, template, raw, keep_alive."""
+    """The Ask of an `/api/generate` body (§7.2); `format` is read as `/api/chat` reads it (issue 30).
+    Ignored: suffix, template, raw, keep_alive."""
     prompt = body.get("prompt")
     if prompt is None:
         prompt = ""
@@ -153,7 +154,7 @@ def generate_ask(body):
     user = _content({"content": prompt, "images": body.get("images")}, "user")
     if user:
         messages.append({"role": "user", "content": user})
-    return common.make_ask(body, messages, _stream(body), _options(body), {},
+    return common.make_ask(body, messages, _stream(body), _options(body), _format(body),
                            model=model_name(common.bench_fields(body)[0]), load=not user)
 
 
