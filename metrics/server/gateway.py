@@ -413,7 +413,7 @@ class Handler(httpserver.Handler):
         except Exception as exc:  # IMP-1: every failure is answered, never a dropped connection
             return self.refuse(*errors.refusal(exc))
         format_note(ask, name, bench)
-        payload, headers = api.reply(content, shown, bench, wire.usage(messages, content),
+        payload, headers = api.reply(content, shown, bench, wire.usage(messages, bench),
                                      time.monotonic() - started)
         self.send_json(200, payload, headers)
 

@@ -16,7 +16,6 @@ Decisions where the spec is silent or improved:
 import functools
 import json
 
-from ..core import images
 from . import common
 
 ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
@@ -220,7 +219,6 @@ class Stream:
         self.write = write
         self.shown = shown
         self.prompt_tokens = prompt_tokens
-        self.said = []
 
     def _event(self, payload):
         self.write(common.sse(payload, payload["type"]))
@@ -236,13 +234,13 @@ class Stream:
             "usage": {"input_tokens": self.prompt_tokens, "output_tokens": 0}}})
 
     def text(self, piece):
-        self.said.append(piece)
         self._event({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}})
 
     def end(self, bench):
         self._event({"type": "content_block_stop", "index": 0})
+        tokens_in, tokens_out = common.panel_tokens(bench, self.prompt_tokens)
         delta = {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                 "usage": {"output_tokens": images.estimate("".join(self.said))}}
+                 "usage": {"input_tokens": tokens_in, "output_tokens": tokens_out}}
         if bench is not None:
             delta["bench"] = bench
         self._event(delta)

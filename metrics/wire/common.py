@@ -111,9 +111,29 @@ def prompt_tokens(messages):
     return images.request_estimate(system, prompt, images.count(messages))
 
 
-def usage(messages, content):
-    """(input estimate, output estimate) of a panel reply (FMT-16)."""
-    return prompt_tokens(messages), images.estimate(content)
+def panel_tokens(bench, tokens_in):
+    """`(input, output)` tokens of a panel reply, one rule for every API (FMT-16, issue 30): each seat's and the
+    merger's own counts where their upstream gave them, else estimates (the prompt's, `tokens_in`, for input;
+    the merger's prompt with every answer in it; the answer's for output; a failed seat that counted nothing,
+    nothing), summed. The markdown reply itself is never counted: the seats' tokens are what was spent."""
+    bench = bench or {}
+    seats = [s for s in bench.get("seats") or [] if isinstance(s, dict)]
+    answers = sum(images.estimate(s.get("answer") or "") for s in seats)
+    asked = [(s, tokens_in) for s in seats]
+    if isinstance(bench.get("merger"), dict):
+        asked.append((bench["merger"], tokens_in + answers))
+    prompt = completion = 0
+    for seat, estimate in asked:
+        given = seat.get("usage") if isinstance(seat.get("usage"), dict) else {}
+        failed = seat.get("status") == "error"
+        prompt += given.get("prompt_tokens", 0 if failed else estimate)
+        completion += given.get("completion_tokens", images.estimate(seat.get("answer") or ""))
+    return prompt, completion
+
+
+def usage(messages, bench):
+    """`(input, output)` of a panel reply to `messages` (`panel_tokens`)."""
+    return panel_tokens(bench, prompt_tokens(messages))
 
 
 # ---------------------------------------------------------------- parts and content
@@ -454,7 +474,7 @@ class Format:
         text)` per relayed member chunk and the answer text it added, `end(turn, bench)`, `error(status,
         message)`, `keepalive()`. By default the panel's writer carries the text alone (no tool calls)."""
         make = self.writer(shown, tokens_in, sse)
-        return lambda write: TextRoute(make(write))
+        return lambda write: TextRoute(make(write), tokens_in)
 
     def route_reply(self, turn, shown, bench, tokens_in, seconds, custom=()):
         """`(body, headers)` of a non-streamed route reply (RT-21): the panel reply's shape with the member's
@@ -467,8 +487,9 @@ class TextRoute:
     generate): each piece of answer text as it comes, the end with the member's finish (`length` when it ran
     out of output, improvement 4; the reference always said `stop`)."""
 
-    def __init__(self, stream):
+    def __init__(self, stream, tokens_in=0):
         self.stream = stream
+        self.tokens_in = tokens_in
         self.content_type = stream.content_type
 
     def start(self):
@@ -480,7 +501,7 @@ class TextRoute:
 
     def end(self, turn, bench):
         self.stream.reason = "length" if turn.stop == "length" else "stop"
-        self.stream.end(bench)
+        self.stream.end(bench, turn.tokens(self.tokens_in))  # the member's tokens, not a panel's
 
     def error(self, status, message):
         self.stream.error(status, message)

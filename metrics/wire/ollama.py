@@ -21,7 +21,6 @@ import functools
 import hashlib
 import time
 
-from ..core import images
 from . import common
 
 VERSION = "0.12.0"
@@ -199,7 +198,6 @@ class ChatStream:
         self.prompt_tokens = prompt_tokens
         self.reason = reason
         self.started = time.monotonic()
-        self.said = []
 
     def _line(self, obj):
         self.write(common.json_bytes(obj) + b"\n")
@@ -211,11 +209,11 @@ class ChatStream:
         """Ollama streams have no opening line."""
 
     def text(self, piece):
-        self.said.append(piece)
         self._line(self._piece(piece))
 
-    def end(self, bench):
-        usage = (self.prompt_tokens, images.estimate("".join(self.said)))
+    def end(self, bench, tokens=None):
+        """The `done` line: a panel's tokens (`common.panel_tokens`), or a route turn's `tokens` (TextRoute)."""
+        usage = tokens or common.panel_tokens(bench, self.prompt_tokens)
         last = {**self._piece(""), **_done(time.monotonic() - self.started, *usage, self.reason)}
         if bench is not None:
             last["bench"] = bench

@@ -22,7 +22,6 @@ import functools
 import json
 import time
 
-from ..core import images
 from . import common
 
 ROLES = ("user", "assistant", "system", "developer")
@@ -272,7 +271,7 @@ class Stream:
         self._event("response.output_text.done", **self._where(), text=text, logprobs=[])
         self._event("response.content_part.done", **self._where(), part=output_text(text))
         self._event("response.output_item.done", output_index=0, item=item)
-        usage = usage_of(self.prompt_tokens, images.estimate(text))
+        usage = usage_of(*common.panel_tokens(bench, self.prompt_tokens))
         self._event("response.completed", response=self._response("completed", [item], usage, bench=bench))
 
     def error(self, status, message):
