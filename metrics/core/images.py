@@ -198,6 +198,12 @@ def _base64_run(match):
     return f"[base64, {_kb(len(match.group()))} KB]"
 
 
+def inline_images(text):
+    """`text` with each inline image (a data URL) as its placeholder: the part of `redact()` that shrinks a
+    text, so a cleaner may run it before cutting a long text short and no image is cut to `…` (issue 30)."""
+    return DATA_URL.sub(_data_url, text) if "64," in text else text
+
+
 def redact(text):
     """`text` fit to be written down (IMG-7): inline images as placeholders, every http(s)
     URL without user:password or query, any other long base64 run as its size.
@@ -211,8 +217,7 @@ def redact(text):
         text = str(text)
     # Each scan runs only where a match could be: a data URL holds `64,` (of `;base64,` in any case),
     # a URL `://`, a base64 run 100 base64 bytes in a row. Most text holds none and costs a few µs.
-    if "64," in text:
-        text = DATA_URL.sub(_data_url, text)
+    text = inline_images(text)
     if "://" in text:
         text = URL.sub(_bare_url, text)
     if BASE64_LEAST in text.encode("utf-8", "replace").translate(BASE64_BYTES):

@@ -120,8 +120,9 @@ def clean(text, limit=None, last=False, known=None):
     when given. In that order: a cut key is no longer a known secret, nor a cut URL a URL."""
     if limit is not None:
         # only the part that can show is cleaned (a prompt may be a megabyte, and the offload task is made
-        # before any seat is asked); this cut too drops the word it splits, so it keeps no piece of a secret
-        text = cut(text, limit * CLEAN_SPAN, last)
+        # before any seat is asked); this cut too drops the word it splits, so it keeps no piece of a secret.
+        # Inline images go first (one linear scan): cut, a data URL would show as `…`, not its placeholder
+        text = cut(images.inline_images(text), limit * CLEAN_SPAN, last)
     text = images.redact(hide(text, known=known))
     return text if limit is None else cut(text, limit, last)
 

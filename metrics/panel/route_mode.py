@@ -391,12 +391,13 @@ def run(planned, record, ask, events):
             continue
         if not member.live:
             member.release()  # the last member's empty turn is the answer (RT-15)
-        return finish(planned, record, member, error, tried)
+        return finish(planned, record, member, error, tried, ask.notes)
     return give_up(planned, record, tried)
 
 
-def finish(planned, record, member, error, tried):
-    """RT-16: record the turn of the member that answered (or failed part way), then its event."""
+def finish(planned, record, member, error, tried, notes=()):
+    """RT-16: record the turn of the member that answered (or failed part way), then its event; `notes` are the
+    reader's about fields it took but the gateway does not honour (issue 30: Responses' `store: true`)."""
     status = "error" if error else ("ok" if member.turn.answered else "empty")
     problems = []
     try:
@@ -411,6 +412,8 @@ def finish(planned, record, member, error, tried):
         bench["failed_over"] = tried
     if planned.skipped:
         bench["skipped"] = planned.skipped
+    if notes:
+        bench["notes"] = list(notes)
     if new:
         bench["verdict"] = VERDICT_HINT
         note = f"route conversation; first turn {status} in {member.seconds}s"

@@ -68,12 +68,11 @@ def health_report():
 
 
 def format_note(ask, name, bench):
-    """FMT-15a: a panel answers in prose whatever `response_format` asks for; a client expecting JSON is told
-    why in `bench.notes`, and where structured output is had (route mode passes the field on)."""
-    if ask.passthrough.get("response_format") not in (None, {"type": "text"}):
-        bench.setdefault("notes", []).append(
-            "response_format is ignored by a panel: several models answer in markdown, so the reply is not JSON; "
-            f"for structured output ask one member with route mode (bench/{name}:route)")
+    """FMT-15a: a panel answers in prose whatever `response_format`, `max_tokens` or `n` ask for; a client is
+    told so in `bench.notes`, and where they are applied (route mode passes them on): `wire.panel_notes`."""
+    notes = wire.panel_notes(ask, name)
+    if notes:
+        bench.setdefault("notes", []).extend(notes)
 
 
 class Handler(httpserver.Handler):
@@ -157,6 +156,10 @@ class Handler(httpserver.Handler):
             if row["id"] == model or row["id"] == f"bench/{model}":
                 return self.send_json(200, row)
         self.refuse(404, collections.choose_message(model, may_call))
+
+    def response_row(self, response_id):
+        """Issue 30: OpenAI's retrieve-response route; nothing is stored, and the 404 says so."""
+        self.refuse(404, wire.responses.not_stored(response_id))
 
     def record(self):
         query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
@@ -410,7 +413,7 @@ class Handler(httpserver.Handler):
         except Exception as exc:  # IMP-1: every failure is answered, never a dropped connection
             return self.refuse(*errors.refusal(exc))
         format_note(ask, name, bench)
-        payload, headers = api.reply(content, shown, bench, wire.usage(messages, content),
+        payload, headers = api.reply(content, shown, bench, wire.usage(messages, bench),
                                      time.monotonic() - started)
         self.send_json(200, payload, headers)
 

@@ -67,6 +67,7 @@ ROUTES = (
     Route("POST", "/v1/messages", "panel", fmt="anthropic", writes=True),
     Route("POST", "/v1/messages/count_tokens", "anthropic_count", fmt="anthropic", listed=False),
     Route("POST", "/v1/responses", "panel", fmt="responses", aliases=("/responses",), writes=True),
+    Route("GET", "/v1/responses/<response_id>", "response_row", fmt="responses", listed=False),  # issue 30: a 404
     Route("POST", "/v1/completions", "panel", fmt="completion", aliases=("/completions",), writes=True),
     Route("POST", "/api/chat", "panel", fmt="ollama_chat", writes=True),
     Route("POST", "/api/generate", "panel", fmt="ollama_generate", writes=True),
