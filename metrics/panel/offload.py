@@ -35,6 +35,7 @@ import sys
 import threading
 
 from ..core import fileio, paths
+from ..core.errors import Invalid, UnknownCall
 from ..models import aliases
 
 ERROR_EXCERPT = 120
@@ -97,7 +98,7 @@ def _claims(value):
     if value is None:
         return []
     if not isinstance(value, list) or not all(isinstance(claim, str) for claim in value):
-        raise ValueError(BAD_CLAIMS)
+        raise Invalid(BAD_CLAIMS)
     return [tidy for tidy in map(_tidy, value) if tidy]
 
 
@@ -107,18 +108,18 @@ def verdict(call, useful, note="", real=None, false=None, replace=False):
     Notes and claims are whitespace-collapsed and blank claims dropped (IMP-19). Unless
     `replace`, a blank note or empty claim list keeps the earlier one; with it (the dashboard's
     form) blank clears. The same verdict again writes nothing and returns the target.
-    Raises ValueError for a non-boolean `useful` or claims that are not lists of strings,
-    KeyError for an unknown call, checked in VRD-1's order.
+    Raises `Invalid` (a ValueError) for a non-boolean `useful` or claims that are not lists of strings,
+    `UnknownCall` (a KeyError) for an unknown call, checked in VRD-1's order.
     """
     if not isinstance(useful, bool):
-        raise ValueError(BAD_USEFUL)
+        raise Invalid(BAD_USEFUL)
     real, false = _claims(real), _claims(false)
     note = _tidy(note) if isinstance(note, str) else ""
     # Two identical verdicts racing in this process must write one line.
     with _verdict_lock:
         target = by_call(call) if isinstance(call, str) else None
         if target is None:
-            raise KeyError(UNKNOWN_CALL.format(call if isinstance(call, str) else ""))
+            raise UnknownCall(UNKNOWN_CALL.format(call if isinstance(call, str) else ""))
         if not replace:
             note = note or target.get("note", "")
             real = real or target.get("real", [])

@@ -40,6 +40,7 @@ import threading
 import time
 
 from ..core import fileio, paths
+from ..core.errors import Invalid
 from ..panel import collections, offload
 
 PREFIX = "bwk_"
@@ -88,17 +89,17 @@ def _valid_rpm(value):
 def make(name, collections=None, rpm=None, by="cli"):
     """A new key named `name` (KEY-4, KEY-5): returns the key, which is never stored or shown again.
 
-    Raises ValueError with KEY-4's message for the first rule broken.
+    Raises `Invalid` (a ValueError) with KEY-4's message for the first rule broken.
     """
     if not isinstance(name, str) or not NAME.match(name):
-        raise ValueError(BAD_NAME)
+        raise Invalid(BAD_NAME)
     if name == RESERVED:
-        raise ValueError(BAD_LOCAL)
+        raise Invalid(BAD_LOCAL)
     chosen = sorted(set(collections or []))
     if not all(isinstance(c, str) and NAME.match(c) for c in chosen):
-        raise ValueError(BAD_COLLECTIONS)
+        raise Invalid(BAD_COLLECTIONS)
     if rpm is not None and not _valid_rpm(rpm):
-        raise ValueError(BAD_RPM)
+        raise Invalid(BAD_RPM)
     key = PREFIX + secrets.token_urlsafe(32)
     entry = {"sha256": digest(key), "hint": key[-4:], "created": now_iso()}
     if chosen:
@@ -108,7 +109,7 @@ def make(name, collections=None, rpm=None, by="cli"):
 
     def add(data):
         if name in data:
-            raise ValueError(TAKEN.format(name))
+            raise Invalid(TAKEN.format(name))
         data[name] = entry
 
     fileio.update(path(), add, mode=0o600)
@@ -321,7 +322,7 @@ def main(argv=None):
         name = args.name.strip().lower()
         try:
             key = make(name, chosen, args.rpm)
-        except ValueError as exc:
+        except Invalid as exc:
             sys.exit(str(exc))
         print(f"{key}\nThe key {name} is shown this once and kept only as a hash: copy it now.")
     elif args.command == "list":
