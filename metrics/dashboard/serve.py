@@ -422,7 +422,7 @@ DASHBOARD = routing.Site(
     version=version_header(), cors=False, logs=lambda: bool(guard.admin_token()), diagnostics=False)  # LOG-4, LOG-5
 
 
-def serve(host: str = "127.0.0.1", port: int = 0) -> routing.Server:
+def serve(host: str = "127.0.0.1", port: int = 0) -> gateway.Server:
     """A dashboard on a thread (tests, the benchmarks): returns the server; `server.shutdown()` stops it."""
     return gateway.serve(host, port, DASHBOARD, "dashboard")
 

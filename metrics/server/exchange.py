@@ -4,7 +4,7 @@ returns (starlette's `Request` and `Response`, in the standard library).
 A handler is a plain function. It takes the `Request` (the method, the path as sent, its route's row and
 what the row's `<name>`s read, the query, the headers, the body read once and parsed, who is calling) and
 returns a `Reply`, or raises a refusal (`core.errors`), which the server answers in the route's shape.
-The server (`server.gateway.Handler`) reads the body and writes every reply, with the headers its port
+The server (`server.routing.Handler`) reads the body and writes every reply, with the headers its port
 adds (CORS, RESP-2); a handler never touches the socket, save through the `write` a streamed reply is
 handed while the server holds the connection open.
 """
@@ -53,9 +53,10 @@ class Request:
 
 @dataclasses.dataclass(frozen=True)
 class Reply:
-    """A status and what follows it. `stream` writes a body of unknown length while the server holds the
-    connection (no Content-Length: the close ends it, FMT-1); `who` is the caller the reply names when the
-    handler identified one (a login)."""
+    """A status and what follows it. `json`: the body is a JSON document, which the port types and caches its
+    own way (RESP-2); `stream` writes a body of unknown length while the server holds the connection (no
+    Content-Length: the close ends it, FMT-1); `who` is the caller the reply names when the handler identified
+    one (a login)."""
 
     status: int
     body: bytes = b""
@@ -64,11 +65,12 @@ class Reply:
     cache: str = ""  # Cache-Control
     stream: Callable[[Write], None] | None = None
     who: str | None = None
+    json: bool = False
 
 
 def json_reply(status: int, payload: Any, headers: Mapping[str, str] | None = None) -> Reply:
     """JSON, ASCII-escaped (RESP-2); the port adds its own headers to it."""
-    return Reply(status, json.dumps(payload).encode("ascii"), JSON, headers or {})
+    return Reply(status, json.dumps(payload).encode("ascii"), JSON, headers or {}, json=True)
 
 
 def text_reply(status: int, text: str, content_type: str, headers: Mapping[str, str] | None = None) -> Reply:

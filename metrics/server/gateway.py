@@ -540,10 +540,16 @@ ROUTES = routes.answered(routes.ROUTES, {
 GATEWAY = routing.Site(ROUTES)
 
 
-def serve(host: str = "127.0.0.1", port: int = 0, site: routing.Site = GATEWAY,
-          name: str = "gateway") -> routing.Server:
+class Server(routing.Server):
+    """The shared server (deadlines, connection cap, head limits) answering the gateway's routes, or `site`'s."""
+
+    def __init__(self, address: tuple[str, int], site: routing.Site = GATEWAY) -> None:
+        super().__init__(address, site)
+
+
+def serve(host: str = "127.0.0.1", port: int = 0, site: routing.Site = GATEWAY, name: str = "gateway") -> Server:
     """A server of `site` on a thread (tests, the demo): returns it; `server.shutdown()` stops it."""
-    server = routing.Server((host, port), site)
+    server = Server((host, port), site)
     # a short poll so shutdown() returns at once (tests start and stop many servers)
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, name=name, daemon=True).start()
     return server
@@ -596,11 +602,11 @@ def starting(port: int | None, setting: str, default: int,
     return address, port, demo.start_demo()
 
 
-def listen(address: str, port: int, site: routing.Site, setting: str, upstream: Any = None) -> routing.Server:
+def listen(address: str, port: int, site: routing.Site, setting: str, upstream: Any = None) -> Server:
     """The server on `address:port`, or exit 1 with one sentence saying why not and how to choose another port
     (`--port`, or the `setting` variable); a demo's upstream and throwaway folder go with it."""
     try:
-        return routing.Server((address, port), site)
+        return Server((address, port), site)
     except OSError as exc:
         if upstream:
             from ..demo import demo

@@ -186,15 +186,14 @@ class Handler(httpserver.Handler):
         """The reply with this port's headers; a streamed one is written while the connection is held."""
         if reply.who is not None:
             self.who = reply.who
-        json_reply = reply.content_type == exchange.JSON
         try:
             self.send_response(reply.status)
-            content_type = self.site.json_type if json_reply else reply.content_type
+            content_type = self.site.json_type if reply.json else reply.content_type
             if content_type:
                 self.send_header("Content-Type", content_type)
             if reply.stream is None and reply.status != 204:  # a 204 says no length (RFC 9110 §8.6)
                 self.send_header("Content-Length", str(len(reply.body)))
-            cache = self.site.json_cache if json_reply else reply.cache
+            cache = self.site.json_cache if reply.json else reply.cache
             if cache:
                 self.send_header("Cache-Control", cache)
             for header, value in reply.headers.items():
