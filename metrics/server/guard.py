@@ -43,10 +43,15 @@ import sys
 import threading
 import time
 import urllib.parse
+from collections.abc import Mapping
+from email.message import Message
 from http.cookies import CookieError, SimpleCookie
 
 from ..wire import routes
 from . import gatekeys
+
+Headers = Mapping[str, str] | Message  # a request's headers (a plain mapping in tests)
+Answer = tuple[int, str] | tuple[int, str, dict[str, str]]  # a refusal: its status, message and headers, if any
 
 GATEWAY_CAP = 20_000_000
 DASHBOARD_CAP = 1_000_000
@@ -84,11 +89,11 @@ NOT_TOKEN = "that is not the admin token"
 
 # -- settings (read on every call) ------------------------------------------
 
-def bind_address():
+def bind_address() -> str:
     return os.environ.get("BENCH_BIND", "").strip() or "127.0.0.1"
 
 
-def port_setting(name, default):
+def port_setting(name: str, default: int) -> int:
     """BENCH_PORT / BENCH_GATEWAY_PORT: `int()`, empty → `default`; ValueError names the variable."""
     raw = os.environ.get(name, "").strip()
     if not raw:
@@ -99,7 +104,7 @@ def port_setting(name, default):
         raise ValueError(f"{name} must be a port number, not {raw!r}") from None
 
 
-def is_loopback(address):
+def is_loopback(address: str) -> bool:
     """START-3: `localhost`, 127.0.0.0/8 or ::1."""
     if address.lower() == "localhost":
         return True
@@ -109,37 +114,37 @@ def is_loopback(address):
         return False
 
 
-def admin_token():
+def admin_token() -> str:
     """BENCHWARMERS_ADMIN_TOKEN, stripped (improvement 17); `""` means login off."""
     return os.environ.get("BENCHWARMERS_ADMIN_TOKEN", "").strip()
 
 
-def keys_required():
+def keys_required() -> bool:
     """§7: a token is set, or BENCHWARMERS_REQUIRE_KEYS is anything but a clear no (a typo fails closed)."""
     return bool(admin_token()) or os.environ.get("BENCHWARMERS_REQUIRE_KEYS", "").strip().lower() not in FALSE
 
 
-def trust_forwarded():
+def trust_forwarded() -> bool:
     return os.environ.get("BENCH_TRUST_FORWARDED", "").strip().lower() in TRUE
 
 
-def _env_list(name):
+def _env_list(name: str) -> list[str]:
     return [item.strip().lower() for item in os.environ.get(name, "").split(",") if item.strip()]
 
 
-def _without_default_port(scheme, netloc):
+def _without_default_port(scheme: str, netloc: str) -> str:
     port = DEFAULT_PORTS.get(scheme)
     return netloc[:-len(port)] if port and netloc.endswith(port) else netloc
 
 
-def normal_origin(origin):
+def normal_origin(origin: str) -> str:
     """An origin lower-cased, without a trailing `/` or its scheme's default port."""
     origin = origin.strip().lower().rstrip("/")
     scheme, sep, netloc = origin.partition("://")
     return f"{scheme}://{_without_default_port(scheme, netloc)}" if sep else origin
 
 
-def public():
+def public() -> tuple[str, str]:
     """`(host, origin)` of BENCHWARMERS_PUBLIC_URL, both `""` when unset or invalid; default port dropped."""
     raw = os.environ.get("BENCHWARMERS_PUBLIC_URL", "").strip().rstrip("/")
     if not raw:
@@ -151,7 +156,7 @@ def public():
     return netloc, f"{parts.scheme}://{netloc}"
 
 
-def _bind_host(port):
+def _bind_host(port: int) -> str:
     """The bind address as a Host value when it names one interface (improvement 18), else `""`."""
     address = bind_address().strip("[]").lower()
     try:
@@ -163,7 +168,7 @@ def _bind_host(port):
     return f"[{address}]:{port}" if ip.version == 6 else f"{address}:{port}"
 
 
-def startup_problem(address):
+def startup_problem(address: str) -> str:
     """The START-2 refusal for this configuration, or `""` when it is safe to bind."""
     token = admin_token()
     if token and len(token) < MIN_TOKEN:
@@ -183,7 +188,7 @@ def startup_problem(address):
     return ""
 
 
-def startup_warnings():
+def startup_warnings() -> list[str]:
     """What a server says on stderr at start without refusing (improvements 16, 17)."""
     warnings = []
     token = admin_token()
@@ -200,12 +205,12 @@ def startup_warnings():
 
 # -- every request ------------------------------------------------------------
 
-def is_gemini_route(path):
+def is_gemini_route(path: str) -> bool:
     """CRED-2 (3): the routes where `?key=` is a credential: those that speak Gemini's format."""
     return routes.format_of(path) == "gemini"
 
 
-def allowed_hosts(port):
+def allowed_hosts(port: int) -> set[str]:
     hosts = {f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}", *_env_list("BENCH_ALLOWED_HOSTS")}
     bound = _bind_host(port)
     if bound:
@@ -218,7 +223,7 @@ def allowed_hosts(port):
     return hosts
 
 
-def allowed_origins(port):
+def allowed_origins(port: int) -> set[str]:
     origins = {f"http://{h}" for h in allowed_hosts(port)}
     origins |= {normal_origin(o) for o in _env_list("BENCH_ALLOWED_ORIGINS")}
     origin = public()[1]
@@ -227,7 +232,7 @@ def allowed_origins(port):
     return origins
 
 
-def host_problem(headers, port):
+def host_problem(headers: Headers, port: int) -> str:
     """HOST-1..4: `""` when the Host header names this server, else the 403 message."""
     value = (headers.get("Host") or "").strip().lower()
     if value in allowed_hosts(port):
@@ -236,18 +241,18 @@ def host_problem(headers, port):
     return f"unknown Host {shown}; set BENCHWARMERS_PUBLIC_URL or BENCH_ALLOWED_HOSTS to add one"
 
 
-def origin_allowed(headers, port):
+def origin_allowed(headers: Headers, port: int) -> bool:
     origin = (headers.get("Origin") or "").strip()
     return bool(origin) and normal_origin(origin) in allowed_origins(port)
 
 
-def is_json(content_type):
+def is_json(content_type: str | None) -> bool:
     """Improvement 13: the media type is `application/json` or `application/<x>+json`; parameters may follow."""
     media = (content_type or "").split(";", 1)[0].strip().lower()
     return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
 
 
-def write_problem(headers, port, gateway, cap):
+def write_problem(headers: Headers, port: int, gateway: bool, cap: int) -> Answer | None:
     """WRITE-1..6 for a POST: `(status, message)` of the first failing check, or None. Never reads the body."""
     problem = host_problem(headers, port)
     if problem:
@@ -273,7 +278,7 @@ def write_problem(headers, port, gateway, cap):
     return None
 
 
-def content_length(headers):
+def content_length(headers: Headers) -> int | tuple[int, str]:
     """The body length (WRITE-5, improvement 14), or `(400, message)` when it is not a usable number."""
     get_all = getattr(headers, "get_all", None)
     values = (get_all("Content-Length") if get_all else None) or [headers.get("Content-Length") or ""]
@@ -289,15 +294,15 @@ def content_length(headers):
     return 400, "Content-Length is not a number"
 
 
-def cors_headers(headers, port):
+def cors_headers(headers: Headers, port: int) -> dict[str, str]:
     """CORS-3 headers for a reply to an allowed Origin; none otherwise."""
     if not origin_allowed(headers, port):
         return {}
-    return {"Access-Control-Allow-Origin": headers.get("Origin").strip(),
+    return {"Access-Control-Allow-Origin": (headers.get("Origin") or "").strip(),
             "Access-Control-Expose-Headers": EXPOSED, "Vary": "Origin"}
 
 
-def preflight_headers(headers):
+def preflight_headers(headers: Headers) -> dict[str, str]:
     """CORS-4/5: what a 204 preflight answers with (the CORS-3 headers are added by the caller)."""
     allow = "Authorization, Content-Type"
     asked = (headers.get("Access-Control-Request-Headers") or "").strip()
@@ -309,7 +314,7 @@ def preflight_headers(headers):
 
 # -- who is calling -----------------------------------------------------------
 
-def credential(headers, path):
+def credential(headers: Headers, path: str) -> str | None:
     """CRED-2: the one credential judged, as an `Authorization` value, or None when none is present."""
     value = headers.get("Authorization")
     if value is not None:
@@ -325,7 +330,7 @@ def credential(headers, path):
     return None
 
 
-def identify(headers, path):
+def identify(headers: Headers, path: str) -> tuple[str | None, Answer | None]:
     """A gateway caller (§7, CRED-*): `(name, None)`, or `(None, (401, message, headers))`.
 
     With keys not required everyone is `local` and every credential is ignored (CRED-1).
@@ -347,7 +352,7 @@ def identify(headers, path):
     return name, None
 
 
-def admin_matches(value):
+def admin_matches(value: object) -> bool:
     """ADM-1: SHA-256 of both sides compared in constant time; an unset token matches nothing."""
     token = admin_token()
     if not token or not isinstance(value, str):
@@ -356,28 +361,28 @@ def admin_matches(value):
     return hmac.compare_digest(given, hashlib.sha256(token.encode("utf-8")).digest())
 
 
-def _signature(expiry, token):
+def _signature(expiry: int, token: str) -> str:
     return hmac.new(token.encode("utf-8"), f"session|{expiry}".encode("ascii"), hashlib.sha256).hexdigest()
 
 
-def session_cookie(now=None):
+def session_cookie(now: float | None = None) -> str:
     """ADM-3: the `Set-Cookie` value opening the dashboard for a week; it never holds the token."""
     expiry = int(now if now is not None else time.time()) + SESSION_SECONDS
     value = f"{COOKIE}={expiry}.{_signature(expiry, admin_token())}; Path=/; Max-Age={SESSION_SECONDS}"
     return value + "; HttpOnly; SameSite=Strict" + _secure()
 
 
-def logout_cookie():
+def logout_cookie() -> str:
     """Improvement 8: the `Set-Cookie` value of `POST /logout`, which clears the session in the browser.
     `serve.py` answers `POST /logout` with it."""
     return f"{COOKIE}=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict" + _secure()
 
 
-def _secure():
+def _secure() -> str:
     return "; Secure" if public()[1].startswith("https://") else ""
 
 
-def session_valid(cookie_header, now=None):
+def session_valid(cookie_header: str | None, now: float | None = None) -> bool:
     """ADM-4: the `Cookie` header carries an unexpired `bw_session` signed with today's token."""
     token = admin_token()
     if not token or not cookie_header:
@@ -401,12 +406,12 @@ def session_valid(cookie_header, now=None):
 class Backoff:
     """Improvement 4: `limit` failures from one address within `window` seconds make it wait."""
 
-    def __init__(self, limit=10, window=60):
+    def __init__(self, limit: int = 10, window: int = 60) -> None:
         self.limit, self.window = limit, window
-        self.failures = {}
+        self.failures: dict[str, list[float]] = {}
         self.lock = threading.Lock()
 
-    def _recent(self, address, now):
+    def _recent(self, address: str, now: float) -> list[float]:
         kept = [t for t in self.failures.get(address, []) if t > now - self.window]
         if kept:
             self.failures[address] = kept
@@ -414,7 +419,7 @@ class Backoff:
             self.failures.pop(address, None)
         return kept
 
-    def wait(self, address):
+    def wait(self, address: str) -> int:
         """Seconds `address` must wait before its next attempt; 0 when it may try now."""
         now = time.monotonic()
         with self.lock:
@@ -423,11 +428,11 @@ class Backoff:
                 return 0
             return int(kept[-self.limit] + self.window - now) + 1
 
-    def failed(self, address):
+    def failed(self, address: str) -> None:
         with self.lock:
             self.failures.setdefault(address, []).append(time.monotonic())
 
-    def clear(self, address):
+    def clear(self, address: str) -> None:
         with self.lock:
             self.failures.pop(address, None)
 
@@ -435,11 +440,11 @@ class Backoff:
 LOGINS = Backoff()
 
 
-def _too_many(wait):
+def _too_many(wait: int) -> tuple[int, str, dict[str, str]]:
     return 429, f"too many wrong admin tokens from this address; try again in {wait}s", {"Retry-After": str(wait)}
 
 
-def dashboard_caller(headers, address):
+def dashboard_caller(headers: Headers, address: str) -> tuple[str | None, Answer | None]:
     """ADM-6: who may use a dashboard route: `(who, None)` or `(None, (status, message[, headers]))`.
 
     A bearer, when sent, decides alone (no fallback to the cookie); a gateway key is never the token.
@@ -462,7 +467,7 @@ def dashboard_caller(headers, address):
     return None, (401, SIGN_IN)
 
 
-def login(body, address):
+def login(body: object, address: str) -> tuple[int, str, dict[str, str]]:
     """ADM-2 after the write checks, `body` parsed (None when it was not JSON).
 
     Returns `(status, message, headers)`: 200 with the session cookie, 400, 401 or 429.
@@ -481,7 +486,7 @@ def login(body, address):
 
 # -- the access log ---------------------------------------------------------------
 
-def client_address(headers, peer):
+def client_address(headers: Headers, peer: str) -> str:
     """The caller's address: the socket's, or with BENCH_TRUST_FORWARDED the last X-Forwarded-For item."""
     if trust_forwarded():
         forwarded = (headers.get("X-Forwarded-For") or "").split(",")[-1].strip()
@@ -490,12 +495,12 @@ def client_address(headers, peer):
     return peer
 
 
-def log_address():
+def log_address() -> bool:
     """`BENCH_LOG_ADDRESS=1`: the access log ends each line with the client's address."""
     return os.environ.get("BENCH_LOG_ADDRESS", "").strip().lower() in TRUE
 
 
-def access_line(method, path, status, who, address=""):
+def access_line(method: str, path: str, status: int | str, who: str, address: str = "") -> str:
     """LOG-1..3, plus the client address when given: never a query string, never a control character."""
     # masked before the cut, which could split a key
     route = ascii(GATEWAY_KEY.sub("bwk_...", routes.logged(path))[:200])[1:-1]
@@ -506,7 +511,7 @@ def access_line(method, path, status, who, address=""):
     return line
 
 
-def mask_secrets(text):
+def mask_secrets(text: str) -> str:
     """LOG-5: the value of any key=, api_key= or access_token= query parameter becomes `...`, the name
     read percent-decoded and in any case, as the credential parser reads it (`?%6bey=` is `?key=`);
     LOG-6: so does any gateway key, wherever it stands (a path, say)."""
@@ -515,10 +520,12 @@ def mask_secrets(text):
         if match.start() < done or urllib.parse.unquote_plus(match.group(1)).lower() not in SECRET_PARAMS:
             continue  # inside a value already masked, or no credential
         kept += [text[done:match.end()], "..."]
-        done = QUERY_VALUE.match(text, match.end()).end()
+        value = QUERY_VALUE.match(text, match.end())
+        assert value is not None  # a `*` pattern matches, if only the empty string
+        done = value.end()
     kept.append(text[done:])
     return GATEWAY_KEY.sub("bwk_...", "".join(kept))
 
 
-def log(line):
+def log(line: str) -> None:
     sys.stderr.write(line + "\n")
