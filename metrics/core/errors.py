@@ -2,9 +2,9 @@
 
 Every class here names its HTTP `status` (and `retry_after`, the seconds of a `Retry-After` header,
 where a client should wait). Its arguments are its messages, one sentence each: the gateway answers
-with the first in the route's format (ERR-1), the dashboard lists them all (`{"ok": false, "errors":
-[...]}`, RESP-1, validators report every fault at once). Its keywords are the extra fields a dashboard
-reply carries beside them (a model edit's `changed` and `sync`, a sign-in's `state`).
+with the first in the route's format (ERR-1), the dashboard lists them all (`body()`: `{"ok": false,
+"errors": [...]}`, RESP-1, validators report every fault at once). Its keywords are the extra fields a
+dashboard reply carries beside them (a model edit's `changed` and `sync`, a sign-in's `state`).
 
 `planned(exc)` is the one place any exception becomes a refusal. A class here answers with its own
 status; of the rest only two are planned, both from `core.fileio`, which sits below this module: the

@@ -1,8 +1,8 @@
 """The HTTP server both ports run on: the stdlib's, with the limits it lacks (security.md §15).
 
 `Server` is a `ThreadingHTTPServer` (one daemon thread per connection, HTTP/1.0, one
-request per connection) and `Handler` the base of the gateway's and the dashboard's
-handlers. What they add, each so that a client cannot hold a thread or bend a reply:
+request per connection) and `Handler` the base of `server.routing.Handler`, which both
+ports run. What they add, each so that a client cannot hold a thread or bend a reply:
 
 - Read deadlines (improvement 1): the request line and headers must arrive within
   `Server.read_timeout` seconds of the connection, however slowly they trickle; a body
