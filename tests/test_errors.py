@@ -60,17 +60,22 @@ def test_a_bug_met_by_a_page_is_a_500_too_and_each_has_its_own_id(dash, capfd):
     assert ids[0] != ids[1] and all(err.count(f"error {bug}: ") == 1 for bug in ids)
 
 
+def answer(exc):
+    refusal = errors.planned(exc)
+    return refusal.status, refusal.message, refusal.reply_headers()
+
+
 def test_planned_refusals_keep_their_status_and_a_raw_builtin_is_a_bug(capfd):
     """A refusal class names its status; the data folder refusing a write is a 507 or 503; a KeyError, a
     LookupError or a ValueError nobody raised as a refusal is no longer a 503 or a 400."""
-    assert errors.refusal(errors.UnknownCall("no offload with call id 'x'")) == (404, "no offload with call id 'x'")
-    assert errors.refusal(errors.Busy("wait")) == (503, "wait", {"Retry-After": "2"})
+    assert answer(errors.UnknownCall("no offload with call id 'x'")) == (404, "no offload with call id 'x'", {})
+    assert answer(errors.Busy("wait")) == (503, "wait", {"Retry-After": "2"})
     assert errors.planned(errors.Invalid("a", "b", changed=[])).body() == {"ok": False, "errors": ["a", "b"],
                                                                           "changed": []}
     full = fileio.WriteFailed(errno.ENOSPC, "No space left on device", "/data/x")
-    assert errors.refusal(full)[0] == 507
-    assert errors.refusal(fileio.Unreadable("config/x.json is not valid JSON"))[0] == 400
+    assert answer(full)[0] == 507
+    assert answer(fileio.Unreadable("config/x.json is not valid JSON"))[0] == 400
     for exc in (KeyError("members"), LookupError("gone"), ValueError("bad"), RuntimeError("odd")):
-        status, message = errors.refusal(exc)
+        status, message, _ = answer(exc)
         assert status == 500 and re.search(r"; error id [0-9a-f]{8}$", message), exc
         assert f"error {message[-8:]}: the server failed\n" in capfd.readouterr().err

@@ -18,9 +18,9 @@ from benchwarmers.wire.routes import Route
 
 # The modules that answer requests. The others (the client, the demo upstream, each format's outbound
 # half) name the providers' own paths, which share their spelling with ours.
-SERVING = ["gateway.py", "serve.py", "metrics/server/gateway.py", "metrics/server/routing.py", "metrics/server/exchange.py",
-           "metrics/dashboard/serve.py", "metrics/server/guard.py", "metrics/server/httpserver.py",
-           "metrics/server/gatekeys.py", "metrics/wire/__init__.py"]
+SERVING = ["gateway.py", "serve.py", "metrics/server/gateway.py", "metrics/server/routing.py",
+           "metrics/server/exchange.py", "metrics/dashboard/serve.py", "metrics/server/guard.py",
+           "metrics/server/httpserver.py", "metrics/server/gatekeys.py", "metrics/wire/__init__.py"]
 GET_HELP = "GET /v1/models, /bench/record, /api/tags, /api/version or /v1beta/models"
 POST_HELP = ("POST /v1/chat/completions, /v1/messages, /v1/responses, /v1/completions, /api/chat, /api/generate, "
              "/v1beta/models/<collection>:generateContent or /bench/verdict")

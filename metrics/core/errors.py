@@ -69,11 +69,6 @@ class Refusal(Exception):
         wait = {"Retry-After": str(self.retry_after)} if self.retry_after else {}
         return {**wait, **self.headers}
 
-    def answer(self) -> tuple[int, str] | tuple[int, str, dict[str, str]]:
-        """`(status, message)`, or `(status, message, headers)` when the answer carries a header."""
-        headers = self.reply_headers()
-        return (self.status, self.message, headers) if headers else (self.status, self.message)
-
     def body(self) -> dict[str, Any]:
         """The dashboard's reply (ERR-2, RESP-1): every message, and the extra fields the raiser gave."""
         return {"ok": False, "errors": list(self.messages), **self.details}
@@ -211,7 +206,3 @@ def planned(exc: BaseException, what: str = "the server") -> Refusal:
         return Refused(400, str(exc))
     return Bug(exc, what)
 
-
-def refusal(exc: BaseException, what: str = "the server") -> tuple[int, str] | tuple[int, str, dict[str, str]]:
-    """`(status, message)`, or `(status, message, headers)`, for any exception a request meets."""
-    return planned(exc, what).answer()

@@ -769,7 +769,7 @@ class Done:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Failed:
-    """The panel failed with `exc`; before any `Seated` it is a refusal (`refusal(exc)` gives the status)."""
+    """The panel failed with `exc`; before any `Seated` it is a refusal (`core.errors.planned` gives its status)."""
 
     exc: Exception
 

@@ -83,7 +83,8 @@ def html_reply(status: int, text: str, headers: Mapping[str, str] | None = None)
     return text_reply(status, text, "text/html; charset=utf-8", headers)
 
 
-def stream_reply(content_type: str, write: Callable[[Write], object], headers: Mapping[str, str] | None = None) -> Reply:
+def stream_reply(content_type: str, write: Callable[[Write], object],
+                 headers: Mapping[str, str] | None = None) -> Reply:
     """A 200 streamed by `write(send)`: each `send(bytes)` goes out at once (STR-1, MCP-19)."""
     return Reply(200, content_type=content_type, headers=headers or {}, cache="no-cache", stream=write)
 

@@ -163,7 +163,8 @@ def ask(server: remote.Server, arguments: dict[str, Any], context: Context) -> l
     messages = [{"role": "user", "content": prompt}]
     if _text(arguments, "system"):
         messages.insert(0, {"role": "system", "content": arguments["system"]})
-    body: dict[str, Any] = {"model": collection if collection.startswith(PREFIX) else PREFIX + collection, "messages": messages}
+    model = collection if collection.startswith(PREFIX) else PREFIX + collection
+    body: dict[str, Any] = {"model": model, "messages": messages}
     if isinstance(arguments.get("merged"), bool):
         body["bench"] = {"reply": "merged" if arguments["merged"] else "all"}
     if arguments.get("with"):
@@ -231,4 +232,6 @@ def pending_verdicts(server: remote.Server, arguments: dict[str, Any], context: 
     return [json.dumps({"hookSpecificOutput": {"hookEventName": "Stop", "additionalContext": text}})]
 
 
-RUN: dict[str, Callable[[remote.Server, dict[str, Any], Context], list[str]]] = {"list_collections": list_collections, "ask": ask, "verdict": verdict, "pending_verdicts": pending_verdicts}
+Tool = Callable[[remote.Server, dict[str, Any], Context], list[str]]
+RUN: dict[str, Tool] = {"list_collections": list_collections, "ask": ask, "verdict": verdict,
+                        "pending_verdicts": pending_verdicts}
