@@ -88,29 +88,35 @@ class Handler(httpserver.Handler):
         self.answer("POST")
 
     def answer(self, method: str) -> None:
+        """The row, its checks, the body and the handler; whatever one of them raises is answered as a refusal."""
         route, params = routes.find(self.site.rows(self.path), method, self.path)
+        scope = route.scope if route else routes.KEY  # a path no row answers is checked as a gateway key's
         try:
-            reply = self.turned_away(method, route) or self.dispatched(method, route, params)
+            self.checked(method, scope)
+            reply = self.turned_away(scope) or self.dispatched(method, route, params)
         except exchange.CLIENT_GONE:
             raise
         except Exception as exc:
             reply = self.refusal_reply(errors.planned(exc))
         self.send(reply)
 
-    def turned_away(self, method: str, route: routes.Route | None) -> exchange.Reply | None:
-        """The checks of the route's scope (a path no row answers is checked as a gateway key's): None once
-        they pass, with `who` set; a stranger's page is sent to /login; any other failure is raised."""
-        scope = route.scope if route else routes.KEY
+    def checked(self, method: str, scope: str) -> None:
+        """WRITE-1..6 for a POST, before a byte of its body is read (the gateway's body cap on a gateway route,
+        the port's elsewhere); HOST-1..4 for a GET on any route but an open one (OPEN-1)."""
         if method == "POST":
             gateway = routes.is_gateway_route(self.path)
-            cap = guard.GATEWAY_CAP if gateway else self.site.cap
-            problem = guard.write_problem(self.headers, self.port, gateway, cap)
+            problem = guard.write_problem(self.headers, self.port, gateway, guard.GATEWAY_CAP if gateway else
+                                          self.site.cap)
             if problem:
                 raise errors.Refused(*problem)
         elif scope != routes.OPEN:
             host = guard.host_problem(self.headers, self.port)
             if host:
                 raise errors.Refused(403, host)
+
+    def turned_away(self, scope: str) -> exchange.Reply | None:
+        """Who is calling, as the scope asks (GW-2, AUTH-4): None once known (`who` set), a stranger's page
+        sent to /login, any other refusal raised."""
         if scope in (routes.OPEN, routes.HOST):
             return None
         if scope == routes.KEY:
