@@ -55,11 +55,15 @@ def _unlock(fd):
 
 @contextlib.contextmanager
 def lock(path, timeout=LOCK_TIMEOUT):
-    """Hold `<path>.lock` exclusively; `TimeoutError` after `timeout` seconds (LOCK-1)."""
+    """Hold `<path>.lock` exclusively; `TimeoutError` after `timeout` seconds (LOCK-1), `WriteFailed` when the
+    lock file cannot be made."""
     path = Path(path)
     lock_path = path.with_name(path.name + ".lock")
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:  # the folder refuses even the lock file: the write it guards is refused
+        raise WriteFailed(exc.errno, exc.strerror or str(exc), os.fspath(lock_path)) from exc
     try:
         deadline = time.monotonic() + timeout
         while not _try_lock(fd):

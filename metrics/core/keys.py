@@ -11,6 +11,7 @@ import json
 import re
 
 from . import fileio, images, paths, settings
+from .errors import Unusable
 
 ENV_PREFIX = "BENCHWARMERS_KEY_"
 CLEAN_SPAN = 16  # `clean(text, n)` cleans only the first 16·n characters (room for what redaction takes out)
@@ -63,9 +64,9 @@ def _change_store(change):
         except FileNotFoundError:
             data = {}
         except (OSError, ValueError, RecursionError) as exc:
-            raise RuntimeError(f"{where} cannot be read ({type(exc).__name__}); fix or move it, then retry") from None
+            raise Unusable(f"{where} cannot be read ({type(exc).__name__}); fix or move it, then retry") from None
         if not isinstance(data, dict):
-            raise RuntimeError(f"{where} is not a JSON object of keys; fix or move it, then retry")
+            raise Unusable(f"{where} is not a JSON object of keys; fix or move it, then retry")
         change(data)
         fileio.write_atomic(where, fileio.dumps(data), mode=0o600)
 

@@ -42,7 +42,7 @@ import sys
 import threading
 
 from ..core import fileio, paths
-from ..core.errors import Refusal
+from ..core.errors import DailyCap, Invalid, TooLarge, UnknownCall
 from ..models import aliases
 from . import collections
 
@@ -57,18 +57,6 @@ BAD_USEFUL = '"useful" must be true or false'
 BAD_CLAIMS = '"real" and "false" must be lists of one-sentence claims'
 DAILY_CAP = ("the gateway key {} has added {:,} verdicts today (verdicts_per_key_day in config/gateway.json); "
              "try again tomorrow")
-
-
-class TooLarge(Refusal, ValueError):
-    """A note or claim past its bound, or too many claims (issue 29 item 3)."""
-
-    status = 413
-
-
-class DailyCap(Refusal):
-    """A gateway key's verdicts for today are spent; `retry_after` is set to the seconds left until midnight."""
-
-    status = 429
 
 _append_lock = threading.Lock()
 _verdict_lock = threading.Lock()
@@ -125,7 +113,7 @@ def _claims(value):
     if value is None:
         return []
     if not isinstance(value, list) or not all(isinstance(claim, str) for claim in value):
-        raise ValueError(BAD_CLAIMS)
+        raise Invalid(BAD_CLAIMS)
     return [tidy for tidy in map(_tidy, value) if tidy]
 
 
@@ -175,12 +163,12 @@ def verdict(call, useful, note="", real=None, false=None, replace=False, by=None
     `replace`, a blank note or empty claim list keeps the earlier one; with it (the dashboard's
     form) blank clears. The same verdict again writes nothing and returns the target.
     `by` names the gateway key judging: each line it adds counts against its day's cap.
-    Raises ValueError for a non-boolean `useful` or claims that are not lists of strings,
-    `TooLarge` past a bound, KeyError for an unknown call, `DailyCap` when `by`'s verdicts
+    Raises `Invalid` (a ValueError) for a non-boolean `useful` or claims that are not lists of strings,
+    `TooLarge` past a bound, `UnknownCall` (a KeyError) for an unknown call, `DailyCap` when `by`'s verdicts
     for today are spent, checked in that order (VRD-1's, then the bounds before the log is read).
     """
     if not isinstance(useful, bool):
-        raise ValueError(BAD_USEFUL)
+        raise Invalid(BAD_USEFUL)
     real, false = _claims(real), _claims(false)
     note = _tidy(note) if isinstance(note, str) else ""
     _bounded(note, real, false)
@@ -188,7 +176,7 @@ def verdict(call, useful, note="", real=None, false=None, replace=False, by=None
     with _verdict_lock:
         target = by_call(call) if isinstance(call, str) else None
         if target is None:
-            raise KeyError(UNKNOWN_CALL.format(call if isinstance(call, str) else ""))
+            raise UnknownCall(UNKNOWN_CALL.format(call if isinstance(call, str) else ""))
         if not replace:
             note = note or target.get("note", "")
             real = real or target.get("real", [])

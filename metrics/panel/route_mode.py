@@ -51,7 +51,7 @@ from ..core import fileio, images, keys, paths, settings
 from ..models import catalog, connections, history, learn
 from ..calling import client
 from . import collections, conversations, offload, panel, policy, roles, route, shape as shapes
-from ..core.errors import Refusal, PromptTooLarge, Unsupported, UnknownCollection
+from ..core.errors import NoMembers, PromptTooLarge, TurnFailed, Unsupported, UnknownCollection
 from ..wire import common
 from ..wire.turn import Turn
 
@@ -70,23 +70,6 @@ rotation = random.Random(settings.env("BENCH_POLICY_SEED") or None)
 
 # Turns run on reused threads: starting one per turn cost more than the turn's whole plan.
 _pool = concurrent.futures.ThreadPoolExecutor(max_workers=512, thread_name_prefix="route")
-
-
-class NoMembers(Refusal, LookupError):
-    """RT-2: the collection lists no member to route to."""
-
-    status = 503
-
-
-class TurnFailed(Refusal):
-    """RT-16/RT-17: the turn has no answer: every member tried failed (429 when all were rate-limited,
-    else 502), or the member failed after it had begun to answer (its upstream status, else 502)."""
-
-    def __init__(self, message, status, retry_after=0, alias=""):
-        super().__init__(message)
-        self.status = status
-        self.retry_after = retry_after
-        self.alias = alias
 
 
 # ---------------------------------------------------------------- the plan (RT-2..6)
