@@ -164,7 +164,7 @@ def test_issue29_item3_bounds_checked_after_tidying_before_the_log_is_read_and_t
                                    ("", ["a"] * 25, ["b"] * 26, '"real" and "false" hold 51 claims; the limit is 50')):
         with pytest.raises(offload.TooLarge) as refused:
             offload.verdict("nope", True, note, real, false)
-        assert refused.value.answer() == (413, why)
+        assert (refused.value.status, refused.value.message) == (413, why)
     assert len(log_lines()) == 2
     too_long = cli("verdict", "c1", "--useful", "--note", "n" * 5_000)
     assert too_long.returncode == 1 and too_long.stderr.strip() == '"note" is 5,000 bytes; the limit is 4,096'
