@@ -235,7 +235,7 @@ def test_pf_percentiles_history_header_and_trend(home, bench):
 def test_collection_command_checks_everything_before_writing(home, bench):
     collection = script("scripts", "collection.py")
     bad = run(collection, "add", "Bad Name", "alpha", "nobody", "beta", "gamma", "slow", "seer")
-    assert bad.returncode == 1
+    assert bad.returncode == 1 and "Traceback" not in bad.stderr and bad.stderr.startswith("collection not saved:")
     for told in ("name", "at most 5 members", "not chat models on the bench: nobody"):
         assert told in bad.stderr
     assert not (home / "config" / "collections.json").exists()
