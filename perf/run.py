@@ -146,7 +146,7 @@ def append(rows):
         header, old = read_history()
         if header != list(COLUMNS):  # a new file gets its header; an older one is rewritten under today's
             fileio.write_atomic(where, _csv([{c: row.get(c) or "" for c in COLUMNS} for row in old]))
-        with open(where, "a", encoding="utf-8", newline="") as f:
+        with open(where, "a", encoding="utf-8", newline="", opener=fileio.opener) as f:
             csv.DictWriter(f, COLUMNS).writerows(rows)
 
 

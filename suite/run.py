@@ -27,7 +27,7 @@ import datetime
 import sys
 import time
 
-from ..core import paths
+from ..core import fileio, paths
 from ..models import learn, registry, scoring
 from ..calling import client, ledger, llm_backend
 from . import tasks as suite_tasks
@@ -159,7 +159,7 @@ def report(rows, today=None):
     if missed:
         out += ["", "Missed:"]
         out += [f"- {r['task']} / `{r['model']}`: {', '.join(r['missed'])}" for r in missed]
-    with open(where, "a", encoding="utf-8") as f:
+    with open(where, "a", encoding="utf-8", opener=fileio.opener) as f:
         f.write("\n".join(out) + "\n\n")
     return where
 

@@ -50,7 +50,7 @@ def copy_starter(folder):
         target = target_root / source.relative_to(STARTER)
         target.parent.mkdir(parents=True, exist_ok=True)
         try:
-            with open(source, "rb") as src, open(target, "xb") as dst:  # "x": never overwrite
+            with open(source, "rb") as src, open(target, "xb", opener=fileio.opener) as dst:  # "x": never overwrite
                 dst.write(src.read())
             copied += 1
         except FileExistsError:

@@ -154,10 +154,10 @@ class _Kept:
                 return fd
             os.close(fd)  # the file was deleted: a line written there would be lost
         try:
-            fd = os.open(path, fileio.APPEND_FLAGS, 0o644)
+            fd = os.open(path, fileio.APPEND_FLAGS, fileio.FILE_MODE)
         except FileNotFoundError:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            fd = os.open(path, fileio.APPEND_FLAGS, 0o644)
+            fileio.make_folder(os.path.dirname(path))
+            fd = os.open(path, fileio.APPEND_FLAGS, fileio.FILE_MODE)
         self.fds[path] = fd
         return fd
 

@@ -4,6 +4,10 @@
   (each holder opens its own file description).
 - `update(path, change)`: the locked read-change-write for JSON objects.
 - `write_atomic(path, text)`: temp file + replace, so readers never see half a file.
+- Every file these make is the owner's alone (`FILE_MODE`, 0600) from its first byte, temporaries and
+  locks included, and so is the folder a file goes in when they make it (`FOLDER_MODE`, 0700): secrets
+  and prompts are written here, and a local user watching the folder must never catch one between
+  create and chmod (issue 29 items 1 and 4).
 - `append_jsonl(path, record)`: one whole line per record, even with many writers; all
   or nothing (a failed write is cut back, a torn tail is ended first).
 - `read_jsonl` / `parse_lines`: readers that skip a torn or corrupt line, say so
@@ -30,6 +34,8 @@ except ImportError:  # Windows
     import msvcrt
 
 LOCK_TIMEOUT = 30
+FILE_MODE = 0o600
+FOLDER_MODE = 0o700
 LOCK_POLL = 0.02
 REPLACE_TRIES = 50
 
@@ -58,8 +64,8 @@ def lock(path, timeout=LOCK_TIMEOUT):
     """Hold `<path>.lock` exclusively; `TimeoutError` after `timeout` seconds (LOCK-1)."""
     path = Path(path)
     lock_path = path.with_name(path.name + ".lock")
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    make_folder(lock_path.parent)
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, FILE_MODE)
     try:
         deadline = time.monotonic() + timeout
         while not _try_lock(fd):
@@ -74,20 +80,32 @@ def lock(path, timeout=LOCK_TIMEOUT):
         os.close(fd)
 
 
-def write_atomic(path, text, mode=None):
+def opener(path, flags):
+    """`open(path, ..., opener=fileio.opener)`: a file it creates is `FILE_MODE` from its first byte (the
+    logs, notes and copies written with plain `open`)."""
+    return os.open(path, flags, FILE_MODE)
+
+
+def make_folder(path):
+    """`path` and any missing parents; the folder itself made `FOLDER_MODE` when it is new."""
+    Path(path).mkdir(mode=FOLDER_MODE, parents=True, exist_ok=True)
+
+
+def write_atomic(path, text, mode=FILE_MODE):
     """Replace `path` with `text` whole (LOCK-3): readers see the old file or the new one.
 
-    `mode` sets the new file's permissions (0o600 for secrets) before it appears.
+    The temporary is created with `mode` (O_EXCL, so never an existing file of someone else's) and
+    holds it from its first byte: a chmod after the write left the secrets of `keys.json` readable
+    by anyone for as long as the write took (issue 29 item 1).
     """
     path = Path(path)
     _looked.__dict__.get("seen", {}).pop(str(path), None)  # this thread's snapshot must see its own write
     temp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.part")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(temp, "w", encoding="utf-8", newline="") as out:
+        make_folder(path.parent)
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), mode)
+        with open(fd, "w", encoding="utf-8", newline="") as out:
             out.write(text)
-        if mode is not None:
-            os.chmod(temp, mode)
         _replace(temp, path)
     except OSError as exc:  # the old file is untouched; the error names the file and the system's reason
         raise refused(path, exc) from exc
@@ -149,7 +167,7 @@ class Unreadable(RuntimeError):
     (RESP-6, RESP-7). Its message names the file and what is wrong with it."""
 
 
-def update(path, change, indent=2, mode=None, **dump):
+def update(path, change, indent=2, mode=FILE_MODE, **dump):
     """Locked read-change-write of a JSON object (LOCK-2); returns what `change` returns.
 
     Writes only when the canonical JSON differs, so a no-op change touches nothing. A file that exists
@@ -286,10 +304,10 @@ def append_bytes(path, data):
     path = Path(path)
     try:
         try:
-            fd = os.open(path, APPEND_FLAGS, 0o644)
+            fd = os.open(path, APPEND_FLAGS, FILE_MODE)
         except FileNotFoundError:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, APPEND_FLAGS, 0o644)
+            make_folder(path.parent)
+            fd = os.open(path, APPEND_FLAGS, FILE_MODE)
     except OSError as exc:
         raise refused(path, exc) from exc
     try:

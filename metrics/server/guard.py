@@ -44,7 +44,7 @@ import time
 import urllib.parse
 from http.cookies import CookieError, SimpleCookie
 
-from ..core import settings
+from ..core import paths, settings
 from ..wire import routes
 from . import gatekeys
 
@@ -182,8 +182,12 @@ def startup_problem(address):
 
 
 def startup_warnings():
-    """What a server says on stderr at start without refusing (improvements 16, 17)."""
+    """What a server says on stderr at start without refusing (improvements 16, 17), and a data folder other
+    users can read (issue 29 item 4)."""
     warnings = []
+    exposed = paths.exposure()
+    if exposed:
+        warnings.append(exposed)
     token = admin_token()
     if token and len(set(token)) < TOKEN_VARIETY:
         warnings.append(f"BENCHWARMERS_ADMIN_TOKEN has only {len(set(token))} different characters and is easy to "
