@@ -19,7 +19,7 @@ import threading
 import time
 from pathlib import Path
 
-from ..core import fileio, paths
+from ..core import console, fileio, paths
 
 try:
     import fcntl
@@ -201,7 +201,7 @@ def write(record):
             with fileio.lock(folder() / "usage"):
                 fileio.append_bytes(month_file(record["t"]), data)
     except Exception as exc:
-        print(f"note: the usage ledger was not written: {exc}", file=sys.stderr)
+        console.say(f"note: the usage ledger was not written: {exc}")
         return False
     return True
 

@@ -17,12 +17,15 @@ raises are answered the same way, by the nearest of their classes that `BUILT_IN
 | an `OSError` with an errno (`fileio.WriteFailed`) | 507 or 503 | a refused write (`paths.unwritable`) |
 | anything else | 500 | `the panel failed (<Type>: <message>)` |
 
+Every message leaves with the known secrets hidden (`keys.hide`, issue 29 item 2): a refusal may quote
+what an upstream said, and an upstream may echo the key it was sent.
+
 `fileio.WriteFailed` stays in fileio: fileio is below this module (which reads the data folder's
 path through `paths`), and its answer is every OSError's. What a seat meets upstream (the client's
 `Stop` and `HTTPError`, the transport's timeouts) is never a refusal: it ends that seat as `error`.
 """
 
-from . import fileio, paths
+from . import fileio, keys, paths
 
 
 class Refusal(Exception):
@@ -80,7 +83,13 @@ BUILT_IN = {
 
 
 def refusal(exc):
-    """`(status, message)`, or `(status, message, headers)`, for any exception a request meets."""
+    """`(status, message)`, or `(status, message, headers)`, for any exception a request meets; the message
+    with every known secret hidden."""
+    status, message, *headers = _answer(exc)
+    return (status, keys.hide(str(message)), *headers)
+
+
+def _answer(exc):
     if isinstance(exc, Refusal):
         return exc.answer()
     for kind in type(exc).__mro__:

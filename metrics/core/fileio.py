@@ -22,10 +22,11 @@ import contextlib
 import json
 import os
 import secrets
-import sys
 import threading
 import time
 from pathlib import Path
+
+from . import console
 
 try:
     import fcntl
@@ -367,7 +368,7 @@ def append_log(path, record, max_bytes, keep):
         try:
             rotate(path, max_bytes, keep)
         except OSError as exc:
-            print(f"warning: {path} was not rotated: {exc}", file=sys.stderr)
+            console.say(f"warning: {path} was not rotated: {exc}")
     return size
 
 
@@ -410,7 +411,7 @@ _warned = set()
 def _warn_once(path, what):
     if path not in _warned:
         _warned.add(path)
-        print(f"warning: {path}: skipped {what} (kept reading)", file=sys.stderr)
+        console.say(f"warning: {path}: skipped {what} (kept reading)")
 
 
 def parse_lines(blob, path="<jsonl>"):

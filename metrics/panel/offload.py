@@ -33,7 +33,7 @@ import os
 import sys
 import threading
 
-from ..core import fileio, paths
+from ..core import console, fileio, paths
 from ..models import aliases
 
 ERROR_EXCERPT = 120
@@ -701,7 +701,7 @@ def main(argv=None):
         try:
             entry = verdict(args.call, args.useful, args.note, args.real, args.false_claims)
         except KeyError as exc:
-            print(exc.args[0], file=sys.stderr)
+            console.say(exc.args[0])
             return 1
         print(f"recorded: {entry['model']} — {entry['task']} — useful={entry['useful']}")
     return 0

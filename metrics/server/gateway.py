@@ -26,7 +26,7 @@ import time
 import urllib.parse
 
 from .. import __version__, wire
-from ..core import errors, paths
+from ..core import console, errors, paths
 from ..wire import routes
 from ..net import remote
 from ..panel import collections, leaderboard, offload, panel, route_mode
@@ -683,7 +683,7 @@ def drain(server, grace):
     """Wait up to `grace` seconds for the panels in flight, end the seats still asked, then give every
     reply (a stream's error sections and its end in its own format) time to reach its client."""
     if not panel.flight.wait_idle(grace):
-        print(f"stopping: panels still in flight after {grace:g}s; ending their seats", file=sys.stderr, flush=True)
+        console.say(f"stopping: panels still in flight after {grace:g}s; ending their seats")
     panel.stop_seats()  # also refuses a panel whose request was taken before the stop but not yet begun
     panel.flight.wait_idle(panel.STOP_SETTLE + REPLY_WAIT)
     server.wait_closed(REPLY_WAIT)
@@ -699,7 +699,7 @@ def starting(port, setting, demo_wanted):
     if problem:
         sys.exit(problem)
     for warning in guard.startup_warnings():
-        print(f"warning: {warning}", file=sys.stderr)
+        console.say(f"warning: {warning}")
     port = port if port is not None else guard.port_setting(setting)
     if not demo_wanted:
         return address, port, None

@@ -38,13 +38,12 @@ import hashlib
 import hmac
 import ipaddress
 import re
-import sys
 import threading
 import time
 import urllib.parse
 from http.cookies import CookieError, SimpleCookie
 
-from ..core import paths, settings
+from ..core import console, paths, settings
 from ..wire import routes
 from . import gatekeys
 
@@ -498,11 +497,12 @@ def log_address():
 
 
 def access_line(method, path, status, who, address=""):
-    """LOG-1..3, plus the client address when given: never a query string, never a control character."""
+    """LOG-1..3, plus the client address when given: never a query string, never a control character (the
+    method is escaped as `log` escapes the whole line: before any credential is read, it is the sender's)."""
     # masked before the cut, which could split a key
     route = ascii(GATEWAY_KEY.sub("bwk_...", routes.logged(path))[:200])[1:-1]
     stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M:%S")
-    line = f"{stamp} {method or '-'} {route or '-'} {status} {who or '-'}"
+    line = f"{stamp} {console.escaped(method or '-')} {route or '-'} {status} {who or '-'}"
     if address:
         line += " " + ascii(address[:64])[1:-1].replace(" ", "")
     return line
@@ -523,4 +523,4 @@ def mask_secrets(text):
 
 
 def log(line):
-    sys.stderr.write(line + "\n")
+    console.say(line)
