@@ -1,5 +1,5 @@
-"""What this program writes to stderr, the servers' access log among it, goes out through `say()` (issue 29
-item 8).
+"""What this program writes to stderr, the servers' access log among it, goes out through `say()` (LOG-7,
+issue 29 item 8).
 
 A line may carry text from outside: a request's method, an upstream's `model` field, an error an endpoint
 sent. Written raw, an escape sequence (`ESC [2K ESC [1A`) rubs out and rewrites the operator's terminal,

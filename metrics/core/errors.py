@@ -17,7 +17,7 @@ raises are answered the same way, by the nearest of their classes that `BUILT_IN
 | an `OSError` with an errno (`fileio.WriteFailed`) | 507 or 503 | a refused write (`paths.unwritable`) |
 | anything else | 500 | `the panel failed (<Type>: <message>)` |
 
-Every message leaves with the known secrets hidden (`keys.hide`, issue 29 item 2): a refusal may quote
+Every message leaves with the known secrets hidden (`keys.hide`, TM-9): a refusal may quote
 what an upstream said, and an upstream may echo the key it was sent.
 
 `fileio.WriteFailed` stays in fileio: fileio is below this module (which reads the data folder's

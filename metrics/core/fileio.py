@@ -7,7 +7,7 @@
 - Every file these make is the owner's alone (`FILE_MODE`, 0600) from its first byte, temporaries and
   locks included, and so is the folder a file goes in when they make it (`FOLDER_MODE`, 0700): secrets
   and prompts are written here, and a local user watching the folder must never catch one between
-  create and chmod (issue 29 items 1 and 4).
+  create and chmod (PATH-7, LOCK-3, issue 29 items 1 and 4).
 - `append_jsonl(path, record)`: one whole line per record, even with many writers; all
   or nothing (a failed write is cut back, a torn tail is ended first).
 - `read_jsonl` / `parse_lines`: readers that skip a torn or corrupt line, say so

@@ -6,8 +6,8 @@ logs or returns a secret except `key()`/`keys()` to the caller that sends it.
 Text that may echo a secret is written down through `clean()`, the one place for
 the order: known keys hidden, then images and URL credentials redacted, then cut.
 Text that goes back to a caller (an answer, a streamed piece, an upstream's error) goes
-through `hide()`, or `Hider` when it comes in pieces (issue 29 item 2): an upstream that
-echoes the Authorization header it was sent must not hand its key to a gateway key's holder.
+through `hide()`, or `Hider` when it comes in pieces (TM-9, issue 29 item 2): an upstream
+that echoes the Authorization header it was sent must not hand its key to a gateway key's holder.
 """
 
 import json

@@ -128,7 +128,7 @@ def make(folder):
     """Create the layout (DATA-2) and copy shipped defaults that are missing (never overwrite).
 
     A folder made here is its owner's alone (0700), and so is every copy (0600): the data folder holds
-    prompts, answers and the gateway keys' hashes (issue 29 item 4). Returns how many files were copied.
+    prompts, answers and the gateway keys' hashes (PATH-7). Returns how many files were copied.
     """
     folder = Path(folder)
     fileio.make_folder(folder)  # first, on its own: `parents=True` would make it with the default mode
@@ -186,7 +186,7 @@ def write_problem():
 
 def exposure():
     """Why other users of this machine can reach into the data folder, as a warning naming the fix, or ""
-    (issue 29 item 4): a folder made before it was made 0700, or one the user opened, keeps its mode."""
+    (PATH-7, issue 29 item 4): a folder made before it was made 0700, or one the user opened, keeps its mode."""
     folder = located()[0]
     try:
         mode = stat.S_IMODE(os.stat(folder).st_mode)

@@ -497,8 +497,8 @@ def log_address():
 
 
 def access_line(method, path, status, who, address=""):
-    """LOG-1..3, plus the client address when given: never a query string, never a control character (the
-    method is escaped as `log` escapes the whole line: before any credential is read, it is the sender's)."""
+    """LOG-1..3, plus the client address when given: never a query string, never a control character (LOG-7:
+    the method too, which anyone may send before a credential is read)."""
     # masked before the cut, which could split a key
     route = ascii(GATEWAY_KEY.sub("bwk_...", routes.logged(path))[:200])[1:-1]
     stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M:%S")
