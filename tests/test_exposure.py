@@ -179,8 +179,9 @@ def written_files(folder):
 
 @needs_root
 def test_item4_the_data_folder_and_every_file_in_it_are_the_owners_alone(shared_home, bench, gateway, capfd):
-    """Issue 29 item 4: the data folder is made 0700 and every file in it 0600 (the call log, the offload log,
-    the routes log, the ledger, conversations, copies of the shipped config, locks), so another user reads no
+    """Issue 29 item 4, PATH-7: the data folder and every folder in it are made 0700 and every file 0600 (the
+    call log, the offload log, the routes log, the ledger, conversations, copies of the shipped config, locks),
+    so another user reads no
     prompt or answer: not through the folder, and not through a file should the folder be opened. A folder
     open to others is named at start with the command that closes it."""
     demo.set_collection("core", ["alpha"])
@@ -194,9 +195,9 @@ def test_item4_the_data_folder_and_every_file_in_it_are_the_owners_alone(shared_
     assert {"runs/gateway/calls.jsonl", "runs/gateway/routes.jsonl", "config/gateway.json"} <= names
     assert offload.log_path() in files and any(p.parent == conversations.folder() for p in files)
     assert stat.S_IMODE(shared_home.stat().st_mode) == 0o700
-    loose = {p.relative_to(shared_home).as_posix(): oct(stat.S_IMODE(p.stat().st_mode)) for p in files
-             if p.stat().st_mode & 0o077}
-    assert not loose, loose
+    loose = {p.relative_to(shared_home).as_posix(): oct(stat.S_IMODE(p.stat().st_mode))
+             for p in shared_home.rglob("*") if p.stat().st_mode & 0o077}
+    assert not loose, loose  # every folder 0700, every file 0600
     shown = [str(p) for p in files]
     seen = Intruder(look, str(shared_home), shown).stop()
     assert seen["listing"] == "PermissionError"

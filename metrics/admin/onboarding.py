@@ -206,7 +206,7 @@ def spawn(served, endpoint, mode, who):
     """OB-17: start one onboarding, its output to its log; returns `(log name, process)`."""
     name = log_name(served)
     where = paths.file("runs", name)
-    where.parent.mkdir(parents=True, exist_ok=True)
+    fileio.make_folder(where.parent)
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONIOENCODING": "utf-8", "BENCH_ONBOARD_LOG": name}
     runner = paths.module_command("admin.onboardrun", where)
     with open(where, "ab", opener=fileio.opener) as out:  # the runner's own complaints, if it has any, land in the same log

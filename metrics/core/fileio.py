@@ -5,7 +5,7 @@
 - `update(path, change)`: the locked read-change-write for JSON objects.
 - `write_atomic(path, text)`: temp file + replace, so readers never see half a file.
 - Every file these make is the owner's alone (`FILE_MODE`, 0600) from its first byte, temporaries and
-  locks included, and so is the folder a file goes in when they make it (`FOLDER_MODE`, 0700): secrets
+  locks included, and so is every folder they make for one (`FOLDER_MODE`, 0700): secrets
   and prompts are written here, and a local user watching the folder must never catch one between
   create and chmod (PATH-7, LOCK-3, issue 29 items 1 and 4).
 - `append_jsonl(path, record)`: one whole line per record, even with many writers; all
@@ -88,8 +88,14 @@ def opener(path, flags):
 
 
 def make_folder(path):
-    """`path` and any missing parents; the folder itself made `FOLDER_MODE` when it is new."""
-    Path(path).mkdir(mode=FOLDER_MODE, parents=True, exist_ok=True)
+    """`path` and any missing parents, each made `FOLDER_MODE` (`parents=True` would make the parents with the
+    default mode)."""
+    path = Path(path)
+    try:
+        path.mkdir(mode=FOLDER_MODE, exist_ok=True)
+    except FileNotFoundError:
+        make_folder(path.parent)
+        path.mkdir(mode=FOLDER_MODE, exist_ok=True)
 
 
 def write_atomic(path, text, mode=FILE_MODE):

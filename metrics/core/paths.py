@@ -131,7 +131,6 @@ def make(folder):
     prompts, answers and the gateway keys' hashes (PATH-7). Returns how many files were copied.
     """
     folder = Path(folder)
-    fileio.make_folder(folder)  # first, on its own: `parents=True` would make it with the default mode
     for part in LAYOUT:
         fileio.make_folder(folder / part)
     if folder.resolve() == CODE:
