@@ -24,7 +24,7 @@ import os
 import sys
 import time
 
-from ..core import fileio, paths
+from ..core import console, fileio, paths
 from ..models import learn, registry, scoring
 from ..calling import client, ledger, llm_backend
 from ..panel import roles
@@ -93,7 +93,7 @@ def sample(alias, label, prompt, timeout, i, n):
         try:
             learn.record(alias, text, "perf")
         except Exception as exc:  # learning is a side effect: it never fails a measurement
-            print(f"    (could not learn from the failure: {exc})", file=sys.stderr)
+            console.say(f"    (could not learn from the failure: {exc})")
     return kind, seconds, text, rate
 
 
@@ -126,7 +126,7 @@ def count(alias, calls):
     try:
         ledger.count_benchmark(alias, calls)
     except Exception as exc:
-        print(f"    (could not count the benchmark calls: {exc})", file=sys.stderr)
+        console.say(f"    (could not count the benchmark calls: {exc})")
 
 
 def read_history():

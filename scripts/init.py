@@ -79,14 +79,16 @@ def pointer_line(folder, env, paths, fileio):
 def add_endpoint(folder, name, base, ask_key):
     """IN-4: `(ok, line)`; the key asked here goes to the key store only once the listing answered."""
     from ..core import keys, paths
+    from ..core.errors import Refusal
     from ..models import endpoints
 
     if paths.located()[0].resolve() != folder:
         return False, f"Endpoint not added: this process already uses {paths.located()[0]}."
     secret = getpass.getpass(f"API key for {name}: ").strip() if ask_key else keys.key(name.strip().lower())
-    result = endpoints.add(name, base, secret, who="init")
-    if not result["ok"]:
-        return False, f"Endpoint not added: {'; '.join(result['errors'])}. Add it from the dashboard instead."
+    try:
+        result = endpoints.add(name, base, secret, who="init")
+    except Refusal as exc:  # its rules, or an endpoints.json that cannot be read (`Unusable`)
+        return False, f"Endpoint not added: {'; '.join(exc.messages)}. Add it from the dashboard instead."
     stored = " Its key is in llm's key store (`llm keys` lists it)." if secret else " No key is stored for it."
     note = f" {result['note']}" if result["note"] else ""
     return True, f"Endpoint {name.strip().lower()} added: it lists {result['served']} model(s).{stored}{note}"

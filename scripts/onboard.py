@@ -67,12 +67,17 @@ def taken():
     return found
 
 
-def alias_for(served, prefix=""):
-    """OB-2: the last `/` segment without the connection prefix, `:` → `-`; made unique when taken."""
+def alias_for(served, prefix="", ep=None):
+    """OB-2: the last `/` segment without the connection prefix, `:` → `-`; made unique when taken.
+
+    The same served name registered from another endpoint gets this endpoint's name as its suffix
+    (`alpha-groq`): endpoint names are unique, so the alias is too, and it says where it is served."""
     alias = served[len(prefix):].rsplit("/", 1)[-1].replace(":", "-")
     used = taken()
-    if alias not in used or used[alias] == served:
+    if alias not in used or used[alias] == served and registry.endpoint_of(alias) in (None, ep):
         return alias
+    if used[alias] == served:
+        return f"{alias}-{ep}"
     tag = fileio.read_json(paths.file("config", "provider-tags.json")).get(served)
     suffix = tag.split("/", 1)[0] if isinstance(tag, str) and tag else "alt"
     return f"{alias}-{suffix}"
@@ -156,6 +161,11 @@ def register(alias, served, ep):
         if reg.get("model_name") == served and registry.endpoint_of(known) == ep:
             print("  [2/5] already registered — leaving the yaml alone")
             return known
+    held = registry.registration(alias)
+    if held:
+        sys.exit(f"STOPPING: cannot register {served} from {ep} as {alias}: that alias is already registered for "
+                 f"{held.get('model_name') or alias} from {registry.endpoint_of(alias) or 'an unknown endpoint'}. "
+                 "Retire or rename that alias first.")
     registry.add_registration(alias, served, ep)
     print(f"  [2/5] registered as {alias}")
     return alias
@@ -264,8 +274,12 @@ def main(argv=None):
     except Exception as exc:
         sys.exit(f"cannot reach the {ep} endpoint: {exc}")
     row = listed.get(args.served) or {}
-    alias = alias_for(args.served, prefix_of(args.served, row))
+    alias = alias_for(args.served, prefix_of(args.served, row), ep)
     print(f"onboarding {args.served} from {ep}  ->  alias {alias}", flush=True)
+    twin = alias.removesuffix(f"-{ep}")
+    if twin != alias and registry.names().get(twin) == args.served:
+        print(f"  ({args.served} is already registered as {twin} from {registry.endpoint_of(twin)}; "
+              f"this one is told apart by its endpoint)", flush=True)
     if args.served not in listed:
         sys.exit(not_served(args.served, alias, listed))
     print("  [1/5] served by the endpoint", flush=True)

@@ -83,9 +83,10 @@ def test_ask_answer_on_stdout_seats_on_stderr(gateway, core, tmp_path):
     assert core.answer_for("alpha", sent) in out and core.answer_for("gamma", sent) in out
     assert not any(line.startswith("call  ") for line in out.splitlines()) and "bench verdict <call>" not in out
     assert "member alpha: ok" in err and "(2 of 2 seats)" in err
-    header = next(line for line in err.splitlines() if line.startswith("call"))
-    assert header.split() == ["call", "seat", "alias", "status", "seconds"]
-    assert "bench verdict <call> --useful|--not-useful" in err
+    lines = err.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("call"))
+    assert lines[header].split() == ["call", "seat", "alias", "status", "seconds"]
+    assert lines[header - 1] == "" and "bench verdict <call> --useful|--not-useful" in lines[header - 2]  # issue 30
 
 
 def test_ask_reads_stdin_with_a_system_message(gateway, core):
@@ -225,6 +226,8 @@ def test_help_and_version(gateway):
     assert all(name in out for name in ("gateway", "mcp", "demo", "ask <collection> [prompt]", "BENCHWARMERS_HOME",
                                         "endpoints | endpoint | candidates", "onboard", "dismiss", "BENCH_PORT"))
     assert run(gateway, "--version")[1] == f"{__version__}\n"
+    assert run(gateway, "status", "--version")[:2] == (0, f"{__version__}\n")  # issue 30: after the command too
+    assert run(gateway, "key", "create", "--version")[:2] == (0, f"{__version__}\n")
     done = subprocess.run([sys.executable, "-m", "benchwarmers.cli.cli", "--version"], capture_output=True, text=True,
                           env=bench_env(gateway))
     assert done.stdout == f"bench {__version__}\n"

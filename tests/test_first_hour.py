@@ -182,6 +182,33 @@ def test_ob2_ob4_alias_rule_and_not_served(home, endpoint):
     assert nothing.returncode == 1 and "no endpoint 'nope'; known: local" in nothing.stderr
 
 
+def test_ob2_the_same_served_name_from_a_second_endpoint_gets_its_own_alias(home, endpoint):
+    """Issue 30 item 4: a second endpoint serving a registered name is onboarded under `<alias>-<endpoint>`,
+    with why; an alias taken by another model on the way is refused naming both endpoints, with no traceback."""
+    from benchwarmers.core import fileio
+    from benchwarmers.models import endpoints
+    from benchwarmers.demo.demo import Upstream
+
+    with Upstream(models={"alpha": {"answer": "the second alpha"}}) as second:
+        fileio.update(endpoints.path(), lambda data: data.__setitem__("second", {"base": second.base_url, "key": ""}))
+        assert onboard("alpha", "--skip-suite").returncode == 0
+        twin = onboard("alpha", "--endpoint", "second", "--skip-suite")
+        assert twin.returncode == 0, twin.stdout + twin.stderr
+        assert "->  alias alpha-second" in twin.stdout
+        assert "(alpha is already registered as alpha from local; this one is told apart by its endpoint)" in twin.stdout
+        assert "[2/5] registered as alpha-second" in twin.stdout
+        assert {a: registry.endpoint_of(a) for a in ("alpha", "alpha-second")} == {"alpha": "local",
+                                                                                    "alpha-second": "second"}
+        assert "[2/5] already registered" in onboard("alpha", "--endpoint", "second", "--skip-suite").stdout
+
+        registry.remove_registration("alpha-second")
+        registry.add_registration("alpha-second", "beta", "local")
+        taken = onboard("alpha", "--endpoint", "second", "--skip-suite")
+        assert taken.returncode == 1 and "Traceback" not in taken.stderr
+        assert ("STOPPING: cannot register alpha from second as alpha-second: that alias is already registered "
+                "for beta from local.") in taken.stderr
+
+
 def test_pf_percentiles_history_header_and_trend(home, bench):
     """PF-4 nearest rank, PF-6 header rewrite, PF-7 counts token and trend; PF-2's one sample for `:free`."""
     from benchwarmers.perf import run as perf

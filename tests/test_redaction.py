@@ -257,6 +257,15 @@ def test_keys_clean_hides_then_redacts_then_cuts():
     assert keys.clean(f"{'w ' * 5000}{key}", 30, last=True, known=[key]) == " w" * 13 + " ***"
 
 
+def test_keys_clean_redacts_an_echoed_image_before_any_cut():
+    """Issue 30 item 9: an upstream error that echoes a large image shows its placeholder, never `…`."""
+    url = f"data:image/png;base64,{'A' * 200_000}"
+    shown = f"bad image: {images.placeholder(url)} was refused"
+    assert images.placeholder(url) == "[image: data URL, 151 KB]"
+    assert keys.clean(f"bad image: {url} was refused", 300) == shown
+    assert keys.clean(f"bad image: {url} was refused", 300, last=True) == shown
+
+
 # -- the access log and the server's diagnostics --------------------------------------------------------
 
 def raw_request(base, line):

@@ -20,6 +20,7 @@ import re
 import subprocess
 
 from ..core import changes, fileio, keys, paths
+from ..core.errors import Invalid, Unusable
 from ..models import aliases, endpoints, registry, scoring
 from ..calling import client
 from ..panel import collections, roles, roster, shape
@@ -46,8 +47,7 @@ def where(name):
     return paths.file(*F[name])
 
 
-def refused(errors):
-    return {"ok": False, "errors": errors, "changed": [], "sync": ""}
+UNCHANGED = {"changed": [], "sync": ""}  # what a refused edit's reply says beside its errors
 
 
 def _text(value):
@@ -141,7 +141,7 @@ def change(body, who):
     """MP-6..8: `POST /api/model`."""
     found, alias, entry = registered(body)
     if entry is None:
-        return refused([f"'{alias}' is not a registered alias"])
+        raise Invalid(f"'{alias}' is not a registered alias", **UNCHANGED)
     decision = entry.get("kind") == "decision"
     new_alias, new_role, ad_hoc = _text(body.get("new_alias")), _text(body.get("new_role")), body.get("new_ad_hoc")
     errors = []
@@ -179,7 +179,7 @@ def change(body, who):
     if not errors and not (rename or role_change or ad_change or types is not None):
         errors.append("nothing to change")
     if errors:
-        return refused(errors)
+        raise Invalid(*errors, **UNCHANGED)
     changed = []
     if role_change:
         fileio.update(where("roles"), lambda d: _models(d).__setitem__(alias, new_role))
@@ -285,13 +285,13 @@ def remove(body, who):
     """MP-10..13: retire a model; no evidence is deleted."""
     _, alias, entry = registered(body)
     if entry is None:
-        return refused([f"'{alias}' is not a registered alias"])
+        raise Invalid(f"'{alias}' is not a registered alias", **UNCHANGED)
     decision = entry.get("kind") == "decision"
     reason = _text(body.get("reason")) or "retired by hand"
     if not decision:
         count = registry_blocks(alias)
         if count != 1:
-            return refused([f"expected one registry block for '{alias}', found {count}; nothing removed"])
+            raise Invalid(f"expected one registry block for '{alias}', found {count}; nothing removed", **UNCHANGED)
     changed = []
     record = {"served": entry["served"], "tag": entry.get("tag", ""), "role": entry["role"],
               "at": changes.now_iso(), "by": who, "why": reason,
@@ -381,15 +381,16 @@ def restore(body, who):
     alias = body.get("alias")
     gone = roster.retired()
     if not isinstance(alias, str) or alias not in gone:
-        return refused([f"'{alias}' is not a retired alias"])
+        raise Invalid(f"'{alias}' is not a retired alias", **UNCHANGED)
     entry = gone[alias]
     endpoint = entry.get("endpoint") or "?"
     try:
         known = endpoints.load()
-    except RuntimeError as exc:
-        return refused([str(exc)])
+    except Unusable as exc:
+        raise Invalid(str(exc), **UNCHANGED) from exc
     if endpoint != "?" and endpoint not in known:
-        return refused([f"its endpoint {endpoint} was removed; add an endpoint named {endpoint} again, then restore"])
+        raise Invalid(f"its endpoint {endpoint} was removed; add an endpoint named {endpoint} again, then restore",
+                      **UNCHANGED)
     found = roster.directory()
     served = entry.get("served") or ""
     changed = []
@@ -397,14 +398,15 @@ def restore(body, who):
     if decision:
         if alias in found or any(e.get("kind") == "decision" and e["served"] == served and e["endpoint"] == endpoint
                                  for e in found.values()):
-            return refused([f"{served} is on the bench again; nothing to restore"])
+            raise Invalid(f"{served} is on the bench again; nothing to restore", **UNCHANGED)
         fileio.update(where("decision"), lambda d: d.__setitem__(alias, entry["decision"]))
         changed.append(shown("decision"))
     else:
         target = endpoint if endpoint in known else roster.default_endpoint()
         again = [a for a, e in found.items() if e["served"] == served and e.get("endpoint") == target]
         if alias in found or again:
-            return refused([f"{served} is registered again as '{(again or [alias])[0]}'; nothing to restore"])
+            raise Invalid(f"{served} is registered again as '{(again or [alias])[0]}'; nothing to restore",
+                          **UNCHANGED)
         registry.add_registration(alias, served, target)
         changed.append(shown("yaml"))
         if isinstance(entry.get("options"), dict):
@@ -433,13 +435,13 @@ def retry(body, who):
     """MP-18: one call now; an answer is evidence, so the retirement countdown resets."""
     alias = body.get("alias")
     if not isinstance(alias, str) or alias not in registry.registrations():
-        return {"ok": False, "errors": [f"'{alias}' is not registered"], "changed": [], "sync": ""}
+        raise Invalid(f"'{alias}' is not registered", **UNCHANGED)
     reply = client.chat(alias, RETRY_PROMPT, timeout=RETRY_SECONDS, purpose="retry")
     text = client.output(reply, RETRY_SECONDS)
     failure = scoring.failure_class(text, 1)
     if failure:
         said = " ".join(text.split())[:200]
-        return {"ok": False, "errors": [f"{alias} still fails ({failure}): {said}"], "changed": [], "sync": ""}
+        raise Invalid(f"{alias} still fails ({failure}): {said}", **UNCHANGED)
     seconds = float(reply.get("seconds") or 0.0)
     stamp = datetime.datetime.now().astimezone().isoformat(timespec="seconds")  # IMP-13: with its offset
     row = (stamp, alias, "retry", 1, seconds, seconds, seconds, seconds, round(len(reply.get("text", "")) / seconds, 2)

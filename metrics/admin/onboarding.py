@@ -30,6 +30,7 @@ import threading
 import time
 
 from ..core import changes, fileio, paths
+from ..core.errors import Invalid, Unshown
 from ..models import catalog, endpoints, sources
 from ..providers import renewal
 from ..panel import roster
@@ -103,10 +104,11 @@ def _modalities(row, known):
 
 
 def candidates():
-    """OB-6..10 `GET /api/candidates`: every endpoint listed at once; one failing empties only its group."""
+    """OB-6..10 `GET /api/candidates`: every endpoint listed at once; one failing empties only its group. With no
+    endpoint, or none reachable, the page is told why (`Unshown`, still a 200)."""
     found = endpoints.load()
     if not found:
-        return {"ok": False, "errors": [NO_ENDPOINT]}
+        raise Unshown(NO_ENDPOINT)
     default_name = endpoints.default()
     taken = taken_keys()
     gone = fileio.read_json(dismissed_path())
@@ -132,7 +134,7 @@ def candidates():
                 rows.append({"served": model, "endpoint": name, "key": key, "group": _group(name, served[model], tags),
                              "new": whole and key not in seen, "inputs": inputs, "outputs": outputs})
     if not rows and errors:
-        return {"ok": False, "errors": errors}
+        raise Unshown(*errors)
     return {"ok": True, "errors": errors, "candidates": [r for r in rows if r["key"] not in gone],
             "dismissed": [r for r in rows if r["key"] in gone]}
 
@@ -143,7 +145,7 @@ def dismiss(body, who):
     raw = [raw] if isinstance(raw, str) else raw if isinstance(raw, list) else []
     wanted = list(dict.fromkeys(k.strip() for k in raw if isinstance(k, str) and k.strip()))
     if not wanted:
-        return {"ok": False, "errors": ["which model?"]}
+        raise Invalid("which model?")
     undo = body.get("undo") is True
     at = changes.now_iso()
 
@@ -266,7 +268,7 @@ def read_log(name):
 def log_view(query_name):
     """OB-19 `GET /api/onboard?log=<name>`."""
     if not isinstance(query_name, str) or not LOG_RULE.match(query_name):
-        return {"ok": False, "errors": ["not an onboarding log name"]}
+        raise Unshown("not an onboarding log name")
     text = read_log(query_name)
     head, mark, rest = text.rpartition(EXIT_MARK)
     if not mark:
@@ -352,7 +354,7 @@ class Queue:
     def add(self, body, who):
         items = body.get("items")
         if not isinstance(items, list) or not 1 <= len(items) <= MAX_ITEMS:
-            return {"ok": False, "errors": [f"pick between 1 and {MAX_ITEMS} models"]}
+            raise Invalid(f"pick between 1 and {MAX_ITEMS} models")
         errors, accepted, pairs = [], [], set()
         for raw in items:
             raw = raw if isinstance(raw, dict) else {}
@@ -368,7 +370,7 @@ class Queue:
             waiting = {(i["served"], i["endpoint"]) for i in self.items if i["state"] in ("queued", "running")}
             errors += [f"{s} from {e} is already in the queue" for s, e in pairs if (s, e) in waiting]
             if errors:
-                return {"ok": False, "errors": list(dict.fromkeys(errors))}
+                raise Invalid(*dict.fromkeys(errors))
             if self.worker is None:
                 self.items = []
             self.stop_asked = False
@@ -443,7 +445,7 @@ class Queue:
     def stop(self):
         with self.lock:
             if self.worker is None:
-                return {"ok": False, "errors": ["no onboarding is running"]}
+                raise Invalid("no onboarding is running")
             self.stop_asked = True
             for item in self.items:
                 if item["state"] == "queued":
@@ -454,7 +456,7 @@ class Queue:
     def clear(self):
         with self.lock:
             if self.worker is not None:
-                return {"ok": False, "errors": ["still running: Stop it first, or wait"]}
+                raise Invalid("still running: Stop it first, or wait")
             self.items = []
             self._save()
         return self.state()
@@ -488,7 +490,7 @@ def onboard_now(body, who):
     if queue().summary()["running"]:
         problems.append("an onboarding batch is running: add this model to its queue instead, or wait")
     if problems:
-        return {"ok": False, "errors": problems}
+        raise Invalid(*problems)
     name, process = spawn(served, endpoint, mode, who)
     threading.Thread(target=finish, args=(name, process), name="onboard-one", daemon=True).start()
     return {"ok": True, "errors": [], "log": name}

@@ -222,6 +222,7 @@ def cmd_ask(args):
     note("Check each answer, then record a verdict per seat you checked: "
          "bench verdict <call> --useful|--not-useful")
     if seats:
+        note("")  # the table stands apart from the hint, as every table the CLI prints does
         note(table(seats, ["call", "seat", "alias", "status", "seconds"]))
 
 
@@ -807,6 +808,8 @@ def command(sub, name, func, summary, epilog):
     parser = sub.add_parser(name, help=summary, description=summary, epilog=epilog,
                             formatter_class=argparse.RawDescriptionHelpFormatter)
     global_options(parser, suppress=True)
+    # LN-2 after the command too (issue 30: `bench status --version` was refused): exactly the version
+    parser.add_argument("--version", action="version", version=__version__, help=argparse.SUPPRESS)
     if func:
         parser.set_defaults(func=func)
     return parser

@@ -104,7 +104,9 @@ def completion_commands():
 
 
 def long_options(parser):
-    return sorted({o for a in parser._actions for o in a.option_strings if o.startswith("--")})
+    """A parser's long options, the hidden ones (each command's `--version`) left out."""
+    return sorted({o for a in parser._actions if a.help != argparse.SUPPRESS
+                   for o in a.option_strings if o.startswith("--")})
 
 
 def plan(argv, env=None, cwd=None, argv0=None):

@@ -62,11 +62,15 @@ def _unlock(fd):
 
 @contextlib.contextmanager
 def lock(path, timeout=LOCK_TIMEOUT):
-    """Hold `<path>.lock` exclusively; `TimeoutError` after `timeout` seconds (LOCK-1)."""
+    """Hold `<path>.lock` exclusively; `TimeoutError` after `timeout` seconds (LOCK-1), `WriteFailed` when the
+    lock file cannot be made."""
     path = Path(path)
     lock_path = path.with_name(path.name + ".lock")
-    make_folder(lock_path.parent)
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, FILE_MODE)
+    try:
+        make_folder(lock_path.parent)
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, FILE_MODE)
+    except OSError as exc:  # the folder refuses even the lock file: the write it guards is refused
+        raise WriteFailed(exc.errno, exc.strerror or str(exc), os.fspath(lock_path)) from exc
     try:
         deadline = time.monotonic() + timeout
         while not _try_lock(fd):

@@ -14,6 +14,7 @@ import json
 import re
 
 from . import fileio, images, paths, settings
+from .errors import Unusable
 
 ENV_PREFIX = "BENCHWARMERS_KEY_"
 MARK = "***"
@@ -73,9 +74,9 @@ def _change_store(change):
         except FileNotFoundError:
             data = {}
         except (OSError, ValueError, RecursionError) as exc:
-            raise RuntimeError(f"{where} cannot be read ({type(exc).__name__}); fix or move it, then retry") from None
+            raise Unusable(f"{where} cannot be read ({type(exc).__name__}); fix or move it, then retry") from None
         if not isinstance(data, dict):
-            raise RuntimeError(f"{where} is not a JSON object of keys; fix or move it, then retry")
+            raise Unusable(f"{where} is not a JSON object of keys; fix or move it, then retry")
         change(data)
         fileio.write_atomic(where, fileio.dumps(data), mode=0o600)
 
@@ -203,8 +204,9 @@ def clean(text, limit=None, last=False, known=None):
     when given. In that order: a cut key is no longer a known secret, nor a cut URL a URL."""
     if limit is not None:
         # only the part that can show is cleaned (a prompt may be a megabyte, and the offload task is made
-        # before any seat is asked); this cut too drops the word it splits, so it keeps no piece of a secret
-        text = cut(text, limit * CLEAN_SPAN, last)
+        # before any seat is asked); this cut too drops the word it splits, so it keeps no piece of a secret.
+        # Inline images go first (one linear scan): cut, a data URL would show as `…`, not its placeholder
+        text = cut(images.inline_images(text), limit * CLEAN_SPAN, last)
     text = images.redact(hide(text, known=known))
     return text if limit is None else cut(text, limit, last)
 

@@ -110,6 +110,11 @@ SETTINGS = (
          "`X-Forwarded-For` item (only behind a proxy of your own).", "server.guard"),
     _env("BENCH_LOG_ADDRESS", "", "`1`, `true`, `yes` or `on`: each access log line ends with the client's "
          "address.", "server.guard"),
+    _env("BENCH_SESSION_HOURS", "8", "Hours a dashboard login lasts (above 0, at most 168), judged on every "
+         "request: shortening it ends longer sessions at once.", "server.guard"),
+    _env("BENCH_FAILED_LOGINS_PER_MINUTE", "60", "Wrong admin tokens a minute from all clients together (one "
+         "client may make 10); past it every login and admin bearer waits up to a minute, while signed-in "
+         "sessions go on.", "server.guard"),
     _env("BENCH_MAX_PER_ADDRESS", "128", "Connections at once from one client address (more get 503), read when "
          "a server starts.", "server.httpserver"),
     _env("BENCH_MCP_KEEPALIVE", "10", "Seconds between an MCP tool call's progress notifications: shorter for a "
@@ -176,6 +181,9 @@ SETTINGS = (
     _config("gateway.json", "max_panels", 128, "Panels in flight in one process; one more is refused as busy.",
             "panel.collections"),
     _config("gateway.json", "max_panels_per_key", 32, "Panels in flight for one gateway key.", "panel.collections"),
+    _config("gateway.json", "verdicts_per_key_day", 1000, "Verdict lines one gateway key may add to the offload "
+            "log a day (past it, 429 until midnight; 0: no cap). Callers without a key, the dashboard and the CLI "
+            "are not counted.", "panel.collections", "panel.offload"),
     _config("gateway.json", "stop_grace", 5, "Seconds SIGTERM or Ctrl-C gives the panels in flight.",
             "panel.collections"),
     _config("gateway.json", "calls_log_max_mb", 64, "The calls log's size before it is rotated, in MB (0: never).",

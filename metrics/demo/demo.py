@@ -47,6 +47,12 @@ Model spec keys (all optional):
   late_id bool (with tool_calls): a streamed call's id comes on its second delta (the first arguments
         piece), not on its head
   whole bool: a chat request asking to stream gets a plain JSON chat.completion (tool calls included)
+  agent bool: an agent model (chat completions only) that needs no script: offered tools, it calls the first
+        function tool once per user message, with arguments drawn from that message (`draw()`), then answers
+        "<tool> says: " + the tool results. Listed as tools-capable unless its spec says `tools`
+  schema bool: a chat request whose `response_format` asks for a JSON schema is answered with JSON that fits
+        it, its values drawn from the tool results since the last user message, else from that message
+        (`draw()`); `json_object` gets `{"answer": <the usual answer>}`
   serves_as str: the name the reply's `model` field gives instead of the requested one (a provider that
         silently serves another model: SWAP, the capability probe's `served as`, PROBE-3)
   ratelimit int (issue 19, quota records and pacing): the model allows that many requests (its count since
@@ -163,7 +169,7 @@ DROP_AFTER = 3  # answer chunks (content or tool-call deltas) a dropped stream s
 LOST = b"LOST-WORDS {"  # what a garbled reply sends in place of part of its answer: not JSON
 GARBLED = b"data: " + LOST + b"\n\n"
 CALL_KEYS = {"name", "arguments", "id"}  # what one scripted tool call may say
-SWITCHES = ("parallel", "late_id", "whole", "listed")  # the spec keys that are true or false
+SWITCHES = ("parallel", "late_id", "whole", "listed", "agent", "schema")  # the spec keys that are true or false
 SCRIPTED = ("say", "parallel", "late_id")  # spec keys that only mean something with tool_calls
 RESULT = "{result}"  # an argument value replaced by the last tool result
 AUTHORIZATION = "{authorization}"  # an argument value replaced by the Authorization header sent
@@ -276,6 +282,11 @@ DEMO_MODELS = {
     "seer": {"persona": "seer", "latency": 0.2, "vision": True, "context_window": 128000, "max_output": 4096},
     "thinker": {"persona": "thinker", "latency": 0.4, "context_window": 200000, "max_output": 32000,
                 "tools": True},
+    # route mode's point (issue 30 item 8): an agent that calls the tool it is given, and one that answers in JSON
+    "fetcher": {"persona": "plain", "latency": 0.05, "context_window": 65536, "max_output": 8192, "agent": True,
+                "schema": True},
+    "clerk": {"persona": "terse", "latency": 0.05, "context_window": 32768, "max_output": 4096, "tools": False,
+              "schema": True},
 }
 
 
@@ -409,10 +420,17 @@ def fill(templates, name, messages):
     return template.format(model=name, topic=topic, images=describe_images(messages))
 
 
-def answer_text(name, spec, messages):
-    """What the model answers on success: a tool_calls model's tool results, echo, a fixed answer, a notice,
-    N words, or its persona's text."""
-    results = tool_results(messages) if "tool_calls" in spec else []
+def answer_text(name, spec, messages, response_format=None):
+    """What the model answers on success: JSON for a requested schema, a tool_calls model's or an agent's tool
+    results, echo, a fixed answer, a notice, N words, or its persona's text."""
+    wanted = response_format.get("type") if spec.get("schema") and isinstance(response_format, dict) else None
+    if wanted == "json_schema":
+        return json.dumps(shaped(response_format, messages))
+    if wanted == "json_object":
+        return json.dumps({"answer": answer_text(name, spec, messages)})
+    results = tool_results(messages) if "tool_calls" in spec or spec.get("agent") else []
+    if results and spec.get("agent"):
+        return f"{called_last(messages)} says: " + "; ".join(results)
     if results:
         return "Tool results: " + "; ".join(results)
     if spec.get("echo"):
@@ -480,6 +498,94 @@ def script_calls(name, spec, messages, tools, authorization=""):
             for i, call in enumerate(steps[step])]
 
 
+def agent_calls(name, messages, tools):
+    """An `agent` model's call: the first function tool offered, once per user message, its arguments drawn from
+    that message; [] without tools or once a tool has answered since the message."""
+    offered = [t["function"] for t in tools or () if isinstance(t, dict) and isinstance(t.get("function"), dict)
+               and isinstance(t["function"].get("name"), str)]
+    if not offered or tool_results(messages):
+        return []
+    asked = part_text(last_user(messages).get("content"))
+    arguments = draw(offered[0].get("parameters") or {}, asked, words=True)
+    return [{"id": f"call_{name}_{digest(name, asked) % 10**8:08d}", "name": offered[0]["name"],
+             "arguments": json.dumps(arguments if isinstance(arguments, dict) else {})}]
+
+
+def called_last(messages):
+    """The name of the last tool the conversation called, or "the tool"."""
+    for message in reversed(messages):
+        calls = message.get("tool_calls") if isinstance(message, dict) else None
+        if isinstance(calls, list) and calls and isinstance(calls[-1], dict):
+            return (calls[-1].get("function") or {}).get("name") or "the tool"
+    return "the tool"
+
+
+def shaped(response_format, messages):
+    """A JSON value fitting `response_format`'s schema, drawn from the tool results since the last user
+    message, else from that message."""
+    spec = response_format.get("json_schema") if isinstance(response_format.get("json_schema"), dict) else {}
+    source = "; ".join(tool_results(messages)) or part_text(last_user(messages).get("content"))
+    return draw(spec.get("schema") or {}, source)
+
+
+NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+def draw(schema, text, words=False):
+    """A value fitting JSON schema `schema`, its leaves drawn from `text`, the same every time: a string
+    property takes what follows `<its name>:` or `<its name>=` in the text, else (with `words`, tool arguments)
+    the first quoted phrase or the last capitalised word after the first, else the whole text; numbers take the
+    text's numbers in turn (else 1); booleans are true; an array has one item; `enum`, `const`, `anyOf` and
+    `oneOf` take their first choice; `$ref`s are read from `$defs`."""
+    numbers = iter(NUMBER.findall(text))
+    defs = {**(schema.get("definitions") or {}), **(schema.get("$defs") or {})} if isinstance(schema, dict) else {}
+
+    def value(node, key):
+        node = node if isinstance(node, dict) else {}
+        if isinstance(node.get("$ref"), str):
+            node = defs.get(node["$ref"].rsplit("/", 1)[-1], {})
+        if "const" in node:
+            return node["const"]
+        if isinstance(node.get("enum"), list) and node["enum"]:
+            return node["enum"][0]
+        for many in ("anyOf", "oneOf", "allOf"):
+            choices = [c for c in node.get(many) or () if isinstance(c, dict) and c.get("type") != "null"]
+            if choices:
+                return value(choices[0], key)
+        kind = node.get("type")
+        kind = next((k for k in kind if k != "null"), "string") if isinstance(kind, list) else kind
+        if kind == "object" or "properties" in node:
+            return {name: value(sub, name) for name, sub in (node.get("properties") or {}).items()}
+        if kind == "array":
+            return [value(node.get("items"), key)]
+        if kind in ("integer", "number"):
+            found = next(numbers, None)
+            number = float(found) if found is not None else 1
+            return int(number) if kind == "integer" else number
+        if kind == "boolean":
+            return True
+        return phrase(text, key, words)
+
+    return value(schema, "")
+
+
+def phrase(text, key, words):
+    """A string property's value from `text` (see `draw`)."""
+    if key:
+        found = re.search(rf"\b{re.escape(key)}\s*[:=]\s*([^,;.?!\n]+)", text, re.I)
+        if found:
+            return found.group(1).strip().strip("\"'")
+    if words:
+        quoted = re.search(r"[\"']([^\"']+)[\"']", text)
+        if quoted:
+            return quoted.group(1)
+        capitals = [w.strip(".,;:?!") for w in text.split()[1:] if w[:1].isupper()]
+        if capitals:
+            return capitals[-1]
+        return text.split()[-1].strip(".,;:?!") if text.split() else ""
+    return text.strip()
+
+
 def call_deltas(reply):
     """A stream's tool-call deltas, in order: per call a head (index, id, name, "" arguments), then its arguments
     text in 2-3 pieces. `parallel` interleaves the calls (every head, then the pieces in turn); `late_id` moves
@@ -531,7 +637,7 @@ def usage(messages, content, reasoning):
 def listing_row(name, spec):
     """One GET /models row, with each fact under the names OpenRouter and endpoint listings use."""
     inputs = ["text", "image"] if spec.get("vision") else ["text"]
-    tools = spec.get("tools", "tool_calls" in spec)
+    tools = spec.get("tools", "tool_calls" in spec or bool(spec.get("agent")))
     row = {"id": name, "object": "model", "created": CREATED, "owned_by": OWNER,
            "architecture": {"input_modalities": inputs, "output_modalities": ["text"]},
            "input_modalities": inputs, "output_modalities": ["text"],
@@ -543,8 +649,10 @@ def listing_row(name, spec):
         row["max_output_tokens"] = row["max_output_length"] = top["max_completion_tokens"] = spec["max_output"]
     if top:
         row["top_provider"] = top
-    if "tools" in spec or "tool_calls" in spec:
+    if "tools" in spec or "tool_calls" in spec or spec.get("agent"):
         row["supported_features"] = ["tools"] if tools else []
+    if spec.get("schema"):
+        row["supported_parameters"] = row["supported_parameters"] + ["response_format", "structured_outputs"]
     return row
 
 
@@ -702,7 +810,8 @@ class Handler(BaseHTTPRequestHandler):
         if not isinstance(body, dict):
             return self.send_json(400, error_body("The request body must be a JSON object", 400))
         messages = body.get("messages") if isinstance(body.get("messages"), list) else []
-        reply, refusal = self.answer(body.get("model"), messages, requested_max_tokens(body), body.get("tools"))
+        reply, refusal = self.answer(body.get("model"), messages, requested_max_tokens(body), body.get("tools"),
+                                     body.get("response_format"))
         if refusal:
             return self.refuse(*refusal)
         if body.get("stream") and not reply["streams"]:
@@ -713,10 +822,11 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self.plain(reply)
 
-    def answer(self, name, messages, max_tokens, tools=None):
+    def answer(self, name, messages, max_tokens, tools=None, response_format=None):
         """What model `name` says to `messages`, in no API's shape: `(reply, None)`, or
         `(None, (status, OpenAI-shaped error body or None for the HTML 502, headers))`.
-        `tools` (a chat request's) lets a `tool_calls` model answer its script's calls."""
+        `tools` (a chat request's) lets a `tool_calls` or `agent` model answer with calls; `response_format`
+        lets a `schema` model answer JSON."""
         up = self.server.upstream
         spec, count, seq = up.take(name)
         if spec is None:
@@ -742,8 +852,9 @@ class Handler(BaseHTTPRequestHandler):
             return None, (status, payload, limits + retry)
         if fail == "502html":
             return None, (502, None, [])
-        calls = [] if fail in ("empty", "length_empty") else script_calls(name, spec, messages, tools,
-                                                                            self.headers.get("Authorization") or "")
+        calls = [] if fail in ("empty", "length_empty") else (
+            agent_calls(name, messages, tools) if spec.get("agent")
+            else script_calls(name, spec, messages, tools, self.headers.get("Authorization") or ""))
         if fail == "empty":
             content = ""
         elif fail == "length_empty":
@@ -751,7 +862,7 @@ class Handler(BaseHTTPRequestHandler):
         elif calls:
             content = spec.get("say") or None  # null beside tool calls, as OpenAI sends it
         else:
-            content = answer_text(name, spec, messages)
+            content = answer_text(name, spec, messages, response_format)
         reasoning = reasoning_text(name, spec, messages)
         if fail == "length_empty" and not reasoning:
             reasoning = fill((DEFAULT_THOUGHT,), name, messages)
@@ -1354,6 +1465,9 @@ def set_collection(name, members, **fields):
 DEMO_SCOUT = {"persona": "plain", "latency": 0.1, "context_window": 65536, "max_output": 8192, "tools": True}
 DEMO_COLLECTION = {"members": ["terse", "verbose", "contrarian"], "description": "three reviewers and two explorers",
                    "tags": ["demo"]}
+# route mode by default: a request with tools goes to fetcher (clerk calls none); either answers a JSON schema
+AGENTS_COLLECTION = {"members": ["fetcher", "clerk"], "reply": "route", "tags": ["demo"],
+                     "description": "for agents: one member calls your tools, both answer a JSON schema"}
 
 
 def start_demo():
@@ -1367,6 +1481,7 @@ def start_demo():
     up = Upstream({**DEMO_MODELS, feeds.UNREGISTERED: DEMO_SCOUT}).start()
     register(up, aliases={name: name for name in DEMO_MODELS})
     set_collection("demo", **DEMO_COLLECTION)
+    set_collection("agents", **AGENTS_COLLECTION)
     feeds.seed(up.base_url)
     return up
 

@@ -25,11 +25,13 @@ from ..core.errors import Broken
 PREFIX = "bench/"
 REPLIES = ("all", "merged", "route")
 # max_panels / max_panels_per_key: panels in flight in one process, and for one gateway key (security
-# review 2); stop_grace: seconds a stopping gateway lets panels in flight finish (nothing-lost item 7);
+# review 2); verdicts_per_key_day: verdict lines one key may add a day, 0 no cap (issue 29 item 3);
+# stop_grace: seconds a stopping gateway lets panels in flight finish (nothing-lost item 7);
 # calls_log_*: the calls log's size before it is rotated (MB, 0 never), rotated files kept, and whether
 # it keeps prompts at all (security review 9, PRIVACY.md)
-DEFAULTS = {"max_calls": 5, "max_explorers": 2, "max_panels": 128, "max_panels_per_key": 32, "stop_grace": 5,
-            "calls_log_max_mb": 64, "calls_log_keep": 3, "calls_log_prompts": True}
+DEFAULTS = {"max_calls": 5, "max_explorers": 2, "max_panels": 128, "max_panels_per_key": 32,
+            "verdicts_per_key_day": 1000, "stop_grace": 5, "calls_log_max_mb": 64, "calls_log_keep": 3,
+            "calls_log_prompts": True}
 TIMEOUTS = {"first_byte_timeout": 180, "idle_timeout": 60}  # a seat's no-bytes windows, seconds (GATEWAY.md, Faults)
 EXPLORER_CLAMP = 2  # the router never seats more than two explorers, whatever the settings say
 CAPABILITIES = ("tools", "vision", "structured_output", "reasoning")

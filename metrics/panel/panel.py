@@ -17,9 +17,9 @@ writes them (beyond the reference, which sent the merged answer in one piece);
 if the merger breaks off part way, the every-answer fallback follows its partial
 text in the stream, while the non-streamed reply carries the fallback alone.
 
-Refusals raise before any seat is called: `ValueError` (400), `PromptTooLarge` (413),
-`UnknownCollection` (404), `LookupError` (503; `collections.Broken` among them), `Busy` (503);
-`core.errors` says how each is answered.
+Refusals raise before any seat is called: `Invalid` (400), `PromptTooLarge` (413),
+`UnknownCollection` (404), `Broken` and `NoSeat` (503), `Busy` (503); `core.errors` says how each
+is answered.
 
 Decisions where the spec is silent or improved (gateway.md §20):
 - IMP-3: members past `max_calls` are named in `skipped` (why says the cap).
@@ -54,7 +54,7 @@ from ..wire import notices
 from ..models import aliases, catalog, learn, registry
 from ..calling import client, llm_backend
 from . import collections, offload, policy, roles, route, shape as shapes
-from ..core.errors import Busy, PromptTooLarge, UnknownCollection
+from ..core.errors import Busy, Invalid, NoSeat, PromptTooLarge, UnknownCollection
 
 SEAT_TIMEOUT = 420
 LARGE = 8000
@@ -334,7 +334,7 @@ class Plan:
         self.image_count = images.validate(messages)
         self.system, self.prompt = images.flatten(messages)
         if not self.prompt.strip():
-            raise ValueError("no user message to put to the collection")
+            raise Invalid("no user message to put to the collection")
         collection = collections.get(name)  # collections.Broken (503) when the file or this entry is broken
         if collection is None:
             raise UnknownCollection(collections.choose_message(name))
@@ -480,8 +480,8 @@ class Plan:
                           if any(a in n for a in self.nominees)]
         if not self.seats:
             if self.image_count:
-                raise ValueError(self._blind_message())
-            raise LookupError(f"collection '{self.name}' has no members and no explorer could be seated"
+                raise Invalid(self._blind_message())
+            raise NoSeat(f"collection '{self.name}' has no members and no explorer could be seated"
                               + "".join(f"; {s['alias']} not asked: {s['why']}" for s in self.skipped))
 
     def _blind_message(self):
@@ -779,7 +779,7 @@ class Done:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Failed:
-    """The panel failed with `exc`; before any `Seated` it is a refusal (`refusal(exc)` gives the status)."""
+    """The panel failed with `exc`; before any `Seated` it is a refusal (`core.errors.planned` gives its status)."""
 
     exc: Exception
 

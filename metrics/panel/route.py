@@ -52,6 +52,7 @@ import threading
 import time
 
 from ..core import fileio, paths
+from ..core.errors import Invalid
 from ..models import aliases, connections, endpoints, history, learn, registry
 from ..providers import renewal
 from . import collections, offload, policy, roles
@@ -298,13 +299,13 @@ def cooling():
 # -- the picks (RTR-3..8) ---------------------------------------------------------------------
 
 def check_shape(shape, table=None):
-    """The roles `shape` admits; ValueError when the router does not know it (RTR-3, PNL-15).
+    """The roles `shape` admits; `Invalid` (a 400) when the router does not know it (RTR-3, PNL-15).
 
     A panel asks this before any seat starts, so the refusal calls no model (PNL-21).
     """
     known = (table or roles.load())["shapes"]
     if shape not in known:
-        raise ValueError(f"unknown shape '{shape}'; known: {', '.join(sorted(known))}")
+        raise Invalid(f"unknown shape '{shape}'; known: {', '.join(sorted(known))}")
     return known[shape]
 
 
@@ -314,7 +315,7 @@ def pick_seats(shape="general", large=False, nominees=(), members=None, explorer
 
     `members` is the sitting list (then no primary or second is chosen); `explorers`
     the seats to fill (at most 2); `nominees` the request's `with`; `avoid` aliases
-    no explorer seat may go to (nominees ignore it). Raises ValueError for an unknown shape.
+    no explorer seat may go to (nominees ignore it). Raises `Invalid` for an unknown shape.
     """
     table = roles.load()
     admitted = check_shape(shape, table)
@@ -479,7 +480,7 @@ def main(argv=None):
     refresh_served()  # a one-shot process: ask the endpoints now rather than show an unfiltered pool
     try:
         result = pick_seats(args.shape, large=not args.small, nominees=args.nominees, avoid=cooling())
-    except ValueError as exc:
+    except Invalid as exc:
         sys.exit(str(exc))
     print(render(result, not args.small))
 

@@ -53,7 +53,7 @@ from ..core import console, fileio, images, keys, paths, settings
 from ..models import catalog, connections, history, learn
 from ..calling import client
 from . import collections, conversations, offload, panel, policy, roles, route, shape as shapes
-from ..core.errors import Refusal, PromptTooLarge, Unsupported, UnknownCollection
+from ..core.errors import NoMembers, PromptTooLarge, TurnFailed, Unsupported, UnknownCollection
 from ..wire import common
 from ..wire.turn import Turn
 
@@ -72,23 +72,6 @@ rotation = random.Random(settings.env("BENCH_POLICY_SEED") or None)
 
 # Turns run on reused threads: starting one per turn cost more than the turn's whole plan.
 _pool = concurrent.futures.ThreadPoolExecutor(max_workers=512, thread_name_prefix="route")
-
-
-class NoMembers(Refusal, LookupError):
-    """RT-2: the collection lists no member to route to."""
-
-    status = 503
-
-
-class TurnFailed(Refusal):
-    """RT-16/RT-17: the turn has no answer: every member tried failed (429 when all were rate-limited,
-    else 502), or the member failed after it had begun to answer (its upstream status, else 502)."""
-
-    def __init__(self, message, status, retry_after=0, alias=""):
-        super().__init__(message)
-        self.status = status
-        self.retry_after = retry_after
-        self.alias = alias
 
 
 # ---------------------------------------------------------------- the plan (RT-2..6)
@@ -471,12 +454,13 @@ def run(planned, record, ask, events):
             continue
         if not member.live:
             member.release()  # the last member's empty turn is the answer (RT-15)
-        return finish(planned, record, member, error, tried)
+        return finish(planned, record, member, error, tried, ask.notes)
     return give_up(planned, record, tried)
 
 
-def finish(planned, record, member, error, tried):
-    """RT-16: record the turn of the member that answered (or failed part way), then its event."""
+def finish(planned, record, member, error, tried, notes=()):
+    """RT-16: record the turn of the member that answered (or failed part way), then its event; `notes` are the
+    reader's about fields it took but the gateway does not honour (issue 30: Responses' `store: true`)."""
     status = "error" if error else ("ok" if member.turn.answered else "empty")
     problems = []
     try:
@@ -491,6 +475,8 @@ def finish(planned, record, member, error, tried):
         bench["failed_over"] = tried
     if planned.skipped:
         bench["skipped"] = planned.skipped
+    if notes:
+        bench["notes"] = list(notes)
     if new:
         bench["verdict"] = VERDICT_HINT
         note = f"route conversation; first turn {status} in {member.seconds}s"

@@ -21,6 +21,7 @@ import uuid
 from urllib.parse import urlsplit
 
 from ..core import fileio, paths, settings
+from ..core.errors import Unusable
 from ..models import endpoints
 
 OVERRIDE_ENV = "BENCH_CONNECT_PROVIDERS"
@@ -41,9 +42,9 @@ def _read(where):
     try:
         data = json.loads(open(where, encoding="utf-8").read())
     except (OSError, ValueError) as exc:
-        raise RuntimeError(f"{where} cannot be read: {exc}") from None
+        raise Unusable(f"{where} cannot be read: {exc}") from None
     if not isinstance(data, dict):
-        raise RuntimeError(f"{where} is not a JSON object of providers")
+        raise Unusable(f"{where} is not a JSON object of providers")
     return {k: v for k, v in data.items() if not k.startswith("_") and isinstance(v, dict)}
 
 

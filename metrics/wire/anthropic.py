@@ -16,7 +16,6 @@ Decisions where the spec is silent or improved:
 import functools
 import json
 
-from ..core import images
 from . import common
 
 ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
@@ -167,10 +166,21 @@ def _tools(body):
     return upstream
 
 
+def _output_format(body):
+    """`upstream`'s response_format from `output_config.format` (or the older top-level `output_format`), as the
+    other readers map their schema field (issue 30: the SDK's `messages.parse` sends it)."""
+    config = body.get("output_config") if isinstance(body.get("output_config"), dict) else {}
+    shape = config.get("format") or body.get("output_format")
+    if isinstance(shape, dict) and shape.get("type") == "json_schema" and isinstance(shape.get("schema"), dict):
+        return {"response_format": {"type": "json_schema", "json_schema": {"name": "response",
+                                                                             "schema": shape["schema"]}}}
+    return {}
+
+
 def ask(body):
     """The Ask of a Messages body (§6.1), or `Unsupported` with why.
 
-    Ignored: top_k, thinking, metadata, service_tier, cache_control, container and the rest.
+    Ignored: top_k, thinking, metadata, service_tier, cache_control, container, output_config's effort and the rest.
     """
     messages = []
     if body.get("system"):
@@ -179,7 +189,7 @@ def ask(body):
         messages += _message(message)
     stop = body.get("stop_sequences")
     options = common.options(body.get("max_tokens"), body.get("temperature"), body.get("top_p"), stop)
-    return common.make_ask(body, messages, body.get("stream"), options, _tools(body))
+    return common.make_ask(body, messages, body.get("stream"), options, {**_tools(body), **_output_format(body)})
 
 
 def count(body):
@@ -209,7 +219,6 @@ class Stream:
         self.write = write
         self.shown = shown
         self.prompt_tokens = prompt_tokens
-        self.said = []
 
     def _event(self, payload):
         self.write(common.sse(payload, payload["type"]))
@@ -225,13 +234,13 @@ class Stream:
             "usage": {"input_tokens": self.prompt_tokens, "output_tokens": 0}}})
 
     def text(self, piece):
-        self.said.append(piece)
         self._event({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}})
 
     def end(self, bench):
         self._event({"type": "content_block_stop", "index": 0})
+        tokens_in, tokens_out = common.panel_tokens(bench, self.prompt_tokens)
         delta = {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                 "usage": {"output_tokens": images.estimate("".join(self.said))}}
+                 "usage": {"input_tokens": tokens_in, "output_tokens": tokens_out}}
         if bench is not None:
             delta["bench"] = bench
         self._event(delta)

@@ -66,7 +66,8 @@ class Stream:
     def text(self, piece):
         self._chunk(piece)
 
-    def end(self, bench):
+    def end(self, bench, tokens=None):
+        """The last chunk; a legacy stream carries no usage, so a route turn's `tokens` are not shown."""
         self._chunk("", self.reason, **({"bench": bench} if bench is not None else {}))
         self.write(b"data: [DONE]\n\n")
 

@@ -21,7 +21,6 @@ import json
 import re
 import urllib.parse
 
-from ..core import images
 from . import common
 
 STATUS = {400: "INVALID_ARGUMENT", 413: "INVALID_ARGUMENT", 415: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED",
@@ -264,7 +263,6 @@ class Stream:
         self.content_type = "text/event-stream" if sse else "application/json"
         self.id = common.hex24()
         self.elements = 0
-        self.said = []
 
     def _emit(self, obj, last=False):
         data = common.json_bytes(obj)
@@ -278,11 +276,10 @@ class Stream:
         """Nothing opens a Gemini stream: the first chunk does."""
 
     def text(self, piece):
-        self.said.append(piece)
         self._emit(_chunk(piece, self.shown, self.id))
 
     def end(self, bench):
-        usage = usage_of(self.prompt_tokens, images.estimate("".join(self.said)))
+        usage = usage_of(*common.panel_tokens(bench, self.prompt_tokens))
         self._emit(_chunk("", self.shown, self.id, "STOP", usage), last=True)
 
     def error(self, status, message):

@@ -21,7 +21,6 @@ import functools
 import hashlib
 import time
 
-from ..core import images
 from . import common
 
 VERSION = "0.12.0"
@@ -140,7 +139,8 @@ def chat_ask(body):
 
 
 def generate_ask(body):
-    """The Ask of an `/api/generate` body (§7.2). Ignored: format, suffix, template, raw, keep_alive."""
+    """The Ask of an `/api/generate` body (§7.2); `format` is read as `/api/chat` reads it (issue 30).
+    Ignored: suffix, template, raw, keep_alive."""
     prompt = body.get("prompt")
     if prompt is None:
         prompt = ""
@@ -153,7 +153,7 @@ def generate_ask(body):
     user = _content({"content": prompt, "images": body.get("images")}, "user")
     if user:
         messages.append({"role": "user", "content": user})
-    return common.make_ask(body, messages, _stream(body), _options(body), {},
+    return common.make_ask(body, messages, _stream(body), _options(body), _format(body),
                            model=model_name(common.bench_fields(body)[0]), load=not user)
 
 
@@ -198,7 +198,6 @@ class ChatStream:
         self.prompt_tokens = prompt_tokens
         self.reason = reason
         self.started = time.monotonic()
-        self.said = []
 
     def _line(self, obj):
         self.write(common.json_bytes(obj) + b"\n")
@@ -210,11 +209,11 @@ class ChatStream:
         """Ollama streams have no opening line."""
 
     def text(self, piece):
-        self.said.append(piece)
         self._line(self._piece(piece))
 
-    def end(self, bench):
-        usage = (self.prompt_tokens, images.estimate("".join(self.said)))
+    def end(self, bench, tokens=None):
+        """The `done` line: a panel's tokens (`common.panel_tokens`), or a route turn's `tokens` (TextRoute)."""
+        usage = tokens or common.panel_tokens(bench, self.prompt_tokens)
         last = {**self._piece(""), **_done(time.monotonic() - self.started, *usage, self.reason)}
         if bench is not None:
             last["bench"] = bench
