@@ -24,7 +24,7 @@ import os
 import sys
 import time
 
-from ..core import fileio, paths
+from ..core import console, fileio, paths
 from ..models import learn, registry, scoring
 from ..calling import client, ledger, llm_backend
 from ..panel import roles
@@ -93,7 +93,7 @@ def sample(alias, label, prompt, timeout, i, n):
         try:
             learn.record(alias, text, "perf")
         except Exception as exc:  # learning is a side effect: it never fails a measurement
-            print(f"    (could not learn from the failure: {exc})", file=sys.stderr)
+            console.say(f"    (could not learn from the failure: {exc})")
     return kind, seconds, text, rate
 
 
@@ -126,7 +126,7 @@ def count(alias, calls):
     try:
         ledger.count_benchmark(alias, calls)
     except Exception as exc:
-        print(f"    (could not count the benchmark calls: {exc})", file=sys.stderr)
+        console.say(f"    (could not count the benchmark calls: {exc})")
 
 
 def read_history():
@@ -146,7 +146,7 @@ def append(rows):
         header, old = read_history()
         if header != list(COLUMNS):  # a new file gets its header; an older one is rewritten under today's
             fileio.write_atomic(where, _csv([{c: row.get(c) or "" for c in COLUMNS} for row in old]))
-        with open(where, "a", encoding="utf-8", newline="") as f:
+        with open(where, "a", encoding="utf-8", newline="", opener=fileio.opener) as f:
             csv.DictWriter(f, COLUMNS).writerows(rows)
 
 

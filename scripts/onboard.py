@@ -128,7 +128,7 @@ def write_note(alias, served, lines):
     """OB-12's note, appended to today's onboarding file."""
     text = f"\n## Onboarded `{alias}` ({served}) — {datetime.date.today().isoformat()}\n\n" + "\n".join(
         f"- {line}" for line in lines) + "\n"
-    with open(note_path(), "a", encoding="utf-8") as f:
+    with open(note_path(), "a", encoding="utf-8", opener=fileio.opener) as f:
         f.write(text)
     print(f"wrote {note_path()}")
 

@@ -12,6 +12,7 @@ llm's `model_options.json` (see `registry.push_options`).
 import argparse
 import sys
 
+from ..core import console
 from ..models import registry
 
 
@@ -41,7 +42,7 @@ def main(argv=None):
     try:
         print(registry.pull_from_llm() if args.pull else registry.sync_to_llm())
     except FileNotFoundError as exc:
-        print(exc, file=sys.stderr)
+        console.say(exc)
         return 1
     if not args.pull:
         print(f"{registry.push_options()} model option(s) pushed to llm")

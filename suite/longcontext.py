@@ -206,7 +206,7 @@ def note(model, size, records, rescored=False, now=None):
         out += [f"- {r['id']}: {r.get('blocked')}" for r in blocked[:NON_ANSWERS_LISTED]]
     out += ["", "Read the score downward: RepoQA's repositories are public code a model may have been trained on, "
                 "so a high score can be memory as much as reading the context."]
-    with open(where, "a", encoding="utf-8") as f:
+    with open(where, "a", encoding="utf-8", opener=fileio.opener) as f:
         f.write("\n".join(out) + "\n\n")
     return where
 

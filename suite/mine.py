@@ -182,7 +182,7 @@ def mine(panel, known, loaded, force):
     collection = record.get("model") or "?"
     for task_id, (text, truth, call) in zip(ids, found):
         folder = root / task_id
-        (folder / "fixtures").mkdir(parents=True, exist_ok=True)
+        fileio.make_folder(folder / "fixtures")
         for name, body in files:
             fileio.write_atomic(folder / "fixtures" / name, body)
         spec = task_spec(task_id, text, truth, call, collection, [name for name, _ in files])

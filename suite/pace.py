@@ -31,7 +31,7 @@ import subprocess
 import sys
 import time
 
-from ..core import paths
+from ..core import fileio, paths
 from ..models import alerts, scoring
 from . import tasks as suite_tasks
 
@@ -45,7 +45,8 @@ def log(message, dry=False):
     line = f"{now:%H:%M:%S} {message}"
     print(line, flush=True)
     if not dry:
-        with open(paths.file("runs", f"pace-{now:%Y-%m-%d}.log"), "a", encoding="utf-8") as f:
+        with open(paths.file("runs", f"pace-{now:%Y-%m-%d}.log"), "a", encoding="utf-8",
+                  opener=fileio.opener) as f:
             f.write(line + "\n")
 
 

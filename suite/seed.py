@@ -444,7 +444,7 @@ def unique_ids(base, taken):
 
 def write_task(spec):
     folder = suite_tasks.tasks_dir() / spec["id"]
-    folder.mkdir(parents=True, exist_ok=True)
+    fileio.make_folder(folder)
     fileio.write_atomic(folder / "task.json", json.dumps(spec, indent=2, ensure_ascii=False) + "\n")
 
 

@@ -208,10 +208,10 @@ def spawn(served, endpoint, mode, who):
     """OB-17: start one onboarding, its output to its log; returns `(log name, process)`."""
     name = log_name(served)
     where = paths.file("runs", name)
-    where.parent.mkdir(parents=True, exist_ok=True)
+    fileio.make_folder(where.parent)
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONIOENCODING": "utf-8", "BENCH_ONBOARD_LOG": name}
     runner = paths.module_command("admin.onboardrun", where)
-    with open(where, "ab") as out:  # the runner's own complaints, if it has any, land in the same log
+    with open(where, "ab", opener=fileio.opener) as out:  # the runner's own complaints, if it has any, land in the same log
         process = subprocess.Popen(runner + command(served, endpoint, mode), stdin=subprocess.DEVNULL, stdout=out,
                                    stderr=subprocess.STDOUT, cwd=str(paths.CODE), env=env, start_new_session=True)
     changes.log(who, "", "onboard" if mode == "full" else f"onboard ({mode})", None, served)

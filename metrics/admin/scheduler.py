@@ -140,7 +140,7 @@ class Scheduler:
     def take_lock(self):
         """SCH-7: an exclusive, non-blocking OS lock on runs/scheduler.lock (not the state file's lock)."""
         where = paths.file("runs", "scheduler.lock")
-        fd = os.open(where, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(where, os.O_RDWR | os.O_CREAT, fileio.FILE_MODE)
         if fileio._try_lock(fd):
             self.lock_fd = fd
             return True

@@ -64,7 +64,7 @@ import time
 from email.utils import parsedate_to_datetime
 
 from .. import wire
-from ..core import fileio, keys, paths, settings
+from ..core import console, fileio, keys, paths, settings
 from ..wire import notices
 from ..net import transport
 from ..models import catalog, connections, endpoints, freetier, learn, quota, registry
@@ -827,7 +827,7 @@ def _note_swap(call, reply):
         known = (learn.learned(call.alias).get("served_as") or {}).get("served")
         if known != model:
             learn.note_served_as(call.alias, served, model)
-            print(f"note: {call.alias} asked for {served} and was served {model} (a silent swap?)", file=sys.stderr)
+            console.say(f"note: {call.alias} asked for {served} and was served {model} (a silent swap?)")
     except Exception:
         pass
     return True
@@ -963,8 +963,7 @@ def chosen():
         return value, "environment"
     if value and value not in _warned:
         _warned.add(value)
-        print(f"warning: BENCH_CLIENT={value!r} is not a backend (one of {', '.join(BACKENDS)}); ignored",
-              file=sys.stderr)
+        console.say(f"warning: BENCH_CLIENT={value!r} is not a backend (one of {', '.join(BACKENDS)}); ignored")
     setting = fileio.read_json(paths.file("config", "client.json")).get("client")
     if setting in BACKENDS:
         return setting, "settings"

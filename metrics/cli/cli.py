@@ -55,7 +55,7 @@ import urllib.parse
 from pathlib import Path
 
 from .. import __version__
-from ..core import settings
+from ..core import console, settings
 from ..net import remote
 from ..panel import policy
 
@@ -79,7 +79,7 @@ class Failed(Exception):
 # -- output ---------------------------------------------------------------------------------------------------
 
 def note(text):
-    print(text, file=sys.stderr, flush=True)
+    console.say(*text.split("\n"))
 
 
 def cell(value):

@@ -41,12 +41,11 @@ refusal: it ends that seat as `error`.
 """
 
 import secrets
-import sys
 import traceback
 from collections.abc import Mapping
 from typing import Any
 
-from . import fileio, paths
+from . import console, fileio, paths
 
 
 class Refusal(Exception):
@@ -206,8 +205,7 @@ class Bug(Refusal):
         self.id = secrets.token_hex(4)
         super().__init__(f"{what} failed ({type(exc).__name__}: {exc}); error id {self.id}")
         trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-        sys.stderr.write(f"error {self.id}: {what} failed\n{trace}")
-        sys.stderr.flush()
+        console.say(f"error {self.id}: {what} failed", *trace.splitlines())  # LOG-7: it may quote an upstream
 
 
 def planned(exc: BaseException, what: str = "the server") -> Refusal:

@@ -14,7 +14,9 @@ Every module asks this one for its paths: `paths.file("config", "gateway.json")`
 import argparse
 import errno
 import os
+import shlex
 import shutil
+import stat
 import sys
 import threading
 from pathlib import Path
@@ -125,11 +127,12 @@ def named_files(folder, layout):
 def make(folder):
     """Create the layout (DATA-2) and copy shipped defaults that are missing (never overwrite).
 
-    Returns how many files were copied.
+    A folder made here is its owner's alone (0700), and so is every copy (0600): the data folder holds
+    prompts, answers and the gateway keys' hashes (PATH-7). Returns how many files were copied.
     """
     folder = Path(folder)
     for part in LAYOUT:
-        (folder / part).mkdir(parents=True, exist_ok=True)
+        fileio.make_folder(folder / part)
     if folder.resolve() == CODE:
         return 0  # the checkout already holds config/ itself
     copied = 0
@@ -140,10 +143,10 @@ def make(folder):
             target = folder / "config" / source.relative_to(SHIPPED)
             if target.exists():
                 continue
-            target.parent.mkdir(parents=True, exist_ok=True)
+            fileio.make_folder(target.parent)
             try:
                 # "x" mode: another process copying at the same moment cannot be overwritten
-                with open(source, "rb") as src, open(target, "xb") as dst:
+                with open(source, "rb") as src, open(target, "xb", opener=fileio.opener) as dst:
                     shutil.copyfileobj(src, dst)
                 copied += 1
             except FileExistsError:
@@ -178,6 +181,20 @@ def write_problem():
     except (OSError, AttributeError):  # a folder not made yet, or no statvfs (Windows)
         pass
     return ""
+
+
+def exposure():
+    """Why other users of this machine can reach into the data folder, as a warning naming the fix, or ""
+    (PATH-7, issue 29 item 4): a folder made before it was made 0700, or one the user opened, keeps its mode."""
+    folder = located()[0]
+    try:
+        mode = stat.S_IMODE(os.stat(folder).st_mode)
+    except OSError:
+        return ""  # not made yet: it will be made 0700
+    if os.name != "posix" or not mode & 0o077:
+        return ""
+    return (f"the data folder {folder} is open to other users of this machine (mode {mode:04o}), and it holds "
+            f"prompts, answers and the call log; make it yours alone with: chmod 700 {shlex.quote(str(folder))}")
 
 
 def default_home():

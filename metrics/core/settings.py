@@ -95,7 +95,7 @@ SETTINGS = (
          "`BENCHWARMERS_ADMIN_TOKEN`.", "server.guard"),
     _env("BENCHWARMERS_ADMIN_TOKEN", "", "The dashboard's login (16+ characters), needed to listen beyond this "
          "machine; when set, every gateway call needs a gateway key. The `bench` commands send it to the "
-         "dashboard's routes.", "server.guard", "net.remote"),
+         "dashboard's routes.", "server.guard", "net.remote", "core.keys"),
     _env("BENCHWARMERS_REQUIRE_KEYS", "", "Anything but empty, `0`, `false`, `no` or `off`: gateway calls need a "
          "gateway key on this machine too (with the admin token set they always do).",
          "server.guard", "dashboard.benchview"),
@@ -123,7 +123,7 @@ SETTINGS = (
     _env("BENCHWARMERS_URL", "", "The server the `bench` commands and `bench mcp` talk to. Unset: the dashboard's "
          "port, then the gateway's when nothing answers there.", "net.remote"),
     _env("BENCHWARMERS_KEY", "", "The gateway key the `bench` commands and `bench mcp` send, when keys are "
-         "required.", "net.remote"),
+         "required.", "net.remote", "core.keys"),
     _env("BENCHWARMERS_TIMEOUT", "900", "Seconds the `bench` commands wait for a reply (a panel takes minutes).",
          "net.remote"),
     # -- models and how they are called

@@ -29,6 +29,8 @@ Model spec keys (all optional):
   echo_auth int: a careless provider that repeats the prompt, then the Authorization header it was
         sent: as its answer when 200, else as the message of an error with that status (KEY-7's tests:
         a key must be hidden before any cut)
+  split int: a stream sends its text (content and reasoning, in every API) in pieces of this many characters
+        instead of words, so a key it echoes straddles two pieces (issue 29 item 2's tests)
   tool_calls [[{"name": str, "arguments": object, "id": str (optional)}, ...], ...]: a scripted agent model
         (chat completions only). A request with a non-empty `tools` list takes step N, N = the assistant
         messages in `messages` that carry a non-empty `tool_calls` (the calls this conversation already
@@ -37,7 +39,8 @@ Model spec keys (all optional):
         to "{result}" (at any depth) becomes the last `tool` message's content, parsed as JSON when it
         parses, so steps chain. Past the last step, or without tools, it answers text: "Tool results: "
         + "; ".join(the `tool` messages' contents since the last user message) when there are any, else
-        the usual answer
+        the usual answer. A string argument value equal to "{authorization}" becomes the Authorization header
+        the request carried (a careless tool-calling upstream that echoes it)
   say str (with tool_calls): text said before a step's calls (streamed as content pieces first)
   parallel bool (with tool_calls): a stream interleaves a step's calls: every call's head, then their
         arguments pieces in turn, each delta with its own index
@@ -169,6 +172,7 @@ CALL_KEYS = {"name", "arguments", "id"}  # what one scripted tool call may say
 SWITCHES = ("parallel", "late_id", "whole", "listed", "agent", "schema")  # the spec keys that are true or false
 SCRIPTED = ("say", "parallel", "late_id")  # spec keys that only mean something with tool_calls
 RESULT = "{result}"  # an argument value replaced by the last tool result
+AUTHORIZATION = "{authorization}"  # an argument value replaced by the Authorization header sent
 STALLS = {"stall_headers": 0, "stall_after_first": 1}  # writes a stalled stream sends, then nothing more
 KEEPALIVE = b": keep-alive\n\ndata:\n\n"  # what providers send while they think: no event at all
 ROOTS = {"chat": "/v1", "anthropic": "/anthropic/v1", "responses": "/responses/v1", "gemini": "/gemini/v1beta"}
@@ -332,6 +336,9 @@ def check_spec(name, spec):
         raise ValueError(f"model {name!r}: serves_as is a model name, not {spec['serves_as']!r}")
     if "say" in spec and not isinstance(spec["say"], str):
         raise ValueError(f"model {name!r}: say is a text, not {spec['say']!r}")
+    if "split" in spec and not (isinstance(spec["split"], int) and not isinstance(spec["split"], bool)
+                                and spec["split"] > 0):
+        raise ValueError(f"model {name!r}: split is a positive number of characters, not {spec['split']!r}")
     for key in SCRIPTED:
         if key in spec and "tool_calls" not in spec:
             raise ValueError(f"model {name!r}: {key} needs tool_calls")
@@ -462,16 +469,17 @@ def calls_made(messages):
                and isinstance(m.get("tool_calls"), list) and m["tool_calls"])
 
 
-def with_result(value, result):
-    """`value` with every string equal to RESULT, at any depth, replaced by `result`."""
+def with_result(value, result, authorization=""):
+    """`value` with every string equal to RESULT, at any depth, replaced by `result`, and every one equal to
+    AUTHORIZATION by `authorization`."""
     if isinstance(value, dict):
-        return {key: with_result(item, result) for key, item in value.items()}
+        return {key: with_result(item, result, authorization) for key, item in value.items()}
     if isinstance(value, list):
-        return [with_result(item, result) for item in value]
-    return result if value == RESULT else value
+        return [with_result(item, result, authorization) for item in value]
+    return {RESULT: result, AUTHORIZATION: authorization}.get(value, value) if isinstance(value, str) else value
 
 
-def script_calls(name, spec, messages, tools):
+def script_calls(name, spec, messages, tools, authorization=""):
     """The calls this request gets from the model's `tool_calls` script: `[{id, name, arguments (JSON text)}]`,
     or [] when the request offers no tools or every step is used."""
     steps, step = spec.get("tool_calls") or [], calls_made(messages)
@@ -486,7 +494,8 @@ def script_calls(name, spec, messages, tools):
         except ValueError:
             pass
     return [{"id": call.get("id") or f"call_{name}_{step}_{i}", "name": call["name"],
-             "arguments": json.dumps(with_result(call["arguments"], result))} for i, call in enumerate(steps[step])]
+             "arguments": json.dumps(with_result(call["arguments"], result, authorization))}
+            for i, call in enumerate(steps[step])]
 
 
 def agent_calls(name, messages, tools):
@@ -607,8 +616,11 @@ def reasoning_text(name, spec, messages):
     return fill(thoughts, name, messages) if thoughts else ""
 
 
-def tokens(text):
-    """Split text into stream tokens (a word plus its trailing space) that join back to the exact text."""
+def tokens(text, split=0):
+    """Split text into stream tokens (a word plus its trailing space, or `split` characters) that join back to
+    the exact text."""
+    if split:
+        return [text[at:at + split] for at in range(0, len(text or ""), split)]
     return re.findall(r"\s*\S+\s*", text or "") or ([text] if text else [])
 
 
@@ -841,7 +853,8 @@ class Handler(BaseHTTPRequestHandler):
         if fail == "502html":
             return None, (502, None, [])
         calls = [] if fail in ("empty", "length_empty") else (
-            agent_calls(name, messages, tools) if spec.get("agent") else script_calls(name, spec, messages, tools))
+            agent_calls(name, messages, tools) if spec.get("agent")
+            else script_calls(name, spec, messages, tools, self.headers.get("Authorization") or ""))
         if fail == "empty":
             content = ""
         elif fail == "length_empty":
@@ -862,7 +875,7 @@ class Handler(BaseHTTPRequestHandler):
                  "pause": spec.get("pause", 1.0) if fail == "stall_mid" else 0,
                  "keepalive": bool(spec.get("keepalive")), "streams": spec.get("streams", True),
                  "parallel": bool(spec.get("parallel")), "late_id": bool(spec.get("late_id")),
-                 "whole": bool(spec.get("whole")), "headers": limits}
+                 "whole": bool(spec.get("whole")), "split": spec.get("split", 0), "headers": limits}
         return reply, None
 
     def decide(self, body):
@@ -942,8 +955,8 @@ class Handler(BaseHTTPRequestHandler):
         def event(delta, finish=None):
             return chunk([{"index": 0, "delta": delta, "finish_reason": finish}])
 
-        said = [{"content": t} for t in tokens(reply["content"])] + call_deltas(reply)
-        deltas = [{"reasoning_content": t} for t in tokens(reply["reasoning"])]
+        said = [{"content": t} for t in tokens(reply["content"], reply["split"])] + call_deltas(reply)
+        deltas = [{"reasoning_content": t} for t in tokens(reply["reasoning"], reply["split"])]
         deltas += said[: DROP_AFTER if reply["drop"] else None]
         sent = [frame(KEEPALIVE) + event(delta) if reply["keepalive"] else event(delta) for delta in deltas]
         if reply["fail"] == "garbled":
@@ -989,7 +1002,7 @@ class Handler(BaseHTTPRequestHandler):
         if refusal:  # error200: the failure comes after the 200, in the API's own way
             reply = {"id": f"demo{int(time.time())}", "created": int(time.time()), "model": name, "content": "",
                      "reasoning": "", "finish": "stop", "usage": usage(messages, "", ""), "latency": 0,
-                     "drop": False, "failed": refusal[1]["error"]["message"]}
+                     "drop": False, "split": 0, "failed": refusal[1]["error"]["message"]}
         sse = parse_qs(urlsplit(self.path).query).get("alt") == ["sse"]
         {"anthropic": self.as_anthropic, "gemini": self.as_gemini, "responses": self.as_responses}[api](reply, stream, sse)
 
@@ -1010,8 +1023,9 @@ class Handler(BaseHTTPRequestHandler):
 
     def pieces(self, reply):
         """`(kind, token)` in order, reasoning first; a dropped reply stops a few content tokens in."""
-        found = [("reasoning", t) for t in tokens(reply["reasoning"])]
-        found += [("text", t) for t in tokens(reply["content"])][: DROP_AFTER if reply["drop"] else None]
+        found = [("reasoning", t) for t in tokens(reply["reasoning"], reply["split"])]
+        said = [("text", t) for t in tokens(reply["content"], reply["split"])]
+        found += said[: DROP_AFTER if reply["drop"] else None]
         return found
 
     def as_anthropic(self, reply, stream, sse):

@@ -24,7 +24,7 @@ import re
 import sys
 from urllib.parse import urlsplit
 
-from ..core import fileio, keys, paths
+from ..core import console, fileio, keys, paths
 from ..core.errors import Invalid, Unusable
 from ..net import transport
 
@@ -362,7 +362,7 @@ def main(argv=None):
         found = load()
         default_name = default()
     except RuntimeError as exc:
-        print(exc, file=sys.stderr)
+        console.say(exc)
         return 1
     for name, each in found.items():
         print(describe(name, each, default_name))

@@ -83,7 +83,7 @@ def fetch(name, force=False):
         return cached(name)
     data = download(name)
     where = cache_path(name)
-    where.parent.mkdir(parents=True, exist_ok=True)
+    fileio.make_folder(where.parent)
     fileio.write_atomic(where, json.dumps(data))
     return data
 

@@ -15,10 +15,9 @@ COL-10's self-checks (COL-3..5, COL-7) are tests in tests/test_collections.py.
 
 import json
 import math
-import sys
 import threading
 
-from ..core import fileio, paths
+from ..core import console, fileio, paths
 from ..models import connections, registry
 from . import policy
 from ..core.errors import Broken
@@ -231,7 +230,7 @@ def _tell(problems):
             if problem in _told:
                 continue
             _told.add(problem)
-        print(f"warning: {problem}", file=sys.stderr, flush=True)
+        console.say(f"warning: {problem}")
 
 
 def config_problems():

@@ -41,7 +41,7 @@ import os
 import sys
 import threading
 
-from ..core import fileio, paths
+from ..core import console, fileio, paths
 from ..core.errors import DailyCap, Invalid, TooLarge, UnknownCall
 from ..models import aliases
 from . import collections
@@ -778,7 +778,7 @@ def main(argv=None):
         try:
             entry = verdict(args.call, args.useful, args.note, args.real, args.false_claims)
         except (KeyError, TooLarge) as exc:
-            print(exc.args[0], file=sys.stderr)
+            console.say(exc.args[0])
             return 1
         print(f"recorded: {entry['model']} — {entry['task']} — useful={entry['useful']}")
     return 0

@@ -31,6 +31,10 @@ Decisions where the spec is silent or improved (gateway.md §20):
 - IMP-5: the explorer count is fixed before the vision skips (the reference's
   vision behaviour); a skipped blind member does not free an explorer seat.
 - IMP-15: every seat error is redacted, not only those of image requests.
+- Issue 29 item 2: every answer is hidden (`keys.hide`: the endpoints' keys, sign-in tokens, the admin
+  token, gateway keys) the moment its seat comes back, so no section, `bench` field, merger prompt or log
+  line holds one; the merger's streamed words go through a `keys.Hider`, which hides a key split across
+  two pieces too. An upstream that echoes its Authorization header hands its key to no caller.
 """
 
 import concurrent.futures
@@ -42,11 +46,10 @@ import functools
 import json
 import queue
 import secrets
-import sys
 import threading
 import time
 
-from ..core import fileio, images, keys, paths, settings
+from ..core import console, fileio, images, keys, paths, settings
 from ..wire import notices
 from ..models import aliases, catalog, learn, registry
 from ..calling import client, llm_backend
@@ -237,8 +240,9 @@ def _seat_result(alias, started, answer):
         text, error = "", f"{type(exc).__name__}: {exc}"
     if not error:
         error = notices.as_error(text)  # PN-3: a notice is no answer
+    known = keys.secrets()
     if error:
-        error = keys.clean(error)  # every seat error, not only an image request's (IMP-15)
+        error = keys.clean(error, known=known)  # every seat error, not only an image request's (IMP-15)
         try:
             learn.record(alias, error, "gateway")
         except Exception:
@@ -246,8 +250,8 @@ def _seat_result(alias, started, answer):
     status = "error" if error else ("empty" if not text.strip() else "ok")
     if error:
         text = ""
-    seat = {"status": status, "answer": text, "error": keys.cut(error, SEAT_ERROR_KEPT, last=True),
-            "seconds": round(time.monotonic() - started, 1)}
+    seat = {"status": status, "answer": keys.hide(text, known=known),
+            "error": keys.cut(error, SEAT_ERROR_KEPT, last=True), "seconds": round(time.monotonic() - started, 1)}
     if usage:
         seat["usage"] = usage
     return seat
@@ -491,11 +495,10 @@ class Plan:
 
 
 def merge_prompt(plan, answered):
-    """What the merger reads: the request redacted, every answer with the endpoints' keys hidden (an answer
-    that echoed the key of its own endpoint must not carry it to the merger's)."""
+    """What the merger reads: the request redacted, every answer (hidden as its seat came back: an answer that
+    echoed the key of its own endpoint must not carry it to the merger's)."""
     request = images.redact(plan.whole)
-    known = keys.secrets()
-    blocks = [f"## {s['seat']} — {s['alias']}\n\n{keys.hide(s['answer'], known=known)}" for s in answered]
+    blocks = [f"## {s['seat']} — {s['alias']}\n\n{s['answer']}" for s in answered]
     return "THE REQUEST\n\n" + request + "\n\nTHE ANSWERS\n\n" + "\n\n".join(blocks)
 
 
@@ -680,15 +683,22 @@ def _log_orphan(plan, key, alias, future):
 def merged_content(plan, seats, bench, every, on_part, gone=None):
     """The merged reply, or every answer with a one-line note when the merge cannot be had (MRG-6..8)."""
     streamed = []
+    hider = keys.Hider()  # the merger's upstream may echo its key in the words it streams (issue 29 item 2)
 
     def relay(piece):
-        streamed.append(piece)
-        on_part(piece)
+        shown = hider.feed(piece)
+        if shown:
+            streamed.append(shown)
+            on_part(shown)
 
     try:
         merger, answer, note = merge(plan, seats, relay if on_part else None, gone)
     except Exception as exc:
         merger, answer, note = None, "", f"the merge failed ({type(exc).__name__}: {exc})"
+    rest = hider.end()  # what it held back, now that the merger has said all
+    if rest:
+        streamed.append(rest)
+        on_part(rest)
     if merger:
         bench["merger"] = merger
     if answer:
@@ -712,7 +722,7 @@ def write_call_log(plan, seats, merger):
     """One line per panel in runs/gateway/calls.jsonl (CLG-1), after seats and merge.
 
     Answers are written as cleaned as prompts (IMG-8, KEY-7): one may quote a user:password URL,
-    or the key its upstream was sent. The caller got them as they were. Security review 9:
+    or the key its upstream was sent. The caller got them with the keys hidden only. Security review 9:
     `calls_log_prompts: false` keeps the prompt out of it (its length stays), and the log is rotated
     once it reaches `calls_log_max_mb` (`calls.jsonl.1` … `.N`, `calls_log_keep` of them).
     """
@@ -744,7 +754,7 @@ def warm_up():
         try:
             step()
         except Exception as exc:
-            print(f"warning: warming up {step.__qualname__} failed ({type(exc).__name__}: {exc})", file=sys.stderr)
+            console.say(f"warning: warming up {step.__qualname__} failed ({type(exc).__name__}: {exc})")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

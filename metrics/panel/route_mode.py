@@ -36,6 +36,9 @@ Decisions where the spec is silent or improved (formats.md §15):
   and ranks on the whole log (RT-6).
 - ROTATE's coin comes from `rotation`, a `random.Random` seeded from `BENCH_POLICY_SEED` when set (a
   simulation's run is then repeatable), as `panel.policy`'s draws are.
+- issue 29 item 2: a member's chunks pass through a `Shield` before anything reads them, so the relay, the
+  assembled turn (every format's reply) and the records hold no known secret, even one an upstream echoes
+  split across two chunks. Tool-call pieces without an `index` are hidden piece by piece only.
 """
 
 import concurrent.futures
@@ -44,10 +47,9 @@ import datetime
 import math
 import queue
 import random
-import sys
 import time
 
-from ..core import fileio, images, keys, paths, settings
+from ..core import console, fileio, images, keys, paths, settings
 from ..models import catalog, connections, history, learn
 from ..calling import client
 from . import collections, conversations, offload, panel, policy, roles, route, shape as shapes
@@ -262,19 +264,95 @@ def upstream_body(alias, ask):
     return body
 
 
+STREAMED = ("content", "reasoning_content", "reasoning", "refusal")  # a delta's text fields, sent in pieces
+
+
+class Shield:
+    """A member's chunks with every known secret hidden (`keys.hide_all`), made before anything reads them. The
+    text a delta streams (each choice's STREAMED fields, each tool call's arguments by its index) goes through a
+    `keys.Hider` of its own, which holds back an end that could begin a secret: what it holds goes out with its
+    choice's finish, or in `rest()` once the member stops without one."""
+
+    def __init__(self):
+        self.known = keys.secrets()
+        self.streams = {}  # (choice number, field name or tool-call index): its Hider
+
+    def chunk(self, chunk):
+        """`chunk` as it may go out: a new object, the one given untouched."""
+        shown = keys.hide_all(chunk, self.known)
+        choices = chunk.get("choices") if isinstance(chunk, dict) else None
+        for i, choice in enumerate(choices if isinstance(choices, list) else ()):
+            if not isinstance(choice, dict):
+                continue
+            number = choice["index"] if isinstance(choice.get("index"), int) else i
+            # a plain reply's one chunk carries a `message` (STR-12), as `Turn.feed` reads it
+            field = "message" if isinstance(choice.get("message"), dict) and not isinstance(choice.get("delta"), dict) \
+                else "delta"
+            if isinstance(choice.get(field), dict):
+                self._stream(number, choice[field], shown["choices"][i][field])
+            if choice.get("finish_reason"):
+                self._end(number, shown["choices"][i].setdefault(field, {}))
+        return shown
+
+    def _stream(self, number, delta, out):
+        for name in STREAMED:
+            if isinstance(delta.get(name), str):
+                out[name] = self._hider(number, name).feed(delta[name])
+        pieces = delta.get("tool_calls") if isinstance(delta.get("tool_calls"), list) else []
+        for piece, copy in zip(pieces, out.get("tool_calls") or []):
+            function = piece.get("function") if isinstance(piece, dict) else None
+            if isinstance(function, dict) and isinstance(piece.get("index"), int) \
+                    and isinstance(function.get("arguments"), str):
+                copy["function"]["arguments"] = self._hider(number, piece["index"]).feed(function["arguments"])
+
+    def _hider(self, number, name):
+        found = self.streams.get((number, name))
+        if found is None:
+            found = self.streams[(number, name)] = keys.Hider(self.known)
+        return found
+
+    def _end(self, number, out):
+        """What choice `number`'s streams hold, added to its last delta `out`."""
+        for key in [key for key in self.streams if key[0] == number]:
+            held = self.streams.pop(key).end()
+            if not held:
+                continue
+            if isinstance(key[1], str):
+                out[key[1]] = (out.get(key[1]) if isinstance(out.get(key[1]), str) else "") + held
+            else:
+                calls = out.get("tool_calls") if isinstance(out.get("tool_calls"), list) else []
+                out["tool_calls"] = [*calls, {"index": key[1], "function": {"arguments": held}}]
+
+    def rest(self):
+        """A chunk per choice whose streams still hold text (the member stopped without a finish)."""
+        numbers = sorted({key[0] for key in self.streams})
+        chunks = []
+        for number in numbers:
+            delta = {}
+            self._end(number, delta)
+            if delta:
+                chunks.append({"choices": [{"index": number, "delta": delta}]})
+        return chunks
+
+
 class Member:
-    """One member's try at the turn: its chunks held until it goes live (RT-13), then passed on."""
+    """One member's try at the turn: its chunks hidden (`Shield`) and held until it goes live (RT-13), then
+    passed on."""
 
     def __init__(self, alias, events):
         self.alias = alias
         self.events = events
         self.turn = Turn()
+        self.shield = Shield()
         self.held = []
         self.live = False
         self.started = time.monotonic()
         self.reply = {}
 
     def on_chunk(self, chunk):
+        self.take(self.shield.chunk(chunk))
+
+    def take(self, chunk):
         text, adds = self.turn.feed(chunk)
         if self.live:
             self.events.put(Chunk(chunk, text))
@@ -296,6 +374,8 @@ class Member:
                                  on_chunk=self.on_chunk, first_token=FIRST_TOKEN, timeout=ROUTE_TIMEOUT,
                                  retries=None if last else 0, purpose="route",
                                  first_byte=limits["first_byte_timeout"], idle=limits["idle_timeout"])
+        for rest in self.shield.rest():
+            self.take(rest)
         return self.error(last)
 
     def error(self, last):
@@ -342,7 +422,7 @@ def start(name, ask, caller):
     try:
         record = conversations.claim(planned.key, planned.eligible, ranked, ask.messages)
     except OSError as exc:  # the turn is still answered; only its stickiness is not kept
-        print(f"route mode: {exc}", file=sys.stderr, flush=True)
+        console.say(f"route mode: {exc}")
         record = conversations.unstored(ask.messages, ranked())
     panel.admit(caller)
     events = queue.Queue()
@@ -386,7 +466,7 @@ def finish(planned, record, member, error, tried, notes=()):
     try:
         call, turn, new = conversations.finish(planned.key, record, member.alias)
     except OSError as exc:
-        print(f"route mode: {exc}", file=sys.stderr, flush=True)
+        console.say(f"route mode: {exc}")
         problems.append(str(exc))
         call, turn, new = conversations.unstored_finish(record, member.alias)
     bench = {"collection": f"bench/{planned.name}", "reply": "route", "conversation": record["conv"], "call": call,
@@ -443,7 +523,7 @@ def _written(write):
     try:
         write()
     except OSError as exc:
-        print(f"route mode: {exc}", file=sys.stderr, flush=True)
+        console.say(f"route mode: {exc}")
         return [str(exc)]
     return []
 

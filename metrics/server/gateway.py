@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Any, NoReturn
 
 from .. import wire
-from ..core import errors, paths
+from ..core import console, errors, keys, paths
 from ..wire import routes
 from ..net import remote
 from ..panel import collections, leaderboard, offload, panel, route_mode
@@ -443,7 +443,7 @@ def relay_route(send: exchange.Write, writer: Any, outbox: Outbox, turn: Any, ev
             writer.end(event.turn, event.bench)
         elif isinstance(event, route_mode.Failed):
             refusal = errors.planned(event.exc, PANEL)
-            writer.error(refusal.status, refusal.message)
+            writer.error(refusal.status, keys.hide(refusal.message))  # TM-9
         ended = isinstance(event, (route_mode.Done, route_mode.Failed))
         try:
             event = None if ended else turn.events.get_nowait()
@@ -521,7 +521,7 @@ def relay_panel(send: exchange.Write, writer: Any, outbox: Outbox, events: "queu
             return
         elif isinstance(event, panel.Failed):
             refusal = errors.planned(event.exc, PANEL)  # headers cannot follow a 200
-            writer.error(refusal.status, refusal.message)
+            writer.error(refusal.status, keys.hide(refusal.message))  # TM-9
             outbox.flush(send)
             return
         # a part is written; `Seated` needs nothing, as the 200 has gone (the heading follows once every
@@ -581,7 +581,7 @@ def drain(server: routing.Server, grace: float) -> None:
     """Wait up to `grace` seconds for the panels in flight, end the seats still asked, then give every
     reply (a stream's error sections and its end in its own format) time to reach its client."""
     if not panel.flight.wait_idle(grace):
-        print(f"stopping: panels still in flight after {grace:g}s; ending their seats", file=sys.stderr, flush=True)
+        console.say(f"stopping: panels still in flight after {grace:g}s; ending their seats")
     panel.stop_seats()  # also refuses a panel whose request was taken before the stop but not yet begun
     panel.flight.wait_idle(panel.STOP_SETTLE + REPLY_WAIT)
     server.wait_closed(REPLY_WAIT)
@@ -597,7 +597,7 @@ def starting(port: int | None, setting: str, demo_wanted: bool) -> tuple[str, in
     if problem:
         sys.exit(problem)
     for warning in guard.startup_warnings():
-        print(f"warning: {warning}", file=sys.stderr)
+        console.say(f"warning: {warning}")
     port = port if port is not None else guard.port_setting(setting)
     if not demo_wanted:
         return address, port, None

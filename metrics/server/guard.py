@@ -56,7 +56,6 @@ import json
 import math
 import re
 import secrets
-import sys
 import threading
 import time
 import urllib.parse
@@ -66,7 +65,7 @@ from typing import Any
 from email.message import Message
 from http.cookies import CookieError, SimpleCookie
 
-from ..core import fileio, paths, settings
+from ..core import console, fileio, paths, settings
 from ..wire import routes
 from . import gatekeys
 
@@ -209,8 +208,12 @@ def startup_problem(address: str) -> str:
 
 
 def startup_warnings() -> list[str]:
-    """What a server says on stderr at start without refusing (improvements 16, 17)."""
+    """What a server says on stderr at start without refusing (improvements 16, 17), and a data folder other
+    users can read (PATH-7)."""
     warnings = []
+    exposed = paths.exposure()
+    if exposed:
+        warnings.append(exposed)
     token = admin_token()
     if token and len(set(token)) < TOKEN_VARIETY:
         warnings.append(f"BENCHWARMERS_ADMIN_TOKEN has only {len(set(token))} different characters and is easy to "
@@ -669,11 +672,12 @@ def log_address() -> bool:
 
 
 def access_line(method: str, path: str, status: int | str, who: str, address: str = "") -> str:
-    """LOG-1..3, plus the client address when given: never a query string, never a control character."""
+    """LOG-1..3, plus the client address when given: never a query string, never a control character (LOG-7:
+    the method too, which anyone may send before a credential is read)."""
     # masked before the cut, which could split a key
     route = ascii(GATEWAY_KEY.sub("bwk_...", routes.logged(path))[:200])[1:-1]
     stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M:%S")
-    line = f"{stamp} {method or '-'} {route or '-'} {status} {who or '-'}"
+    line = f"{stamp} {console.escaped(method or '-')} {route or '-'} {status} {who or '-'}"
     if address:
         line += " " + ascii(address[:64])[1:-1].replace(" ", "")
     return line
@@ -696,4 +700,4 @@ def mask_secrets(text: str) -> str:
 
 
 def log(line: str) -> None:
-    sys.stderr.write(line + "\n")
+    console.say(line)

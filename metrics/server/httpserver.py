@@ -33,7 +33,8 @@ ports run. What they add, each so that a client cannot hold a thread or bend a r
 - The `Server` header only once the caller is identified (`who` set), never on a
   refusal before that or on an open route (improvement 19).
 - A header name or value holding CR or LF raises instead of being written (improvement 5).
-- Access log and diagnostics through `server.guard` (LOG-1..5); the client address with `BENCH_LOG_ADDRESS=1`.
+- Access log and diagnostics through `server.guard` (LOG-1..5); the client address with `BENCH_LOG_ADDRESS=1`;
+  a handler's crash through `core.console`, every control character escaped (issue 29 item 8).
 - Worker processes (`share()`): one Python process cannot use more than about one core (the
   GIL), so `python gateway.py --workers N` forks N-1 copies that accept on the same listening
   socket. Everything they share is in the data folder, written under file locks, as the gateway
@@ -51,10 +52,11 @@ import signal
 import socket
 import threading
 import time
+import traceback
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from ..core import settings
+from ..core import console, settings
 from . import guard
 
 READ_TIMEOUT = 30.0
@@ -261,6 +263,12 @@ class Server(ThreadingHTTPServer):
         self.max_per_address = per_address_setting()
         self.count_lock = threading.Condition()  # notified as connections close: a stopping server waits
         super().__init__((host, address[1]), handler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A handler's crash on stderr, as the stdlib writes it but through `console.say`: the exception's message
+        may quote a request or an upstream (LOG-7)."""
+        console.say("-" * 40, f"Exception occurred during processing of request from {client_address}",
+                    *traceback.format_exc().splitlines(), "-" * 40)
 
     def address_key(self, client_address: Any) -> str:
         """What a client's connections are counted under: its address, an IPv6 one by its /64 (the login

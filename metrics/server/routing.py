@@ -18,7 +18,8 @@ gateway's rows plus its own) and its own site, never a subclass. A request meets
 Whatever a step raises is answered in one place (`refusal_reply`): a refusal with its own status, in the
 shape of its path (the route's format, ERR-1; the dashboard's `{"ok": false, "errors": [...]}` for a path
 that is no gateway route, ERR-2); the data folder refusing a write as its 507 or 503; anything unplanned as
-a 500 whose id is logged with its traceback (`core.errors.planned`). A client that went away is let go.
+a 500 whose id is logged with its traceback (`core.errors.planned`); every secret the bench knows hidden in
+it (TM-9: a refusal may quote an upstream, and an upstream may echo its key). A client that went away is let go.
 
 The handler speaks HTTP/1.0 as the reference does: every response closes its connection and a stream ends
 at the close.
@@ -29,7 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import __version__, wire
-from ..core import errors
+from ..core import errors, keys
 from ..wire import routes
 from . import exchange, guard, httpserver
 
@@ -186,7 +187,7 @@ class Handler(httpserver.Handler):
         else:
             fmt = "chat" if self.command == "OPTIONS" else routes.format_of(self.path or "")
             payload = wire.error_body(fmt, exc.status, exc.message)
-        return exchange.json_reply(exc.status, payload, exc.reply_headers())
+        return exchange.json_reply(exc.status, keys.hide_all(payload), exc.reply_headers())
 
     def send(self, reply: exchange.Reply) -> None:
         """The reply with this port's headers; a streamed one is written while the connection is held."""
