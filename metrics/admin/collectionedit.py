@@ -7,7 +7,7 @@ each is logged to the change log with the caller.
 
 import re
 
-from ..core import changes, fileio
+from ..core import changes, fileio, records
 from ..models import catalog, connections, registry
 from ..panel import collections, policy, roles, roster
 
@@ -60,17 +60,13 @@ def view():
             "long_context": LONG_CONTEXT}
 
 
-def _text(value):
-    return value.strip() if isinstance(value, str) else ""
-
-
 def _unique(items):
     return list(dict.fromkeys(i for i in items if i))
 
 
 def cleaned(body):
     """CO-7's normalising of the body's fields (null is "")."""
-    name = _text(body.get("name")).removeprefix("bench/")
+    name = records.text(body.get("name")).removeprefix("bench/")
     tags = body.get("tags")
     if isinstance(tags, str):
         tags = tags.split(",")
@@ -78,9 +74,9 @@ def cleaned(body):
     members = body.get("members")
     if not isinstance(members, list) or not all(isinstance(m, str) for m in members):
         members = []
-    return {"name": name, "members": _unique(m.strip() for m in members), "shape": _text(body.get("shape")),
-            "description": " ".join(_text(body.get("description")).split()), "tags": tags,
-            "reply": _text(body.get("reply")) or "all", "merger": _text(body.get("merger"))}
+    return {"name": name, "members": _unique(m.strip() for m in members), "shape": records.text(body.get("shape")),
+            "description": " ".join(records.text(body.get("description")).split()), "tags": tags,
+            "reply": records.text(body.get("reply")) or "all", "merger": records.text(body.get("merger"))}
 
 
 def save(body, who):
@@ -127,7 +123,7 @@ def save(body, who):
 
 def remove(body, who):
     """CO-8: `POST /api/collection/remove`."""
-    name = _text(body.get("name")).removeprefix("bench/")
+    name = records.text(body.get("name")).removeprefix("bench/")
     if collections.unreadable(collections.collections_path()):
         return {"ok": False, "errors": [UNREADABLE]}
     if name not in collections.load():

@@ -28,7 +28,7 @@ import secrets
 import time
 import urllib.parse
 
-from ..core import changes, fileio, keys, paths
+from ..core import changes, fileio, keys, paths, records
 from ..models import endpoints
 from ..providers import providers, renewal
 from . import endpointedit
@@ -40,10 +40,6 @@ BUSY = 60
 CALLBACK = "/connect/callback"
 EXPIRED = "this sign-in is unknown or has expired; start it again"
 DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
-
-
-def _text(value):
-    return value.strip() if isinstance(value, str) else ""
 
 
 def refused(errors, **more):
@@ -161,12 +157,12 @@ def _name_problem(pid, entry, name, found):
 
 def start(body, who, port):
     """CN-2 `POST /api/connect/start {provider, endpoint?, code?}`; `port` is the dashboard's (the redirect's)."""
-    pid = _text(body.get("provider"))
+    pid = records.text(body.get("provider"))
     entry = providers.table().get(pid)
     if entry is None:
         return refused([f"no provider '{pid}'"])
     found = endpoints.load()
-    name = _text(body.get("endpoint")).lower() or suggest(pid, entry, found)
+    name = records.text(body.get("endpoint")).lower() or suggest(pid, entry, found)
     problem = _name_problem(pid, entry, name, found) or missing(pid, entry)
     if problem:
         return refused([problem])
@@ -308,7 +304,7 @@ def _failed(entry, name, why):
 
 def poll(body, who):
     """CN-3 `POST /api/connect/poll {id}`: pending, error, or the save's reply once."""
-    sid = _text(body.get("id"))
+    sid = records.text(body.get("id"))
     now = time.time()
 
     def look(data):
@@ -391,11 +387,11 @@ def save(pid, entry, name, token, refresh="", expires=None, client_id=""):
 def app(body, who):
     """CN-5 `POST /api/connect/app {provider, client_id}`: this install's own app registration, or back to the
     shipped one with an empty id."""
-    pid = _text(body.get("provider"))
+    pid = records.text(body.get("provider"))
     entry = providers.table().get(pid)
     if not entry or not entry.get("register"):
         return refused([f"'{pid}' has no app to register"])
-    cid = _text(body.get("client_id"))
+    cid = records.text(body.get("client_id"))
     if cid and not providers.CLIENT_ID_RULE.match(cid):
         return refused(["a client id is 3-200 letters, digits or . _ ~ : - (a public id, never a secret)"])
 

@@ -19,7 +19,7 @@ Decisions where the spec leaves room:
   has run, each block lists the models on the bench and says the rest are in the onboarding picker.
 """
 
-from ..core import changes, fileio, keys, paths
+from ..core import changes, fileio, keys, paths, records
 from ..models import connections, endpoints, registry
 from ..providers import renewal
 from ..panel import roster
@@ -29,10 +29,6 @@ LIMIT_KEYS = ("rpm", "rpd", "tpm", "tpd", "rpmo")
 LIMIT_LABELS = {"rpm": "requests per minute", "rpd": "requests per day", "tpm": "tokens per minute",
                 "tpd": "tokens per day", "rpmo": "requests per calendar month (UTC)"}
 DIALOG_APIS = ("chat", "anthropic", "gemini")  # `responses` is reserved to Connect (EP-4)
-
-
-def _text(value):
-    return value.strip() if isinstance(value, str) else ""
 
 
 def refused(errors):
@@ -88,7 +84,7 @@ def view():
 
 
 def _body(body):
-    fields = {k: _text(body.get(k)) for k in ("name", "base", "key", "kind", "hub", "admin", "api")}
+    fields = {k: records.text(body.get(k)) for k in ("name", "base", "key", "kind", "hub", "admin", "api")}
     fields["name"] = fields["name"].lower()
     fields["base"] = fields["base"].rstrip("/")
     return fields
@@ -188,7 +184,7 @@ def save(body, who, extra=None):
 
 def remove(body, who):
     """EP-8: `POST /api/endpoint/remove {name, with_models}`; the key stays in the key store."""
-    name = _text(body.get("name")).lower()
+    name = records.text(body.get("name")).lower()
     found = endpoints.load()
     if name not in found:
         return refused([f"no endpoint '{name}'"])
@@ -227,7 +223,7 @@ def _rekey(key, old, new, known):
 
 def make_default(body, who):
     """EP-9: `POST /api/endpoint/default {name}`."""
-    name = _text(body.get("name")).lower()
+    name = records.text(body.get("name")).lower()
     found = endpoints.load()
     if name not in found:
         return refused([f"no endpoint '{name}'"])
@@ -279,7 +275,7 @@ def connections_view():
 
 def save_limits(body, who):
     """EP-15: `POST /api/connection-limits {connection, limits}`."""
-    connection = _text(body.get("connection"))
+    connection = records.text(body.get("connection"))
     known = sorted({connections.connection_of(a) for a in registry.registrations()})
     limits = body.get("limits")
     if not isinstance(limits, dict):

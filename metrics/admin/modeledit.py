@@ -19,7 +19,7 @@ import json
 import re
 import subprocess
 
-from ..core import changes, fileio, keys, paths
+from ..core import changes, fileio, keys, paths, records
 from ..models import aliases, endpoints, registry, scoring
 from ..calling import client
 from ..panel import collections, roles, roster, shape
@@ -47,10 +47,6 @@ def where(name):
 
 def refused(errors):
     return {"ok": False, "errors": errors, "changed": [], "sync": ""}
-
-
-def _text(value):
-    return value.strip() if isinstance(value, str) else ""
 
 
 def _id_lines(text, alias):
@@ -142,7 +138,8 @@ def change(body, who):
     if entry is None:
         return refused([f"'{alias}' is not a registered alias"])
     decision = entry.get("kind") == "decision"
-    new_alias, new_role, ad_hoc = _text(body.get("new_alias")), _text(body.get("new_role")), body.get("new_ad_hoc")
+    new_alias, new_role = records.text(body.get("new_alias")), records.text(body.get("new_role"))
+    ad_hoc = body.get("new_ad_hoc")
     errors = []
     if ad_hoc is not None and not isinstance(ad_hoc, bool):
         errors.append(f"ad_hoc must be true or false; got {ad_hoc!r}")
@@ -286,7 +283,7 @@ def remove(body, who):
     if entry is None:
         return refused([f"'{alias}' is not a registered alias"])
     decision = entry.get("kind") == "decision"
-    reason = _text(body.get("reason")) or "retired by hand"
+    reason = records.text(body.get("reason")) or "retired by hand"
     if not decision:
         count = registry_blocks(alias)
         if count != 1:

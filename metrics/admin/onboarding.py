@@ -29,7 +29,7 @@ import subprocess
 import threading
 import time
 
-from ..core import changes, fileio, paths
+from ..core import changes, fileio, paths, records
 from ..models import catalog, endpoints, sources
 from ..providers import renewal
 from ..panel import roster
@@ -184,10 +184,6 @@ def refusals(served, endpoint, mode):
                           "first if you mean it")
             break
     return errors, endpoint
-
-
-def _text(value, default=""):
-    return value.strip() if isinstance(value, str) else default
 
 
 # -- the process and its log (OB-17..19) --------------------------------------------------------------
@@ -356,8 +352,8 @@ class Queue:
         errors, accepted, pairs = [], [], set()
         for raw in items:
             raw = raw if isinstance(raw, dict) else {}
-            served, mode = _text(raw.get("served")), _text(raw.get("mode"), "full") or "full"
-            problems, endpoint = refusals(served, _text(raw.get("endpoint")), mode)
+            served, mode = records.text(raw.get("served")), records.text(raw.get("mode"), "full") or "full"
+            problems, endpoint = refusals(served, records.text(raw.get("endpoint")), mode)
             errors += problems
             if (served, endpoint) in pairs:
                 errors.append("a model is picked twice")
@@ -483,8 +479,8 @@ def queue():
 
 def onboard_now(body, who):
     """OB-20 `POST /api/onboard {served, endpoint?, mode?}`: one onboarding at once, outside the queue."""
-    served, mode = _text(body.get("served")), _text(body.get("mode"), "full") or "full"
-    problems, endpoint = refusals(served, _text(body.get("endpoint")), mode)
+    served, mode = records.text(body.get("served")), records.text(body.get("mode"), "full") or "full"
+    problems, endpoint = refusals(served, records.text(body.get("endpoint")), mode)
     if queue().summary()["running"]:
         problems.append("an onboarding batch is running: add this model to its queue instead, or wait")
     if problems:
