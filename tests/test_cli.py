@@ -712,7 +712,7 @@ def test_onboard_queue_from_the_shell(dash, bench_cli, other, monkeypatch):
     lines = out.splitlines()
     assert code == 0 and lines[0].split() == ["served", "endpoint", "state", "as", "note"], err
     assert lines[2].split() == ["delta", "other", "done", "delta"] and "  delta: step " in err
-    assert registry.registration("delta")["model_name"] == "delta"
+    assert registry.registration("delta").model_name == "delta"
     code, out, _ = bench_cli("--url", dash, "onboard", "status", "--json")
     assert code == 0 and json.loads(out)["items"][0]["state"] == "done"
     code, _, err = bench_cli("--url", dash, "onboard", "alpha")

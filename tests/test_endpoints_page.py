@@ -220,7 +220,7 @@ def test_ob13_ob16_the_queue_runs_the_real_script_one_at_a_time_test11(dash, ope
     items = {i["served"]: i for i in done["items"] if i["state"] != "skipped"}
     assert (items["alpha"]["state"], items["alpha"]["alias"], items["alpha"]["exit"]) == ("done", "alpha", 0)
     assert items["blank"]["state"] == "no answer" and items["blank"]["note"].startswith("tiny: empty")
-    assert registry.registration("alpha")["model_name"] == "alpha"
+    assert registry.registration("alpha").model_name == "alpha"
     log = get(dash, "/api/onboard?log=" + items["alpha"]["log"])
     assert log["done"] and log["exit"] == 0 and "[4/5]" in log["tail"] and onboarding.EXIT_MARK not in log["tail"]
     assert onboarding.step_of(log["tail"]) == 5

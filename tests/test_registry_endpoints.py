@@ -1,5 +1,6 @@
 """Registrations (REG), endpoints (EP) and connections (CONN), with real files and a real upstream."""
 
+import dataclasses
 import http.server
 import json
 import re
@@ -53,10 +54,10 @@ def test_registration_format_reg1():
         '  api_base: "http://127.0.0.1:11434/v1"\n'
         '  api_key_name: ""\n'
     )
-    assert registry.registrations()["free-m"] == {
-        "model_name": "vendor/m:free", "api_base": "https://openrouter.example/api/v1/",
-        "api_key_name": "openrouter", "headers": {"HTTP-Referer": "https://bench.example", "X-Title": "bench"}}
-    assert registry.registrations()["plain"]["api_key_name"] == ""
+    assert registry.registrations()["free-m"] == registry.Registration(
+        "free-m", "vendor/m:free", "https://openrouter.example/api/v1/", "openrouter",
+        {"HTTP-Referer": "https://bench.example", "X-Title": "bench"})
+    assert registry.registrations()["plain"].api_key_name == ""
     with pytest.raises(ValueError, match="already registered"):
         registry.add_registration("plain", "other", "local")
     with pytest.raises(ValueError, match="no endpoint named 'nope'"):
@@ -100,16 +101,16 @@ LLM_READS = """\
 - model_id: numbered
   model_name: 3.5
 """
+Registration = registry.Registration
 READ_AS = {
-    "gpt-3.5-turbo-0613": {"aliases": ["0613"], "headers": {}},
-    "orca-openai-compat": {"model_name": "orca-mini-3b.ggmlv3", "api_base": "http://localhost:8080", "headers": {}},
-    "claude": {"model_name": "anthropic/claude-2", "api_base": "https://openrouter.ai/api/v1",
-               "api_key_name": "openrouter",
-               "headers": {"HTTP-Referer": "https://llm.datasette.io/", "X-Title": "LLM"}},
-    "flow": {"model_name": "vendor/flow: the sequel", "api_base": "https://flow.example/v1", "api_key_name": "flow",
-             "headers": {"X-Title": "bench: a panel", "HTTP-Referer": "https://bench.example"},
-             "aliases": ["fl", "flo"], "can_stream": False, "supports_tools": True, "vision": True},
-    "numbered": {"model_name": "3.5", "headers": {}},
+    "gpt-3.5-turbo-0613": Registration("gpt-3.5-turbo-0613", extra={"aliases": ["0613"]}),
+    "orca-openai-compat": Registration("orca-openai-compat", "orca-mini-3b.ggmlv3", "http://localhost:8080"),
+    "claude": Registration("claude", "anthropic/claude-2", "https://openrouter.ai/api/v1", "openrouter",
+                           {"HTTP-Referer": "https://llm.datasette.io/", "X-Title": "LLM"}),
+    "flow": Registration("flow", "vendor/flow: the sequel", "https://flow.example/v1", "flow",
+                         {"X-Title": "bench: a panel", "HTTP-Referer": "https://bench.example"},
+                         {"aliases": ["fl", "flo"], "can_stream": False, "supports_tools": True, "vision": True}),
+    "numbered": Registration("numbered", "3.5"),
 }
 
 
@@ -118,7 +119,7 @@ def test_the_file_is_read_as_llm_reads_it_reg2():
     assert registry.parse(LLM_DOCS + LLM_READS) == READ_AS
     merged = registry.parse(LLM_READS + "- model_id: claude\n  api_key_name: other\n- model_name: no-id\n- 7\n")
     assert list(merged) == ["claude", "flow", "numbered"]
-    assert merged["claude"] == {**READ_AS["claude"], "api_key_name": "other"}
+    assert merged["claude"] == dataclasses.replace(READ_AS["claude"], api_key_name="other")
     assert registry.parse("") == {} and registry.parse("# only a comment\n") == {}
 
 
@@ -129,8 +130,7 @@ def test_llm_itself_reads_those_shapes_the_same(llmdir):
     (llmdir / "extra-openai-models.yaml").write_text(LLM_READS, encoding="utf-8")
     for alias in ("claude", "flow"):
         model, ours = llm.get_model(alias), READ_AS[alias]
-        assert (model.model_name, model.api_base, model.headers) == (
-            ours["model_name"], ours["api_base"], ours["headers"])
+        assert (model.model_name, model.api_base, model.headers) == (ours.model_name, ours.api_base, ours.headers)
     assert llm.get_model("flo").model_id == "flow" and llm.get_model("flow").can_stream is False
     assert llm.get_model("flow").supports_tools and llm.get_model("flow").vision
 
@@ -280,10 +280,12 @@ def test_auth_headers_and_names_ep7_ep8():
 def test_endpoint_of_a_registration_ep9_ep10():
     write_endpoints({"or-1": {"base": "https://or.example/v1", "key": "or-1"},
                      "or-2": {"base": "https://or.example/v1/", "key": "or-2"}})
-    reg = {"api_base": "https://or.example/v1/", "api_key_name": "or-2"}
+    reg = registry.Registration("m", api_base="https://or.example/v1/", api_key_name="or-2")
     assert endpoints.endpoint_name(reg) == "or-2"
-    assert endpoints.endpoint_name({"api_base": "https://or.example/v1", "api_key_name": "x"}) == "or-1"
-    assert endpoints.endpoint_name({"api_base": "https://else.example/v1"}) is None
+    assert endpoints.endpoint_name(registry.Registration("m", api_base="https://or.example/v1", api_key_name="x")) \
+        == "or-1"
+    assert endpoints.endpoint_name(registry.Registration("m", api_base="https://else.example/v1")) is None
+
     assert endpoints.endpoint_name(None) is None
     registry.add_registration("m", "served", "or-2")
     assert registry.endpoint_of("m") == "or-2" and registry.endpoint_of("unknown") is None

@@ -33,8 +33,9 @@ PERF_COLUMNS = ("timestamp", "model", "prompt", "n", "p50_s", "p95_s", "min_s", 
                 "refused", "error", "timeout", "failure", "detail", "tokens_per_s")
 F = {"roles": ("config", "model-roles.json"), "yaml": ("config", registry.NAME),
      "history": ("config", "alias-history.json"), "options": ("config", "model-options.json"),
-     "decision": ("config", "decision-models.json"), "retired": ("config", "retired.json"),
-     "collections": ("config", "collections.json"), "alerts": ("metrics", "alerts.json")}
+     "decision": ("config", registry.DECISIONS), "retired": ("config", roster.RETIRED),
+     "collections": ("config", collections.COLLECTIONS), "alerts": ("metrics", "alerts.json")}
+
 
 
 def shown(name):
@@ -92,7 +93,7 @@ def _rename_errors(alias, new, found):
     if new in history:
         return [f"'{new}' is a retired alias (it became '{aliases.follow(aliases.resolver(), new)}'); a retired name "
                 "is never reused, because the run notes still say it"]
-    if new in roster.retired():
+    if new in roster.retired().models:
         return [f"'{new}' was removed from the bench; a retired name is never reused, because the run notes still "
                 "say it"]
     if any(a.lower() == new.lower() and a != alias for a in found):
@@ -112,8 +113,8 @@ PROBES = {
 
 def question_probe(alias, kind):
     """Why `alias` did not answer the `kind` probe question, or "" when it did (MP-7)."""
-    entry = fileio.read_json(paths.file("config", "decision-models.json")).get(alias)
-    if not isinstance(entry, dict):
+    entry = registry.decision_models().get(alias)
+    if entry is None:
         return "it is not in config/decision-models.json"
     try:
         answers = shape.decide(alias, entry, PROBE_STATE, {f"probe_{kind}": PROBES[kind]})
@@ -296,7 +297,7 @@ def remove(body, who):
         record["ad_hoc"] = True
     options = None if decision else fileio.read_json(where("options")).get(alias)
     if decision:
-        record["decision"] = dict(roster.decision_models()[alias])
+        record["decision"] = dict(registry.decision_models()[alias].stored)
     elif isinstance(options, dict):
         record["options"] = options
     # the retired record first: whatever fails after it, Restore can still bring the model back whole
@@ -347,7 +348,8 @@ def _clear_alerts(matches):
 
 def _return_to_collections(alias, recorded, who):
     """MP-17: back into the collections that still exist and have room; returns whether any changed."""
-    if not isinstance(recorded, dict) or collections.unreadable(where("collections")):
+    if not recorded or collections.unreadable(where("collections")):
+
         return False
     limit = collections.settings()["max_calls"]
     back = {}
@@ -375,11 +377,11 @@ def _return_to_collections(alias, recorded, who):
 def restore(body, who):
     """MP-14..17: put a retired model back exactly as it was."""
     alias = body.get("alias")
-    gone = roster.retired()
+    gone = roster.retired().models
     if not isinstance(alias, str) or alias not in gone:
         return refused([f"'{alias}' is not a retired alias"])
     entry = gone[alias]
-    endpoint = entry.get("endpoint") or "?"
+    endpoint = entry.endpoint or "?"
     try:
         known = endpoints.load()
     except RuntimeError as exc:
@@ -387,14 +389,14 @@ def restore(body, who):
     if endpoint != "?" and endpoint not in known:
         return refused([f"its endpoint {endpoint} was removed; add an endpoint named {endpoint} again, then restore"])
     found = roster.directory()
-    served = entry.get("served") or ""
+    served = entry.served
     changed = []
-    decision = isinstance(entry.get("decision"), dict)
+    decision = entry.decision is not None
     if decision:
         if alias in found or any(e.get("kind") == "decision" and e["served"] == served and e["endpoint"] == endpoint
                                  for e in found.values()):
             return refused([f"{served} is on the bench again; nothing to restore"])
-        fileio.update(where("decision"), lambda d: d.__setitem__(alias, entry["decision"]))
+        fileio.update(where("decision"), lambda d: d.__setitem__(alias, dict(entry.decision)))
         changed.append(shown("decision"))
     else:
         target = endpoint if endpoint in known else roster.default_endpoint()
@@ -403,10 +405,10 @@ def restore(body, who):
             return refused([f"{served} is registered again as '{(again or [alias])[0]}'; nothing to restore"])
         registry.add_registration(alias, served, target)
         changed.append(shown("yaml"))
-        if isinstance(entry.get("options"), dict):
-            fileio.update(where("options"), lambda d: d.__setitem__(alias, entry["options"]))
+        if entry.options is not None:
+            fileio.update(where("options"), lambda d: d.__setitem__(alias, dict(entry.options)))
             changed.append(shown("options"))
-    role, ad_hoc = entry.get("role") or "general", bool(entry.get("ad_hoc"))
+    role, ad_hoc = entry.role or "general", entry.ad_hoc
     if decision or role != "general" or ad_hoc:
         def put_role(data):
             if role != "general":
@@ -415,7 +417,7 @@ def restore(body, who):
                 _set_ad_hoc(data, alias, True)
         fileio.update(where("roles"), put_role)
         changed.append(shown("roles"))
-    if _return_to_collections(alias, entry.get("collections"), who):
+    if _return_to_collections(alias, entry.collections, who):
         changed.append(shown("collections"))
     fileio.update(where("retired"), lambda d: d.pop(alias, None))
     changed.append(shown("retired"))

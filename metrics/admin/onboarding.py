@@ -63,10 +63,10 @@ def taken_keys():
     """OB-7: picker keys never offered — registered chat models, retired entries, decision models."""
     default_name = endpoints.default()
     found = {picker_key(e["served"], e["endpoint"], default_name) for e in roster.directory().values()}
-    for entry in roster.retired().values():
-        served = str(entry.get("served") or "")
-        endpoint = str(entry.get("endpoint") or "")
-        found.add(picker_key(served, endpoint if endpoint in endpoints.readable() else default_name, default_name))
+    for entry in roster.retired().models.values():
+        endpoint = entry.endpoint
+        found.add(picker_key(entry.served, endpoint if endpoint in endpoints.readable() else default_name,
+                             default_name))
     return found
 
 
@@ -177,10 +177,11 @@ def refusals(served, endpoint, mode):
         if entry["served"] == served and (entry["endpoint"] == endpoint or on_default):
             errors.append(f"{served} is already registered as '{alias}'")
             break
-    for alias, entry in roster.retired().items():
-        if entry.get("served") == served and (entry.get("endpoint") or endpoints.default()) == endpoint:
-            errors.append(f"{served} was retired from the bench as '{alias}' on {str(entry.get('at', ''))[:10]} "
-                          f"({entry.get('why') or 'retired by hand'}); remove that entry from config/retired.json "
+    for alias, entry in roster.retired().models.items():
+        if entry.served == served and (entry.endpoint or endpoints.default()) == endpoint:
+            errors.append(f"{served} was retired from the bench as '{alias}' on {entry.at[:10]} "
+                          f"({entry.why or 'retired by hand'}); remove that entry from config/retired.json "
+
                           "first if you mean it")
             break
     return errors, endpoint

@@ -77,9 +77,9 @@ class Target:
         self.alias, self.served, self.endpoint = alias, served, endpoint
         self.api = entry.get("api") or "chat"
         self.url = str(entry.get("base") or "").rstrip("/") + "/chat/completions"
-        self.key_name = registration.get("api_key_name") or ""
-        self.headers = {"Content-Type": "application/json", **(entry.get("headers") or {}),
-                        **(registration.get("headers") or {})}
+        self.key_name = registration.api_key_name
+        self.headers = {"Content-Type": "application/json", **(entry.get("headers") or {}), **registration.headers}
+
 
     def problem(self):
         """Why this alias is not asked at all, or ""."""

@@ -205,7 +205,7 @@ def run(live=None, first_missing=None, dry_run=False, today=None):
     if live is None:
         live, first_missing = live_from_snapshot()
     first_missing = first_missing or {}
-    models = {a: r for a, r in registry.registrations().items() if r.get("model_name")}
+    models = {a: r for a, r in registry.registrations().items() if r.model_name}
     if not models:
         return [], set()
     rows, last_answer, restored = evidence()
@@ -214,7 +214,8 @@ def run(live=None, first_missing=None, dry_run=False, today=None):
     for row in rows:
         by_alias.setdefault(row[0], []).append(row)
     for alias, reg in models.items():
-        served, ep = reg["model_name"], endpoints.endpoint_name(reg) or default
+        served, ep = reg.model_name, endpoints.endpoint_name(reg) or default
+
         keys[alias] = endpoints.snapshot_key(served, ep)
         tags[alias] = connections.full_tag_of(alias)
         missing = _date(first_missing.get(keys[alias])) if keys[alias] not in live else None

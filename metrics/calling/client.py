@@ -113,7 +113,7 @@ class Call(transport.Deadline):
         self.wall = time.time()
         self.on_delta = on_delta
         self.on_chunk = on_chunk
-        self.registration = {}
+        self.registration = registry.Registration(alias)
         self.base = ""
         self.endpoint = ""
         self.entry = {}
@@ -389,7 +389,7 @@ def build_chat(call, prompt, system, messages, body):
     """POST `<base>/chat/completions` with the alias's options and the caller's own fields (REQ-1, CL-4)."""
     if messages is None:
         messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
-    payload = {"model": call.registration.get("model_name") or call.alias, "messages": messages}
+    payload = {"model": call.registration.model_name or call.alias, "messages": messages}
     payload.update((k, v) for k, v in registry.options(call.alias).items() if k not in BODY_OWN_FIELDS)
     if body:
         if "max_completion_tokens" in body:
@@ -413,7 +413,7 @@ def _native(call, prompt, system, messages, body):
 def build_anthropic(call, prompt, system, messages, body):
     """POST `<base>/messages` (REQ-2, OUT-2); tool turns are refused (REQ-8)."""
     messages = _native(call, prompt, system, messages, body)
-    served = call.registration.get("model_name") or call.alias
+    served = call.registration.model_name or call.alias
     try:
         payload = wire.anthropic.request(served, messages, registry.options(call.alias), stream=True)
     except wire.Unsupported as exc:
@@ -424,7 +424,7 @@ def build_anthropic(call, prompt, system, messages, body):
 def build_gemini(call, prompt, system, messages, body):
     """POST `<base>/models/<model>:streamGenerateContent?alt=sse` (REQ-3, OUT-3); tool turns are refused (REQ-8)."""
     messages = _native(call, prompt, system, messages, body)
-    served = call.registration.get("model_name") or call.alias
+    served = call.registration.model_name or call.alias
     try:
         payload = wire.gemini.request(messages, registry.options(call.alias))
     except wire.Unsupported as exc:
@@ -437,7 +437,7 @@ def build_responses(call, prompt, system, messages, body):
     _native(call, prompt, system, None, body)
     if messages is not None:
         raise Stop("Error: client failed: given messages are sent to chat completions only, not the Responses API")
-    payload = {"model": call.registration.get("model_name") or call.alias,
+    payload = {"model": call.registration.model_name or call.alias,
                "input": [{"role": "user", "content": prompt}], "stream": True, "store": False}
     if system:
         payload["instructions"] = system
@@ -518,7 +518,7 @@ def renew_signin(call):
 
 def require_key(call):
     """A registration that names a key sends nothing until the key is set: a keyless 401 would be misread (CL-2 d)."""
-    name = call.registration.get("api_key_name") or ""
+    name = call.registration.api_key_name
     if not name:
         return  # a local runtime: no auth header at all
     call.secret = keys.key(name)
@@ -573,7 +573,7 @@ def _prepare(call, prompt, system, messages, body):
         raise Stop(f"{text}: {broken}" if broken else
                    f"{text} (register one with `python -m benchwarmers.scripts.onboard SERVED_NAME`)")
     call.registration = reg
-    api_base = reg.get("api_base") or ""
+    api_base = reg.api_base
     call.base = api_base.rstrip("/")
     if not call.base.lower().startswith(("http://", "https://")):
         raise Stop(f"Error: client failed: endpoint base must be http(s), not '{api_base}'")
@@ -591,7 +591,7 @@ def _prepare(call, prompt, system, messages, body):
     for hook in PREFLIGHT:
         hook(call)
     call.headers = {"Content-Type": "application/json", "User-Agent": USER_AGENT}
-    call.headers.update(reg.get("headers") or {})
+    call.headers.update(reg.headers)
     if call.api == "anthropic":
         call.headers["anthropic-version"] = endpoints.ANTHROPIC_VERSION
     if call.secret:
@@ -820,7 +820,8 @@ def _budget_retry(call, read, retries, first):
 
 def _note_swap(call, reply):
     """SWAP-1/2: whether the reply names another model than the one registered; noted, never an error."""
-    served = call.registration.get("model_name") or ""
+    served = call.registration.model_name
+
     model = reply["model"]
     if not served or not model or model == served or catalog.norm_model(model) == catalog.norm_model(served):
         return False

@@ -111,7 +111,7 @@ def bench_models():
         fallback = None
     found = []
     for alias, reg in registry.registrations().items():
-        served = reg.get("model_name") or alias
+        served = reg.model_name or alias
         found.append({"alias": alias, "served": served, "norm": catalog.norm_model(served),
                       "endpoint": endpoints.endpoint_name(reg) or fallback,
                       "connection": connections.connection_of(alias)})

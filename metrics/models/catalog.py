@@ -166,7 +166,7 @@ def _record(alias):
     reg = registry.registration(alias)
     name = endpoints.endpoint_name(reg)
     if name:
-        for field, value in listing_facts(cached(name).get(reg.get("model_name") or alias)).items():
+        for field, value in listing_facts(cached(name).get(reg.model_name or alias)).items():
             record[field] = value
             sources[field] = f"{name} listing"
 

@@ -181,8 +181,9 @@ def endpoint_name(reg):
     """The endpoint a registration is on (EP-9): same base and key name, else same base; else None."""
     if not reg:
         return None
-    wanted = str(reg.get("api_base") or "").rstrip("/")
-    key_name = reg.get("api_key_name") or ""
+    wanted = reg.api_base.rstrip("/")
+    key_name = reg.api_key_name
+
     same_base = [(name, e) for name, e in readable().items() if str(e.get("base") or "").rstrip("/") == wanted]
     for name, found in same_base:
         if (found.get("key") or "") == key_name:

@@ -18,20 +18,27 @@ EP-10): registrations point at endpoints, and endpoints.py knows no alias.
 
 Reads are cached by the file's stat, so the client's hot path does not re-parse
 the file on every call. Callers must not mutate what the readers return.
+
+The decision models (`config/decision-models.json`, `decision_models()`) are registered here too: models
+put questions to through an endpoint's Decisions API, never called for chat, so never in the yaml.
 """
 
+import dataclasses
 import re
 import time
+from collections.abc import Mapping
+from typing import Any
 
 import yaml
 
-from ..core import fileio, paths
+from ..core import fileio, paths, records
 from . import endpoints
 
 NAME = "extra-openai-models.yaml"
 SHOWN = f"config/{NAME}"  # as errors name it: /health answers anyone, so never the full path
 QUOTE_IF = (":", "/", "@")
 TEXT_FIELDS = ("model_name", "api_base", "api_key_name")  # what the client sends: text, whatever YAML made of it
+DECISIONS = "decision-models.json"
 
 
 class Broken(ValueError):
@@ -74,14 +81,42 @@ def _alias(item):
     return _text(item.get("model_id")) if isinstance(item, dict) else ""
 
 
-def parse(text):
-    """`{alias: {"model_name", "api_base", "api_key_name", "headers": {...}, ...}}` from yaml text.
+@dataclasses.dataclass(frozen=True)
+class Registration:
+    """One alias's block of config/extra-openai-models.yaml, as llm reads it (REG-1, REG-2):
 
-    Fields are kept as YAML reads them (llm's `can_stream: false` is False, `aliases` a list), but
-    those the client sends are text. A repeated alias merges into the first, later fields winning
-    (REG-2); blocks without a `model_id` are skipped. Raises Broken when llm could not read the text.
+        - model_id: <alias>
+          model_name: <served>          (quoted when it holds `:`, `/` or `@`)
+          api_base: "<endpoint base>"
+          api_key_name: <key name>
+          headers:                      (optional)
+            K: "v"
+
+    The three fields the client sends, and the headers' values, are text whatever YAML made of them
+    (`model_name: 3.5` is "3.5"; absent is ""). Every other field llm takes (`aliases`, `can_stream`,
+    `supports_tools`, ...) is kept in `extra` as YAML read it: the bench sends none of them, llm reads them
+    from its own copy of the file."""
+
+    alias: str
+    model_name: str = ""
+    api_base: str = ""
+    api_key_name: str = ""
+    headers: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    extra: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+
+def _registration(alias: str, fields: dict[str, Any]) -> Registration:
+    known = {name: fields.pop(name) for name in TEXT_FIELDS if name in fields}
+    return Registration(alias, headers=fields.pop("headers"), extra=fields, **known)
+
+
+def parse(text: str) -> dict[str, Registration]:
+    """`{alias: Registration}` from yaml text, in file order.
+
+    A repeated alias merges into the first, later fields winning (REG-2); blocks without a `model_id`
+    are skipped. Raises Broken when llm could not read the text.
     """
-    entries = {}
+    entries: dict[str, dict[str, Any]] = {}
     for item in _items(text):
         alias = _alias(item)
         if not alias:
@@ -93,7 +128,7 @@ def parse(text):
                     current["headers"].update((str(k), _text(v)) for k, v in value.items())
             elif field != "model_id":
                 current[str(field)] = _text(value) if field in TEXT_FIELDS else value
-    return entries
+    return {alias: _registration(alias, fields) for alias, fields in entries.items()}
 
 
 def _parsed(text):
@@ -148,13 +183,13 @@ def registered_models():
 
 def names():
     """`{alias: served name or ""}` (REG-5's `_registered_names`)."""
-    return {alias: reg.get("model_name") or "" for alias, reg in registrations().items()}
+    return {alias: reg.model_name for alias, reg in registrations().items()}
 
 
 def registry():
     """`[{"alias", "served", "endpoint"}]` in file order; endpoint by EP-9, else `"?"` (REG-4)."""
     return [
-        {"alias": alias, "served": reg.get("model_name") or "", "endpoint": endpoints.endpoint_name(reg) or "?"}
+        {"alias": alias, "served": reg.model_name, "endpoint": endpoints.endpoint_name(reg) or "?"}
         for alias, reg in registrations().items()
     ]
 
@@ -168,6 +203,48 @@ def entry_of(alias):
     """The entry of the endpoint `alias` is registered on; `{}` when unknown (EP-10)."""
     name = endpoint_of(alias)
     return endpoints.readable().get(name, {}) if name else {}
+
+
+@dataclasses.dataclass(frozen=True)
+class DecisionModel:
+    """One entry of config/decision-models.json, `{alias: {served, endpoint, via, path, question_types: [...],
+    onboarded: "YYYY-MM-DD"}}` (OB-5): a model asked through endpoint `via`'s Decisions API (`path` under its
+    `decisions` URL, "decisions" when none) the question types it takes. A field of the wrong type reads as
+    absent; `stored` is the entry as written, which retiring keeps whole to restore it (MP-12)."""
+
+    alias: str
+    served: str
+    endpoint: str
+    via: str
+    path: str
+    question_types: tuple[str, ...]
+    onboarded: str
+    stored: Mapping[str, Any]
+
+
+def decisions_path():
+    return paths.file("config", DECISIONS)
+
+
+def _decision(alias: str, entry: Mapping[str, Any]) -> DecisionModel:
+    return DecisionModel(alias, records.string(entry.get("served")), records.string(entry.get("endpoint")),
+                         records.string(entry.get("via")), records.string(entry.get("path")),
+                         records.strings(entry.get("question_types")), records.string(entry.get("onboarded")),
+                         entry)
+
+
+_decisions: tuple[object, dict[str, DecisionModel]] = (None, {})  # (the file's cached object, its records)
+
+
+def decision_models() -> dict[str, DecisionModel]:
+    """Every decision model by alias, in file order; an entry that is no object is none. `{}` when the file is
+    missing or unreadable. Made again only when the file changed (the parse is `fileio.read_json`'s, cached by
+    the file's stat)."""
+    global _decisions
+    data = fileio.read_json(decisions_path())
+    if _decisions[0] is not data:
+        _decisions = (data, {alias: _decision(alias, entry) for alias, entry in data.items() if isinstance(entry, dict)})
+    return _decisions[1]
 
 
 def options_path():

@@ -23,6 +23,8 @@ from ..models import connections, registry
 from . import policy
 from ..core.errors import Broken
 
+COLLECTIONS = "collections.json"
+SETTINGS = "gateway.json"
 PREFIX = "bench/"
 REPLIES = ("all", "merged", "route")
 # max_panels / max_panels_per_key: panels in flight in one process, and for one gateway key (security
@@ -41,11 +43,12 @@ FIX = "fix it in that file or in the dashboard's Collections dialog"
 
 
 def collections_path():
-    return paths.file("config", "collections.json")
+    return paths.file("config", COLLECTIONS)
 
 
 def settings_path():
-    return paths.file("config", "gateway.json")
+    return paths.file("config", SETTINGS)
+
 
 
 def load():

@@ -51,7 +51,8 @@ from ..core import fileio, images, keys, paths
 from ..wire import notices
 from ..models import aliases, catalog, learn, registry
 from ..calling import client, llm_backend
-from . import collections, offload, policy, roles, route, shape as shapes
+from . import collections, offload, policy, roles, roster, route, shape as shapes
+
 from ..core.errors import Busy, PromptTooLarge, UnknownCollection
 
 SEAT_TIMEOUT = 420
@@ -170,15 +171,12 @@ def local_iso():
     return datetime.datetime.now().astimezone().isoformat(timespec="seconds")
 
 
-def retired():
-    return fileio.read_json(paths.file("config", "retired.json"))
-
-
-def retired_why(record):
+def retired_why(gone, alias):
+    """Why `alias`, named in retired.json, is not asked: with the day it was retired when its entry says it."""
     why = "retired from the bench"
-    at = record.get("at") if isinstance(record, dict) else ""
-    if isinstance(at, str) and at:
-        why += f" on {at[:10]}"
+    record = gone.models.get(alias)
+    if record is not None and record.at:
+        why += f" on {record.at[:10]}"
     return why + "; take it out of the collection (Restore in its model popup brings it back)"
 
 
@@ -354,12 +352,12 @@ class Plan:
         self.skipped.append({"seat": seat, "alias": alias, "why": why})
 
     def _seat_members(self, raw, nominees):
-        gone = retired()
+        gone = roster.retired()
         members = list(dict.fromkeys(a for a in raw if isinstance(a, str) and a))
         for alias in members:
-            if alias in gone:
-                self.skip("member", alias, retired_why(gone[alias]))
-        members = [a for a in members if a not in gone]
+            if alias in gone.names:
+                self.skip("member", alias, retired_why(gone, alias))
+        members = [a for a in members if a not in gone.names]
         cap = self.settings["max_calls"]
         for alias in members[cap:]:
             self.skip("member", alias, f"past max_calls ({cap}) in config/gateway.json")
@@ -369,9 +367,9 @@ class Plan:
         wanted = list(dict.fromkeys(a for a in nominees if a not in members))
         skipped_aliases = {s["alias"] for s in self.skipped}
         for alias in wanted:
-            if alias in gone and alias not in skipped_aliases:
-                self.skip("with", alias, retired_why(gone[alias]))
-        wanted = [a for a in wanted if a not in gone]
+            if alias in gone.names and alias not in skipped_aliases:
+                self.skip("with", alias, retired_why(gone, alias))
+        wanted = [a for a in wanted if a not in gone.names]
         unknown = unregistered(wanted)
         if unknown:  # one entry for them all, and no catalog look at a name no model answers to
             count = f"{len(unknown)} names " if len(unknown) > 1 else ""
@@ -425,10 +423,10 @@ class Plan:
 
     def _merger_choice(self):
         merger = self.collection.get("merger") or ""
-        gone = retired()
-        if merger in gone:
+        gone = roster.retired()
+        if merger in gone.names:
             if self.merged:
-                self.skip("merger", merger, retired_why(gone[merger]) + "; the merger is chosen by verdicts")
+                self.skip("merger", merger, retired_why(gone, merger) + "; the merger is chosen by verdicts")
             merger = ""
         self.merger = merger
 

@@ -64,8 +64,7 @@ SERVED_REFRESH = 600
 SERVED_TIMEOUT = 20
 
 
-FILES = {"tags": ("config", "provider-tags.json"), "decisions": ("config", "decision-models.json"),
-         "endpoints": ("config", "endpoints.json"), "connections": ("config", "connections.json"),
+FILES = {"tags": ("config", "provider-tags.json"), "connections": ("config", "connections.json"),
          "alerts": ("metrics", "alerts.json")}
 
 
@@ -177,14 +176,16 @@ def _statics(regs, folder):
     """
     global _static
     where = paths.named_files(folder, FILES)
-    key = (folder,) + tuple(fileio.stamp(where[name]) for name in ("tags", "decisions", "endpoints", "connections"))
+    key = (folder, fileio.stamp(where["tags"]), fileio.stamp(registry.decisions_path()),
+           fileio.stamp(endpoints.path()), fileio.stamp(where["connections"]))
+
     if _static[0] is regs and _static[1] == key:
         return _static[2]
     preferred = set(connections.facts()["preferred"])
     table = {}
     for alias, reg in regs.items():
         tag = connections.full_tag_of(alias)
-        table[alias] = (tag.split("/", 1)[0], tag, family(reg.get("model_name") or alias), tag in preferred)
+        table[alias] = (tag.split("/", 1)[0], tag, family(reg.model_name or alias), tag in preferred)
     _static = (regs, key, table)
     return table
 
@@ -263,7 +264,7 @@ def _available(regs, folder):
         return pool
     failing = perf[2]
     pool = [alias for alias, reg in regs.items()
-            if (served is None or (reg.get("model_name") or alias) in served) and alias not in failing]
+            if (served is None or (reg.model_name or alias) in served) and alias not in failing]
     _pool = (key, pool)
     return pool
 

@@ -51,7 +51,7 @@ import time
 from ..core import fileio, images, keys, paths
 from ..models import catalog, connections, history, learn
 from ..calling import client
-from . import collections, conversations, offload, panel, policy, roles, route, shape as shapes
+from . import collections, conversations, offload, panel, policy, roles, roster, route, shape as shapes
 from ..core.errors import Refusal, PromptTooLarge, Unsupported, UnknownCollection
 from ..wire import common
 from ..wire.turn import Turn
@@ -118,14 +118,15 @@ class Reasons:
     def __init__(self, ask, members, image_count):
         self.ask = ask
         self.image_count = image_count
-        self.retired = panel.retired()
+        self.retired = roster.retired()
         self.ad_hoc = set(roles.ad_hoc())
         self.unknown = set(panel.unregistered(members))
         self.known = catalog.table()
 
     def why_not(self, alias):
-        if alias in self.retired:
-            return panel.retired_why(self.retired[alias])
+        if alias in self.retired.names:
+            return panel.retired_why(self.retired, alias)
+
         if alias in self.unknown:
             return "not registered on the bench"
         if alias in self.ad_hoc:

@@ -12,8 +12,8 @@ import time
 import urllib.error
 import urllib.request
 
-from ..core import fileio, keys, paths
-from ..models import endpoints
+from ..core import keys
+from ..models import endpoints, registry
 from . import roles
 
 CONFIDENT = 0.6
@@ -38,12 +38,8 @@ _opener = urllib.request.build_opener(_NoRedirect)
 def picker():
     """`(alias, entry)` of the first decision model taking `choice` questions that is not ad hoc, else None."""
     held = set(roles.load().get("ad_hoc") or [])
-    models = fileio.read_json(paths.file("config", "decision-models.json"))
-    for alias, entry in models.items():
-        if not isinstance(entry, dict) or alias in held:
-            continue
-        types = entry.get("question_types")
-        if isinstance(types, list) and "choice" in types:  # IMP-10: no question_types → skip the entry
+    for alias, entry in registry.decision_models().items():
+        if alias not in held and "choice" in entry.question_types:  # IMP-10: no question_types → skip the entry
             return alias, entry
     return None
 
@@ -71,11 +67,12 @@ def decide(alias, entry, state, questions):
     """One Decisions API call to the decision model `alias` (its `decision-models.json` entry): `questions`
     ({name: {type, instructions, ...}}) about `state`; returns the reply's `answers` ({} when it sent none).
     A 429 waits and tries again (RATE_LIMIT_WAITS); any other failure raises."""
-    endpoint = endpoints.load().get(entry.get("via") or "") or {}
-    url = (endpoint.get("decisions") or "").replace("{path}", entry.get("path") or "decisions")
+    endpoint = endpoints.load().get(entry.via) or {}
+    url = (endpoint.get("decisions") or "").replace("{path}", entry.path or "decisions")
     if not url.startswith(("http://", "https://")):
-        raise ValueError(f"endpoint '{entry.get('via')}' has no Decisions API URL")
-    body = {"model": entry.get("served") or alias, "state": state[:INPUT_CAP], "questions": questions}
+        raise ValueError(f"endpoint '{entry.via}' has no Decisions API URL")
+    body = {"model": entry.served or alias, "state": state[:INPUT_CAP], "questions": questions}
+
     headers = {"Content-Type": "application/json", **(endpoint.get("headers") or {})}
     secret = keys.key(endpoint.get("key") or "")
     if secret:
