@@ -616,7 +616,7 @@ def test_endpoint_add_test_and_key_read_the_key_from_stdin_only(dash, bench_cli,
     code, out, err = bench_cli("--url", dash, "endpoint", "add", "Prov", "--base", keyed.base_url, "--key-stdin",
                                "--kind", "provider", stdin=SECRET + "\n")
     assert (code, err) == (0, "") and out.startswith("added endpoint prov: it lists 1 models\n")
-    assert keys.stored()["prov"] == SECRET and endpoints.load()["prov"]["kind"] == "provider"
+    assert keys.stored()["prov"] == SECRET and endpoints.load()["prov"].kind == "provider"
     code, out, _ = bench_cli("--url", dash, "endpoints", "--json")
     row = next(r for r in json.loads(out)["endpoints"] if r["name"] == "prov")
     assert code == 0 and row["key_set"] is True and SECRET not in out

@@ -211,10 +211,11 @@ def test_rt6_issue20_thompson_route_turn_draws_on_its_shape_and_logs_it(routed):
 def test_rtr6_issue20_thompson_explorer_ties_go_to_the_least_seen(home):
     """RTR-6 counts staleness in whole days: models used today all tie. The default seats the first in
     registration order (every time, all day); Thompson's policy breaks the tie towards the fewest offloads."""
-    from benchwarmers.models import registry
+    from benchwarmers.models import endpoints, registry
+
     from benchwarmers.panel import route
 
-    endpoint = {"base": "http://127.0.0.1:9/v1", "key": "", "kind": "local", "default": True}
+    endpoint = endpoints.Endpoint("local", "http://127.0.0.1:9/v1", kind="local", default=True)
     paths.file("config", registry.NAME).write_text(
         "".join(registry.block(a, a, endpoint) for a in ("ant", "bee", "cat", "dog")), encoding="utf-8")
     for alias, times in (("ant", 3), ("bee", 2), ("cat", 1), ("dog", 1)):  # all today

@@ -181,7 +181,8 @@ def test_readers_reg3_reg4_reg5_and_the_stat_cache():
     write_endpoints({"p": {"base": "https://p.example/v1", "key": "p"}})
     registry.add_registration("m1", "p/one", "p")
     fileio.write_atomic(registry.path(), registry.path().read_text() + registry.block(
-        "m2", "two", {"base": "https://elsewhere.example/v1", "key": "e"}))
+        "m2", "two", endpoints.Endpoint("e", "https://elsewhere.example/v1", "e")))
+
     first = registry.registrations()
     assert registry.registrations() is first  # unchanged file: not parsed again
     assert registry.registered_models() == ["m1", "m2"]
@@ -231,7 +232,7 @@ def test_load_ep1():
     write_endpoints("[1, 2]")
     with pytest.raises(RuntimeError, match=r"endpoints\.json is not a JSON object of endpoints"):
         endpoints.load()
-    assert registry.entry_of("anything") == {} and endpoints.find_hub("litellm") is None
+    assert registry.entry_of("anything") == endpoints.Endpoint("") and endpoints.find_hub("litellm") is None
     write_endpoints({"_why": "a comment", "a": {"base": "https://a.example/v1"}})
     assert list(endpoints.load()) == ["a"]
 
@@ -289,8 +290,9 @@ def test_endpoint_of_a_registration_ep9_ep10():
     assert endpoints.endpoint_name(None) is None
     registry.add_registration("m", "served", "or-2")
     assert registry.endpoint_of("m") == "or-2" and registry.endpoint_of("unknown") is None
-    assert registry.entry_of("m") == {"base": "https://or.example/v1/", "key": "or-2"}
-    assert registry.entry_of("unknown") == {}
+    assert registry.entry_of("m").stored == {"base": "https://or.example/v1/", "key": "or-2"}
+    assert registry.entry_of("unknown") == endpoints.Endpoint("")
+
 
 
 def test_list_models_ep11_ep12(up, monkeypatch):
@@ -302,7 +304,9 @@ def test_list_models_ep11_ep12(up, monkeypatch):
     asked = up.requests[-1]
     assert asked["path"] == "/v1/models" and asked["headers"]["authorization"] == f"Bearer {SECRET}"
     assert asked["headers"]["x-title"] == "bench"
-    rows = endpoints.rows_of({}, [{"id": "x"}, {"id": "y", "visibility": "hidden"}, "junk", {"name": "no id"}])
+    listed = [{"id": "x"}, {"id": "y", "visibility": "hidden"}, "junk", {"name": "no id"}]
+    rows = endpoints.rows_of(endpoints.Endpoint("e"), listed)
+
     assert list(rows) == ["x"]
 
 
@@ -353,16 +357,16 @@ def listing():
 
 def test_gemini_bare_list_and_redirects_ep11_improvement4(listing):
     here, other = listing
-    gemini = {"base": here + "/gemini", "api": "gemini"}
+    gemini = endpoints.Endpoint("g", here + "/gemini", api="gemini")
     assert list(endpoints.list_models(gemini, SECRET)) == ["gemini-x"]
     path, headers = Listing.seen[-1]
     assert path == "/gemini/models?pageSize=1000" and headers["x-goog-api-key"] == SECRET
     assert "Authorization" not in headers
-    anthropic = {"base": here + "/x", "api": "anthropic", "models_url": here + "/bare"}
+    anthropic = endpoints.Endpoint("a", here + "/x", api="anthropic", models_url=here + "/bare")
     assert list(endpoints.list_models(anthropic, SECRET)) == ["listed"]
     assert Listing.seen[-1][1]["anthropic-version"] == "2023-06-01" and Listing.seen[-1][1]["x-api-key"] == SECRET
     with pytest.raises(client.HTTPError) as failed:
-        endpoints.list_models({"base": here + "/moved"}, SECRET)
+        endpoints.list_models(endpoints.Endpoint("m", here + "/moved"), SECRET)
     assert failed.value.code == 307
     assert [p for p, _ in Listing.seen if p == "/steal"] == []  # the key never reached the other origin
 
@@ -449,20 +453,20 @@ def test_reg1_reg8_reg9_what_is_synced_is_what_llm_calls(up, llmdir, monkeypatch
 
 def test_endpoint_helpers_ep_kinds_headers_names_listings():
     """EP-3 kinds by address, each API's auth header, EP-2 names, listing URLs and rows, hub version notes."""
-    assert endpoints._inferred_kind("http://10.0.0.5:3000/api/") == "hub"
-    assert endpoints._inferred_kind("http://127.0.0.1:11434/v1") == "local"
-    assert endpoints._inferred_kind("https://api.example.com/v1") == "provider"
+    assert endpoints.inferred_kind("http://10.0.0.5:3000/api/") == "hub"
+    assert endpoints.inferred_kind("http://127.0.0.1:11434/v1") == "local"
+    assert endpoints.inferred_kind("https://api.example.com/v1") == "provider"
     assert endpoints.auth_headers("anthropic", "s") == {"x-api-key": "s"}
     assert endpoints.auth_headers("gemini", "s") == {"x-goog-api-key": "s"}
     assert endpoints.auth_headers("chat", "s") == {"Authorization": "Bearer s"}
     assert endpoints.valid_name("my-hub") and not any(map(endpoints.valid_name, ("a", "-x", "A1")))
-    gemini_base = {"base": "https://g.example/v1beta/", "api": "gemini"}
+    gemini_base = endpoints.Endpoint("g", "https://g.example/v1beta/", api="gemini")
     assert endpoints.listing_url(gemini_base).endswith("/models?pageSize=1000")
     rows = {"data": [{"id": "a"}, {"id": "b", "visibility": "hidden"}, {"id": ""}]}
-    assert endpoints.rows_of({}, rows) == {"a": {"id": "a"}}
+    assert endpoints.rows_of(endpoints.Endpoint("e"), rows) == {"a": {"id": "a"}}
     gemini = {"models": [{"name": "models/g", "supportedGenerationMethods": ["generateContent"]},
                          {"name": "models/e", "supportedGenerationMethods": ["embedContent"]}]}
-    assert list(endpoints.rows_of({"api": "gemini"}, gemini)) == ["g"]
+    assert list(endpoints.rows_of(endpoints.Endpoint("g", api="gemini"), gemini)) == ["g"]
     assert endpoints.version_note("litellm", "v1.74.3", ["1.74"]) == ""
     assert "1.80.0" in endpoints.version_note("litellm", "1.80.0", ["1.74"])
     assert "did not report" in endpoints.version_note("openwebui", "", ["0.6"])

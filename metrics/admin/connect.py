@@ -81,13 +81,18 @@ def by_code(entry):
     return entry.get("flow") in ("device", "local") or bool(entry.get("device"))
 
 
+def _signed_in_by(endpoint, pid):
+    """Whether `endpoint` (or None) holds a sign-in to provider `pid`."""
+    return endpoint is not None and endpoint.connect is not None and endpoint.connect.get("provider") == pid
+
+
 def _taken(found):
     return set(found) | set(keys.stored())
 
 
 def suggest(pid, entry, found):
     """The name a new endpoint would get: a local provider already added under its own id keeps it."""
-    if entry.get("flow") == "local" and (found.get(pid, {}).get("connect") or {}).get("provider") == pid:
+    if entry.get("flow") == "local" and _signed_in_by(found.get(pid), pid):
         return pid
     return endpoints.free_name(pid, _taken(found))
 
@@ -144,7 +149,7 @@ def _settle(sid, result):
 def _name_problem(pid, entry, name, found):
     taken = _taken(found)
     if name in found:
-        if (found[name].get("connect") or {}).get("provider") != pid:
+        if not _signed_in_by(found[name], pid):
             return f"{name} is already an endpoint: give this one another name, e.g. {endpoints.free_name(name, taken)}"
         return ""
     if not endpoints.valid_name(name):
@@ -373,7 +378,8 @@ def save(pid, entry, name, token, refresh="", expires=None, client_id=""):
         record["refreshes"] = True
     extra = {**(entry.get("entry") or {}), "connect": record}
     found = endpoints.load()
-    key_name = (found.get(name) or {}).get("key") or name
+    key_name = found[name].key if name in found and found[name].key else name
+
     with renewal.key_lock(key_name):
         result = endpointedit.save({"name": name, "base": entry.get("base") or "", "key": token,
                                     "new": name not in found}, "connect", extra)

@@ -68,7 +68,6 @@ def view():
     served = _served_by(found, default_name, snap["last_seen"])
     rows = []
     for name, entry in found.items():
-        kind = endpoints.kind_of(entry)
         on_bench = sorted(({"alias": a, "served": e["served"], "decision": e.get("kind") == "decision",
                             "connection": "decision" if e.get("kind") == "decision" else e["tag"].split("/", 1)[0]}
                            for a, e in directory.items() if e.get("endpoint") == name),
@@ -76,10 +75,10 @@ def view():
         benched = {r["served"] for r in on_bench}
         more = sorted(({"served": s, "day": day, "current": day == snap["updated"]}
                        for s, day in served[name].items() if s not in benched), key=lambda r: r["served"].lower())
-        rows.append({"name": name, "base": str(entry.get("base") or "").rstrip("/"), "default": name == default_name,
-                     "kind": kind, "hub": endpoints.hub(name), "api": entry.get("api") or "chat",
-                     "key_name": entry.get("key") or "", "key_set": bool(keys.key(entry.get("key") or "")),
-                     "models": len(on_bench), "connect": renewal.signed_in(entry.get("connect")), "bench": on_bench, "served": more})
+        rows.append({"name": name, "base": entry.base.rstrip("/"), "default": name == default_name,
+                     "kind": entry.kind, "hub": entry.hub, "api": entry.api, "key_name": entry.key,
+                     "key_set": bool(keys.key(entry.key)), "models": len(on_bench),
+                     "connect": renewal.signed_in(entry.connect), "bench": on_bench, "served": more})
     return {"ok": True, "errors": [], "endpoints": rows, "updated": snap["updated"]}
 
 
@@ -112,7 +111,7 @@ def _problems(f, new, found):
     if not endpoints.BASE_RULE.match(f["base"]):
         errors.append("base URL must start http:// or https://, e.g. https://openrouter.ai/api/v1")
     old = found.get(name)
-    if old and not errors and str(old.get("base") or "").rstrip("/") != f["base"]:
+    if old and not errors and old.base.rstrip("/") != f["base"]:
         count = len(models_on(name))
         if count:
             errors.append(f"{count} model(s) are registered on {name} at its current URL; a new URL would strand "
@@ -121,9 +120,10 @@ def _problems(f, new, found):
 
 
 def _entry(f, old, new, extra=None):
-    """EP-5: the entry as it will be written, and the secret the test uses. `extra` is a sign-in's (CN-4): the
-    provider's entry fields and the `connect` record; headers an entry already has are never rewritten."""
-    entry = dict(old) if old else {"key": f["name"], "kind": f["kind"] or endpoints.kind_of({"base": f["base"]})}
+    """EP-5: the entry as it will be written (built on the old one's stored fields, so none it does not know is
+    dropped), and the secret the test uses. `extra` is a sign-in's (CN-4): the provider's entry fields and the
+    `connect` record; headers an entry already has are never rewritten."""
+    entry = dict(old.stored) if old else {"key": f["name"], "kind": f["kind"] or endpoints.inferred_kind(f["base"])}
     if f["key"]:
         entry.pop("connect", None)  # a typed key replaces a sign-in
         entry["key"] = entry.get("key") or f["name"]
@@ -157,14 +157,15 @@ def save(body, who, extra=None):
     if errors:
         return refused(errors)
     entry, secret = _entry(f, found.get(f["name"]), new, extra)
-    count, note = endpoints.listing_test(entry, secret)
+    count, note = endpoints.listing_test(endpoints.record(f["name"], entry), secret)
     if count is None:
         return refused([note])
     if body.get("test") is True:
         return {"ok": True, "errors": [], "served": count, "note": note}
     if f["key"] and keys.stored().get(entry["key"]) != f["key"]:
         keys.set_key(entry["key"], f["key"])
-    if f["admin"] and endpoints.kind_of(entry) == "hub":
+    if f["admin"] and endpoints.record(f["name"], entry).kind == "hub":
+
         admin_name = entry.get("admin_key") or f"{entry['key'] or f['name']}-admin"
         keys.set_key(admin_name, f["admin"])
         note = (note + f" The admin key is kept as {admin_name}.").strip()

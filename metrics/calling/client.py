@@ -116,7 +116,7 @@ class Call(transport.Deadline):
         self.registration = registry.Registration(alias)
         self.base = ""
         self.endpoint = ""
-        self.entry = {}
+        self.entry = endpoints.Endpoint("")
         self.api = "chat"
         self.connection = ""
         self.secret = ""
@@ -509,7 +509,7 @@ APIS = {"chat": (build_chat, read_chat), "anthropic": (build_anthropic, read_nat
 def renew_signin(call):
     """CN-6 / CL-2 d: a sign-in that renews itself and is about to run out is renewed first (under its per-key
     lock, `providers.renewal`); a renewal that fails ends the call with a text containing `sign in again`."""
-    if not renewal.due(call.entry.get("connect")):
+    if not renewal.due(call.entry.connect):
         return
     problem = renewal.fresh(call.endpoint)
     if problem:
@@ -582,8 +582,8 @@ def _prepare(call, prompt, system, messages, body):
     except RuntimeError as exc:
         raise Stop(f"Error: client failed: {exc}") from exc
     call.endpoint = endpoints.endpoint_name(reg) or ""
-    call.entry = found.get(call.endpoint, {})
-    call.api = call.entry.get("api") or "chat"
+    call.entry = found.get(call.endpoint) or endpoints.Endpoint(call.endpoint)
+    call.api = call.entry.api
     if call.api not in APIS:
         raise Stop(f"Error: client failed: the {call.api} API is not supported yet")
     call.url, call.payload = APIS[call.api][0](call, prompt, system, messages, body)
@@ -991,8 +991,8 @@ def backend(alias=""):
     """`builtin` or `llm` for `alias` (BK-3): non-chat APIs and renewing sign-ins always use the built-in client."""
     if alias:
         entry = registry.entry_of(alias)
-        connect = entry.get("connect") if isinstance(entry.get("connect"), dict) else {}
-        if (entry.get("api") or "chat") != "chat" or connect.get("refreshes"):
+        if entry.api != "chat" or (entry.connect or {}).get("refreshes"):
+
             return "builtin"
     return chosen()[0]
 

@@ -88,12 +88,12 @@ def delete_key(name):
     _change_store(lambda data: data.pop(name, None))
 
 
-def admin_key(endpoint, fallback=True):
-    """A hub's admin key (KEY-8): `admin_key` name if given, else `<key>-admin`; else the endpoint's own key
-    (never with `fallback=False`: CLI Proxy API bans an address after refused keys). The hub adapters call it."""
-    endpoint = endpoint or {}
-    own = endpoint.get("key") or ""
-    name = endpoint.get("admin_key") or (f"{own}-admin" if own else "")
+def admin_key(own, admin="", fallback=True):
+    """A hub's admin key (KEY-8) from its endpoint's key names: `admin` if given, else `<own>-admin`; else the
+    endpoint's own key (never with `fallback=False`: CLI Proxy API bans an address after refused keys). The hub
+    adapters call it."""
+    name = admin or (f"{own}-admin" if own else "")
+
     secret = key(name)
     if secret:
         return secret

@@ -155,9 +155,10 @@ def routes_for(row, place):
                       "on_bench_as": place.alias_on(place.hub, row["model"], prefixed=True)})
     api = row["api"].rstrip("/")
     for name, entry in place.endpoints.items():
-        if endpoints.kind_of(entry) == "hub":
+        if entry.kind == "hub":
             continue
-        base = str(entry.get("base") or "").rstrip("/")
+        base = entry.base.rstrip("/")
+
         if sources.provider_of(name, place.overrides) == row["provider"] or (api and base == api):
             found.append({"via": "direct", "connection": name, "endpoint": name, "label": f"{name} (direct)",
                           "note": f"straight to {base}", "on_bench_as": place.alias_on(name, row["model"])})

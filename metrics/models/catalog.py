@@ -219,7 +219,8 @@ class Table(dict):
     def api(self, alias):
         found = self._apis.get(alias)
         if found is None:
-            found = registry.entry_of(alias).get("api") or "chat"
+            found = registry.entry_of(alias).api
+
             if alias in registry.registrations():
                 self._apis[alias] = found
         return found

@@ -200,9 +200,10 @@ def endpoint_of(alias):
 
 
 def entry_of(alias):
-    """The entry of the endpoint `alias` is registered on; `{}` when unknown (EP-10)."""
+    """The endpoint `alias` is registered on; an empty `Endpoint` (named "") when unknown (EP-10)."""
     name = endpoint_of(alias)
-    return endpoints.readable().get(name, {}) if name else {}
+    found = endpoints.readable().get(name) if name else None
+    return found or endpoints.Endpoint("")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -282,20 +283,19 @@ def push_options():
 
 
 def block(alias, served, entry):
-    """The registration text for one alias on one endpoint entry, exactly as REG-1 writes it."""
+    """The registration text for one alias on one endpoint, exactly as REG-1 writes it."""
     name = f'"{served}"' if any(c in served for c in QUOTE_IF) else served
-    key_name = entry.get("key") or '""'  # a keyless local runtime
+    key_name = entry.key or '""'  # a keyless local runtime
     lines = [
         "",
         f"- model_id: {alias}",
         f"  model_name: {name}",
-        f'  api_base: "{entry.get("base", "")}"',
+        f'  api_base: "{entry.base}"',
         f"  api_key_name: {key_name}",
     ]
-    headers = entry.get("headers")
-    if isinstance(headers, dict) and headers:
+    if entry.headers:
         lines.append("  headers:")
-        lines.extend(f'    {header}: "{value}"' for header, value in headers.items())
+        lines.extend(f'    {header}: "{value}"' for header, value in entry.headers.items())
     return "\n".join(lines) + "\n"
 
 
@@ -314,7 +314,8 @@ def add_registration(alias, served, endpoint_name):
     not read (Broken): a registration is never silently replaced, nor written where llm would not see it.
     """
     entry = endpoints.load().get(endpoint_name)
-    if not isinstance(entry, dict) or not entry.get("base"):
+    if entry is None or not entry.base:
+
         raise ValueError(f"no endpoint named '{endpoint_name}'")
     where = path()
     with fileio.lock(where):

@@ -113,7 +113,9 @@ def price(alias, served, connection, info):
         return "paid"
     cost = info.get("cost") if isinstance(info.get("cost"), dict) else {}
     where = registry.endpoint_of(alias)
-    on_machine = bool(where) and endpoints.kind_of(endpoints.readable().get(where, {})) == "local"
+    found = endpoints.readable().get(where) if where else None
+    on_machine = found is not None and found.kind == "local"
+
     if ":free" in served or connection == "local" or on_machine or (cost and not any(cost.values())):
         return "free"
     if cost and any(cost.values()):

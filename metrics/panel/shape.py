@@ -67,14 +67,15 @@ def decide(alias, entry, state, questions):
     """One Decisions API call to the decision model `alias` (its `decision-models.json` entry): `questions`
     ({name: {type, instructions, ...}}) about `state`; returns the reply's `answers` ({} when it sent none).
     A 429 waits and tries again (RATE_LIMIT_WAITS); any other failure raises."""
-    endpoint = endpoints.load().get(entry.via) or {}
-    url = (endpoint.get("decisions") or "").replace("{path}", entry.path or "decisions")
+    endpoint = endpoints.load().get(entry.via) or endpoints.Endpoint(entry.via)
+    url = endpoint.decisions.replace("{path}", entry.path or "decisions")
     if not url.startswith(("http://", "https://")):
         raise ValueError(f"endpoint '{entry.via}' has no Decisions API URL")
     body = {"model": entry.served or alias, "state": state[:INPUT_CAP], "questions": questions}
 
-    headers = {"Content-Type": "application/json", **(endpoint.get("headers") or {})}
-    secret = keys.key(endpoint.get("key") or "")
+    headers = {"Content-Type": "application/json", **endpoint.headers}
+    secret = keys.key(endpoint.key)
+
     if secret:
         headers["Authorization"] = f"Bearer {secret}"
     request = urllib.request.Request(url, json.dumps(body).encode(), headers, method="POST")
