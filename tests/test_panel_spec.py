@@ -192,7 +192,7 @@ def test_section1_constants():
     assert (gateway.STREAM_GRACE, gateway.KEEPALIVE) == (1.0, 10.0)
     assert (shape.CONFIDENT, shape.INPUT_CAP, shape.TIMEOUT, shape.RATE_LIMIT_WAITS) == (0.6, 20000, 60, (5, 15))
     assert (panel.SEAT_ERROR_KEPT, panel.SECTION_ERROR, panel.TASK_CHARS, offload.ERROR_EXCERPT) == (500, 300, 90, 120)
-    assert {k: collections.DEFAULTS[k] for k in ("max_calls", "max_explorers")} == {"max_calls": 5, "max_explorers": 2}
+    assert (collections.DEFAULTS.max_calls, collections.DEFAULTS.max_explorers) == (5, 2)
     assert route.EXPLORER_CLAMP == 2
 
 

@@ -51,18 +51,17 @@ def judged(model, useful, times, shape="general"):
 
 def test_issue20_policy_setting_defaults_to_counted_and_says_a_bad_value(capsys):
     """The key is read like the file's other values: absent → counted; a bad value keeps the default and is said."""
-    assert collections.chosen_policy() == "counted"  # no gateway.json at all
+    assert collections.settings().policy == "counted"  # no gateway.json at all
     use_policy()
-    assert collections.chosen_policy() == "counted" and collections.settings_problems() == []
+    assert collections.settings().policy == "counted" and collections.settings_problems() == []
     use_policy("thompson")
-    assert collections.chosen_policy() == "thompson" and collections.settings_problems() == []
+    assert collections.settings().policy == "thompson" and collections.settings_problems() == []
     for bad, shown in (("bandit", '"bandit"'), (3, "3"), (None, "null")):
         use_policy(max_calls=5, **{"policy": bad})
-        assert collections.chosen_policy() == "counted"
+        assert collections.settings().policy == "counted"
         assert collections.settings_problems() == [
             f'policy must be "counted" or "thompson"; got {shown}, using "counted"']
     assert 'config/gateway.json: policy must be "counted" or "thompson"; got "bandit"' in capsys.readouterr().err
-    assert "policy" not in collections.settings()  # COL-2's settings keep their own keys only
 
 
 def test_co10_issue20_settings_editor_sets_the_policy():
@@ -72,9 +71,9 @@ def test_co10_issue20_settings_editor_sets_the_policy():
     refused = collectionedit.gateway_settings({"max_calls": 5, "max_explorers": 2, "policy": "greedy"}, "admin")
     assert refused == {"ok": False, "errors": [
         "policy must be counted or thompson (the merger choice and route mode's order)"]}
-    assert collections.chosen_policy() == "counted"
+    assert collections.settings().policy == "counted"
     assert collectionedit.gateway_settings({"max_calls": 5, "max_explorers": 2, "policy": "thompson"}, "admin")["ok"]
-    assert collections.chosen_policy() == "thompson"
+    assert collections.settings().policy == "thompson"
     line = fileio.read_jsonl(changes.path())[-1]
     assert line["old"]["policy"] == "counted" and line["new"]["policy"] == "thompson"
     assert collectionedit.gateway_settings({"max_calls": 4, "max_explorers": 1}, "admin")["ok"]

@@ -51,8 +51,8 @@ def view():
     model_roles = roles.load()
     every = chat_models()
     return {"ok": True, "errors": [], "collections": listed,
-            "settings": {"max_calls": s["max_calls"], "max_explorers": s["max_explorers"],
-                         "policy": collections.chosen_policy(), "policies": list(policy.NAMES)},
+            "settings": {"max_calls": s.max_calls, "max_explorers": s.max_explorers, "policy": s.policy,
+                         "policies": list(policy.NAMES)},
             "shapes": shapes(), "models": every, "served": registry.names(),
             "tag_suggestions": list(dict.fromkeys(shapes() + SUGGESTED + in_use)),
             "facts": {a: _facts(a, model_roles) for a in every},
@@ -84,7 +84,7 @@ def save(body, who):
     c = cleaned(body)
     errors = []
     known = set(chat_models())
-    max_calls = collections.settings()["max_calls"]
+    max_calls = collections.settings().max_calls
     if not NAME.match(c["name"]):
         errors.append(BAD_NAME)
     if not c["members"]:
@@ -151,8 +151,7 @@ def gateway_settings(body, who):
     if not (_whole(explorers) and 0 <= explorers <= 2):
         errors.append("max explorers must be 0, 1 or 2 (route.py seats at most two)")
     if _whole(calls):
-        over = sorted(n for n, c in collections.load().items()
-                      if isinstance(c.get("members"), list) and len(c["members"]) > calls)
+        over = sorted(n for n, c in collections.load().items() if len(c.members) > calls)
         if over:
             errors.append(f"these collections have more members than {calls}: {', '.join(over)}")
     if collections.unreadable(collections.settings_path()):
@@ -160,10 +159,11 @@ def gateway_settings(body, who):
     if errors:
         return {"ok": False, "errors": errors}
     before = collections.settings()
-    old = {"max_calls": before["max_calls"], "max_explorers": before["max_explorers"]}
+    old = {"max_calls": before.max_calls, "max_explorers": before.max_explorers}
     new = {"max_calls": calls, "max_explorers": explorers}
     if chosen is not None:
-        old["policy"], new["policy"] = collections.chosen_policy(), chosen
+        old["policy"], new["policy"] = before.policy, chosen
+
 
     def put(data):
         data.pop("default_collection", None)

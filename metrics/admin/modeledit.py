@@ -351,7 +351,8 @@ def _return_to_collections(alias, recorded, who):
     if not recorded or collections.unreadable(where("collections")):
 
         return False
-    limit = collections.settings()["max_calls"]
+    limit = collections.settings().max_calls
+
     back = {}
 
     def put(data):

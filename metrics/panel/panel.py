@@ -202,10 +202,10 @@ def begin_seat(alias, system, prompt, messages=None, on_delta=None):
     started = time.monotonic()
     try:
         if messages is not None or client.backend(alias) == "builtin":
-            limits = collections.timeouts()  # a stalled upstream ends the seat long before SEAT_TIMEOUT
+            limits = collections.settings()  # a stalled upstream ends the seat long before SEAT_TIMEOUT
             answer = client.begin(alias, prompt, system=system, timeout=SEAT_TIMEOUT, messages=messages,
-                                  on_delta=on_delta, purpose="gateway", first_byte=limits["first_byte_timeout"],
-                                  idle=limits["idle_timeout"])
+                                  on_delta=on_delta, purpose="gateway", first_byte=limits.first_byte_timeout,
+                                  idle=limits.idle_timeout)
         else:
             answer = functools.partial(llm_backend.ask, alias, prompt, system=system, timeout=SEAT_TIMEOUT,
                                        on_delta=on_delta)
@@ -339,7 +339,7 @@ class Plan:
         self.needed = images.request_estimate(self.system, self.prompt, self.image_count)
         self.skipped = []
         self.notes = []
-        self._seat_members(collection.get("members") or [], nominees)
+        self._seat_members(collection.members, nominees)
         self.merged = collections.reply_mode(collection, reply) == "merged"
         self._merger_choice()
         self._shape()
@@ -358,7 +358,7 @@ class Plan:
             if alias in gone.names:
                 self.skip("member", alias, retired_why(gone, alias))
         members = [a for a in members if a not in gone.names]
-        cap = self.settings["max_calls"]
+        cap = self.settings.max_calls
         for alias in members[cap:]:
             self.skip("member", alias, f"past max_calls ({cap}) in config/gateway.json")
         members = members[:cap]
@@ -422,7 +422,7 @@ class Plan:
                 "members have larger windows (GET /v1/models lists each collection's context_window).")
 
     def _merger_choice(self):
-        merger = self.collection.get("merger") or ""
+        merger = self.collection.merger
         gone = roster.retired()
         if merger in gone.names:
             if self.merged:
@@ -431,7 +431,7 @@ class Plan:
         self.merger = merger
 
     def _shape(self):
-        own = self.collection.get("shape") or ""
+        own = self.collection.shape
         if self.image_count and not own:
             self.shape, self.shape_by = "vision", "the request carries images"
         elif self.explorer_count == 0:
@@ -504,7 +504,7 @@ def merger_candidates(plan):
     if plan.merger:
         return [plan.merger]
     record = offload.shape_record(plan.shape)
-    candidates = policy.ranked(collections.chosen_policy(), plan.members_before_vision, record)
+    candidates = policy.ranked(collections.settings().policy, plan.members_before_vision, record)
     try:
         primary = route.pick_seats(shape=plan.shape, large=len(plan.whole) > LARGE).get("primary")
         if primary:
@@ -567,7 +567,7 @@ def run(name, messages, nominees=(), reply="", caller="local", on_part=None, on_
 def admit(caller):
     """Count a panel in flight for `caller`, or raise `Busy` (the caps, or a stopping gateway)."""
     settings = collections.settings()
-    flight.enter(caller, settings["max_panels"], settings["max_panels_per_key"])
+    flight.enter(caller, settings.max_panels, settings.max_panels_per_key)
 
 
 def _run(name, messages, nominees, reply, caller, on_part, on_seated, gone):
@@ -725,12 +725,13 @@ def write_call_log(plan, seats, merger):
     if plan.skipped:
         line["skipped"] = plan.skipped
     fileio.append_log(paths.file("runs", "gateway", "calls.jsonl"), line,
-                      plan.settings["calls_log_max_mb"] * 1_000_000, plan.settings["calls_log_keep"])
+                      plan.settings.calls_log_max_mb * 1_000_000, plan.settings.calls_log_keep)
 
 
 def logged_text(text, settings, known):
     """A prompt as the calls log keeps it: cleaned, or only its length when prompts are not kept."""
-    if not settings["calls_log_prompts"]:
+    if not settings.calls_log_prompts:
+
         return f"[not kept: {len(text):,} characters]" if text else ""
     return keys.clean(text, known=known)
 

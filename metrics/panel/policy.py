@@ -1,6 +1,6 @@
 """Which model the bench's record puts forward, by policy (issue 20): the merger (MRG-3) and route mode's order (RT-6).
 
-`config/gateway.json`'s `"policy"` chooses (`collections.chosen_policy()` reads and checks it):
+`config/gateway.json`'s `"policy"` chooses (`collections.settings()` reads and checks it):
 
 - `"counted"` (the default): the contract's rule. A candidate with verdicts comes first, most useful
   verdicts first, then the higher useful ratio (MRG-3: one lucky verdict must not outrank a long record);

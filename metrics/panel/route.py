@@ -390,7 +390,8 @@ def pick_seats(shape="general", large=False, nominees=(), members=None, explorer
 
     skip = {aliases.follow(current, a) for a in avoid or ()}
     # issue 20: under Thompson, ties on RTR-6's key go to the model seen least (see the Decisions above)
-    fewest = count and collections.chosen_policy() == policy.THOMPSON
+    fewest = count and collections.settings().policy == policy.THOMPSON
+
     while len(seats) < count:
         free = [a for a in rest if a not in chosen and fam(a) not in families and a not in skip]
         if not free:

@@ -106,8 +106,7 @@ class Plan:
 
 
 def _members(collection):
-    raw = collection.get("members") if isinstance(collection.get("members"), list) else []
-    return list(dict.fromkeys(a for a in raw if isinstance(a, str) and a))
+    return list(dict.fromkeys(collection.aliases))
 
 
 class Reasons:
@@ -200,7 +199,7 @@ def rank(eligible, shape=None):
         findings = (found.get(alias) or (0,))[0]
         return verdicts, findings, connections.full_tag_of(alias) in preferred
 
-    if collections.chosen_policy() == policy.THOMPSON:
+    if collections.settings().policy == policy.THOMPSON:
         record = useful if shape is None else evidence(lambda: offload.shape_record(shape))
         ranked = policy.thompson(eligible, record)  # issue 20: a draw from each member's posterior on its verdicts
     else:
@@ -310,11 +309,11 @@ class Member:
         self.held = []
 
     def ask(self, ask, last):
-        limits = collections.timeouts()
+        limits = collections.settings()
         self.reply = client.chat(self.alias, "", messages=ask.messages, body=upstream_body(self.alias, ask),
                                  on_chunk=self.on_chunk, first_token=FIRST_TOKEN, timeout=ROUTE_TIMEOUT,
                                  retries=None if last else 0, purpose="route",
-                                 first_byte=limits["first_byte_timeout"], idle=limits["idle_timeout"])
+                                 first_byte=limits.first_byte_timeout, idle=limits.idle_timeout)
         return self.error(last)
 
     def error(self, last):
@@ -353,7 +352,7 @@ def start(name, ask, caller):
     planned = plan(name, ask, caller)
 
     def ranked():
-        if collections.chosen_policy() == policy.THOMPSON:  # issue 20: a new conversation's shape
+        if collections.settings().policy == policy.THOMPSON:  # issue 20: a new conversation's shape
             planned.shape = shapes.pick(conversations.first_user_text(ask.messages))[0]
             return rank(planned.eligible, planned.shape)
         return rank(planned.eligible)
@@ -491,4 +490,5 @@ def write_line(planned, record, call, member, turn, status, tried, error):
     if error:
         line["error"] = keys.cut(error, ERROR_KEPT, last=True)
     settings = collections.settings()  # rotated as the calls log is (security review 9)
-    fileio.append_log(routes_path(), line, settings["calls_log_max_mb"] * 1_000_000, settings["calls_log_keep"])
+    fileio.append_log(routes_path(), line, settings.calls_log_max_mb * 1_000_000, settings.calls_log_keep)
+

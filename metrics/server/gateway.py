@@ -747,7 +747,8 @@ def main(argv=None):
         if args.demo:
             from ..demo import demo
             print(demo.snippets(base), flush=True)
-    grace = collections.settings()["stop_grace"]
+    grace = collections.settings().stop_grace
+
     try:
         server.serve_forever()
     finally:
