@@ -41,7 +41,7 @@ def core(bench):
     # a panel the CLI gave up on still ends and writes its seat: wait for it here, while this test's data folder
     # is still the one in force, or it lands in whatever folder the next test leaves behind
     asked = lambda: sum(r["model"] == "slow" for r in bench.requests)  # noqa: E731
-    assert wait_for(lambda: sum(e.get("model") == "slow" for e in offload.lines()) >= asked(), 10)
+    assert wait_for(lambda: sum(e.model == "slow" for e in offload.lines()) >= asked(), 10)
 
 
 def bench_env(url=None, **extra):

@@ -200,10 +200,10 @@ def test_rt6_issue20_thompson_route_turn_draws_on_its_shape_and_logs_it(routed):
         policy.seed(1)
         turns = [route_turn(port, f"[code] write parser {i}") for i in range(4)]
     assert {t["alias"] for t in turns} == {"plain"}
-    lines = {e["call"]: e for e in offload.entries() if e.get("call")}
+    lines = {e.call: e.stored for e in offload.entries() if e.call}
     assert [lines[t["call"]].get("shape") for t in turns] == ["code"] * 4
     assert lines[turns[0]["call"]]["collection"] == "bench/core"
-    first = [e for e in offload.entries() if "write the parser" in e.get("task", "")]
+    first = [e.stored for e in offload.entries() if "write the parser" in e.task]
     assert len(first) == 1 and "shape" not in first[0]  # the default's line is RT-22's, unchanged
 
 

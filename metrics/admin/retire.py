@@ -91,8 +91,9 @@ def evidence():
             last_answer[alias] = day
 
     for entry in offload.entries():
-        if entry.get("useful") is True:
-            answered(entry.get("model") or "", _date(entry.get("date")))
+        if entry.useful is True:
+            answered(entry.model, _date(entry.date))
+
     for saved in paths.file("suite", "tasks").glob("*/output/*.md"):
         try:
             text, stamp = saved.read_text(encoding="utf-8", errors="replace"), saved.stat().st_mtime

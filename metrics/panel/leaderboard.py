@@ -181,15 +181,16 @@ def panels(entries, collection, shape=""):
     first: the judged seats of each (OFF-2's entries, aliases as they are called today)."""
     found = {}
     for entry in entries:
-        call, useful = entry.get("call"), entry.get("useful")
-        if not isinstance(call, str) or not isinstance(useful, bool) or "." not in call:
+        call, useful = entry.call, entry.useful
+        if useful is None or "." not in call:
             continue
         panel, seat = call.rsplit(".", 1)
-        if not SEAT.fullmatch(seat) or offload.collection_of(entry) != collection:
+        if not SEAT.fullmatch(seat) or entry.collection != collection:
             continue
-        if shape and offload.shape_of(entry) != shape:
+        if shape and entry.shape != shape:
             continue
-        found.setdefault(panel, {})[entry["model"]] = useful
+        found.setdefault(panel, {})[entry.model] = useful
+
     return list(found.items())
 
 

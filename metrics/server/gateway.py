@@ -314,7 +314,8 @@ class Handler(httpserver.Handler):
         except KeyError as exc:
             return self.refuse(404, exc.args[0])
         # the task holds the prompt's first words: a verdict's reply never shows them (security review 4)
-        self.send_json(200, {"ok": True, "recorded": {k: v for k, v in entry.items() if k != "task"}})
+        self.send_json(200, {"ok": True, "recorded": {k: v for k, v in entry.stored.items() if k != "task"}})
+
 
     def pending(self, body):
         if not self.charged():
