@@ -104,7 +104,7 @@ def save(body, who):
     if len(c["tags"]) > MAX_TAGS:
         errors.append("at most 8 tags")
     errors += collections.reply_errors(c["reply"], c["merger"], known)
-    if collections.unreadable(collections.collections_path()):
+    if collections.collections_problem():
         errors.append("config/collections.json is not valid JSON; fix it by hand first, or this save would "
                       "replace every collection in it")
     if errors:
@@ -124,7 +124,7 @@ def save(body, who):
 def remove(body, who):
     """CO-8: `POST /api/collection/remove`."""
     name = records.text(body.get("name")).removeprefix("bench/")
-    if collections.unreadable(collections.collections_path()):
+    if collections.collections_problem():
         return {"ok": False, "errors": [UNREADABLE]}
     if name not in collections.load():
         return {"ok": False, "errors": [f"no collection '{name}'"]}
@@ -154,7 +154,7 @@ def gateway_settings(body, who):
         over = sorted(n for n, c in collections.load().items() if len(c.members) > calls)
         if over:
             errors.append(f"these collections have more members than {calls}: {', '.join(over)}")
-    if collections.unreadable(collections.settings_path()):
+    if collections.settings_fault():
         errors.append("config/gateway.json is not valid JSON; fix it by hand first")
     if errors:
         return {"ok": False, "errors": errors}

@@ -196,7 +196,7 @@ def remove(body, who):
         return refused([f"{len(on_it)} model(s) are on it ({', '.join(on_it)}): remove it with them, "
                         "or retire them first"])
     chat = [a for a in on_it if a in registry.registrations()]
-    stuck = [a for a in chat if modeledit.registry_blocks(a) != 1]
+    stuck = [a for a in chat if registry.blocks_of(a) != 1]
     if stuck:  # IMP-10: checked for all before the first retirement
         return refused([f"{', '.join(stuck)} cannot be retired from the dashboard (not exactly one registry block); "
                         f"nothing retired and {name} is still there"])

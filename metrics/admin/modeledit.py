@@ -50,24 +50,6 @@ def refused(errors):
     return {"ok": False, "errors": errors, "changed": [], "sync": ""}
 
 
-def _id_lines(text, alias):
-    """Line numbers of `model_id: <alias>` in the registry text (a block's first line)."""
-    pattern = re.compile(r"^(\s*-?\s*model_id:\s*)" + re.escape(alias) + r"\s*$")
-    return [n for n, line in enumerate(text.split("\n")) if pattern.match(line)]
-
-
-def _registry_text():
-    try:
-        return where("yaml").read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return ""
-
-
-def registry_blocks(alias):
-    """How many registry blocks start with `model_id: <alias>`; retiring needs exactly one (MP-10)."""
-    return len(_id_lines(_registry_text(), alias))
-
-
 def sync():
     """MP-9: run the registry sync script; the write is not undone when it fails."""
     try:
@@ -168,7 +150,7 @@ def change(body, who):
     rename = bool(new_alias) and new_alias != alias
     if rename:
         errors += _rename_errors(alias, new_alias, found)
-        count = len(_id_lines(_registry_text(), alias))
+        count = registry.blocks_of(alias)
         if not decision and not errors and count != 1:
             errors.append(f"expected exactly one 'model_id: {alias}' line in extra-openai-models.yaml, found {count}; "
                           "nothing renamed")
@@ -216,11 +198,7 @@ def _rename(old, new, decision):
         fileio.update(where("decision"), lambda d: d.__setitem__(new, d.pop(old)))
         changed.append(shown("decision"))
     else:
-        with fileio.lock(where("yaml")):
-            lines = _registry_text().split("\n")
-            n = _id_lines("\n".join(lines), old)[0]
-            lines[n] = re.sub(r"model_id:\s*.*$", f"model_id: {new}", lines[n])
-            fileio.write_atomic(where("yaml"), "\n".join(lines))
+        registry.rename(old, new)
         changed.append(shown("yaml"))
     fileio.update(where("history"), lambda d: d.__setitem__(old, new))
     changed.append(shown("history"))
@@ -254,7 +232,7 @@ def _rename(old, new, decision):
 
 def _drop_from_collections(alias, who):
     """MP-13: `{collection: fields}` it was dropped from; nothing when collections.json is unreadable."""
-    if collections.unreadable(where("collections")):
+    if collections.collections_problem():
         return {}
     dropped = {}
 
@@ -286,7 +264,7 @@ def remove(body, who):
     decision = entry.get("kind") == "decision"
     reason = records.text(body.get("reason")) or "retired by hand"
     if not decision:
-        count = registry_blocks(alias)
+        count = registry.blocks_of(alias)
         if count != 1:
             return refused([f"expected one registry block for '{alias}', found {count}; nothing removed"])
     changed = []
@@ -348,7 +326,7 @@ def _clear_alerts(matches):
 
 def _return_to_collections(alias, recorded, who):
     """MP-17: back into the collections that still exist and have room; returns whether any changed."""
-    if not recorded or collections.unreadable(where("collections")):
+    if not recorded or collections.collections_problem():
 
         return False
     limit = collections.settings().max_calls

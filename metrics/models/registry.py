@@ -330,7 +330,31 @@ def add_registration(alias, served, endpoint_name):
         fileio.write_atomic(where, text)
 
 
+def _id_lines(text, alias):
+    """Line numbers of `model_id: <alias>` in the file's text (a block's first line), as written."""
+    pattern = re.compile(r"^(\s*-?\s*model_id:\s*)" + re.escape(alias) + r"\s*$")
+    return [n for n, line in enumerate(text.split("\n")) if pattern.match(line)]
+
+
+def blocks_of(alias):
+    """How many lines of the file start a block `model_id: <alias>`, as written (not as YAML merges them): the
+    dashboard renames or retires an alias only when there is exactly one (MP-8, MP-10, IMP-4)."""
+    return len(_id_lines(_read_text(path()), alias))
+
+
+def rename(old, new):
+    """Rewrite the one `model_id: <old>` line to `new` (MP-8), locked and atomic; every other line as written.
+    The caller has checked `blocks_of(old) == 1`."""
+    where = path()
+    with fileio.lock(where):
+        lines = _read_text(where).split("\n")
+        n = _id_lines("\n".join(lines), old)[0]
+        lines[n] = re.sub(r"model_id:\s*.*$", f"model_id: {new}", lines[n])
+        fileio.write_atomic(where, "\n".join(lines))
+
+
 def _first_line(node, lines):
+
     """The line a block starts on: its first key's, or the one before when the block's `-` stands alone there."""
     line, column = node.start_mark.line, node.start_mark.column
     if line and not lines[line][:column].strip() and lines[line - 1].strip() == "-":

@@ -265,13 +265,13 @@ def settings() -> Settings:
     if _read_settings[0] is not key:
         _read_settings = (key, _settings(data))
     found = _read_settings[1]
-    fault = "" if data else _gateway_fault()  # a file that read as an object has no fault: no second look
+    fault = "" if data else settings_fault()  # a file that read as an object has no fault: no second look
     _tell([fault] if fault else [f"config/gateway.json: {p}" for p in found.problems])
     return found
 
 
 
-def _gateway_fault() -> str:
+def settings_fault() -> str:
     """Why config/gateway.json cannot be read, naming it; `""` when it reads or is missing."""
     wrong = fileio.json_problem(settings_path())
     return f"config/gateway.json {wrong}; using the defaults" if wrong else ""
@@ -280,7 +280,7 @@ def _gateway_fault() -> str:
 def settings_problems() -> list[str]:
     """Why `settings()` differs from what gateway.json says, one sentence each. No caller yet but the tests: the
     dashboard's settings editor will show it."""
-    fault = _gateway_fault()
+    fault = settings_fault()
     return ([fault] if fault else []) + list(settings().problems)
 
 
@@ -304,7 +304,7 @@ def config_problems() -> list[str]:
 
     Only faults of whole files: /health answers anyone, so it says nothing of what the files hold.
     """
-    problems = [p for p in (_gateway_fault(), collections_problem(), registry.problem()) if p]
+    problems = [p for p in (settings_fault(), collections_problem(), registry.problem()) if p]
     _tell(problems)
     return problems
 
