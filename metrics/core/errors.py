@@ -22,7 +22,13 @@ path through `paths`), and its answer is every OSError's. What a seat meets upst
 `Stop` and `HTTPError`, the transport's timeouts) is never a refusal: it ends that seat as `error`.
 """
 
+from collections.abc import Callable
+from typing import Any
+
 from . import fileio, paths
+
+Answer = tuple[int, str] | tuple[int, str, dict[str, str]]  # status, message[, headers]
+
 
 
 class Refusal(Exception):
@@ -31,7 +37,7 @@ class Refusal(Exception):
     status = 500
     retry_after = 0
 
-    def answer(self):
+    def answer(self) -> Answer:
         """`(status, message)`, or `(status, message, headers)` when the answer carries a header."""
         message = self.args[0] if self.args else str(self)
         if self.retry_after:
@@ -72,14 +78,14 @@ class Busy(Refusal):
     retry_after = 2
 
 
-BUILT_IN = {
+BUILT_IN: dict[type[BaseException], Callable[[Any], tuple[int, str]]] = {
     fileio.WriteFailed: paths.unwritable,  # only a write the data folder refused; any other OSError is a 500
     ValueError: lambda exc: (400, str(exc)),
     LookupError: lambda exc: (503, exc.args[0] if exc.args else str(exc)),  # a KeyError's str() adds quotes
 }
 
 
-def refusal(exc):
+def refusal(exc: BaseException) -> Answer:
     """`(status, message)`, or `(status, message, headers)`, for any exception a request meets."""
     if isinstance(exc, Refusal):
         return exc.answer()

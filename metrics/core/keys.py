@@ -10,6 +10,9 @@ the order: known keys hidden, then images and URL credentials redacted, then cut
 import json
 import os
 import re
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
 
 from . import fileio, images, paths
 
@@ -17,17 +20,17 @@ ENV_PREFIX = "BENCHWARMERS_KEY_"
 CLEAN_SPAN = 16  # `clean(text, n)` cleans only the first 16·n characters (room for what redaction takes out)
 
 
-def store_path():
+def store_path() -> Path:
     return paths.llm_dir() / "keys.json"
 
 
-def stored():
+def stored() -> dict[str, str]:
     """The key store as written (KEY-2): `{name: secret}`, `{}` when missing or unreadable."""
     data = fileio.read_json(store_path(), comments=False)
     return {k: v for k, v in data.items() if isinstance(v, str)}
 
 
-def env_keys():
+def env_keys() -> dict[str, str]:
     """Keys from the environment (KEY-3): `BENCHWARMERS_KEY_MY_HUB` names `my-hub`."""
     found = {}
     for name in os.environ:  # names only: every panel's call log asks, and decoding each value costs more
@@ -37,25 +40,25 @@ def env_keys():
     return found
 
 
-def keys():
+def keys() -> dict[str, str]:
     """Stored keys overlaid by environment keys; the environment wins (KEY-4)."""
     merged = stored()
     merged.update(env_keys())
     return merged
 
 
-def key(name):
+def key(name: str) -> str:
     """The secret for key name `name`, or `""`."""
     if not name:
         return ""
     return keys().get(name, "")
 
 
-def is_set(name):
+def is_set(name: str) -> bool:
     return bool(key(name))
 
 
-def _change_store(change):
+def _change_store(change: Callable[[dict[str, Any]], object]) -> None:
     """A locked read-change-write of keys.json (KEY-5, LOCK-2/3), written 0600.
 
     A store that exists but is not a JSON object is refused, not replaced: reading it
@@ -76,42 +79,41 @@ def _change_store(change):
         fileio.write_atomic(where, fileio.dumps(data), mode=0o600)
 
 
-def set_key(name, value):
+def set_key(name: str, value: str) -> None:
     """Store one key (KEY-5): only the stored set plus this one (never env keys), locked and atomic.
     No caller yet but the tests: the dashboard's endpoint dialog (a typed key) will call it."""
     _change_store(lambda data: data.__setitem__(name, value))
 
 
-def delete_key(name):
+def delete_key(name: str) -> None:
     """Take one key out of the store (KEY-5).
     No caller yet but the tests: the dashboard's endpoint dialog will call it."""
     _change_store(lambda data: data.pop(name, None))
 
 
-def admin_key(own, admin="", fallback=True):
+def admin_key(own: str, admin: str = "", fallback: bool = True) -> str:
     """A hub's admin key (KEY-8) from its endpoint's key names: `admin` if given, else `<own>-admin`; else the
     endpoint's own key (never with `fallback=False`: CLI Proxy API bans an address after refused keys). The hub
     adapters call it."""
     name = admin or (f"{own}-admin" if own else "")
-
     secret = key(name)
     if secret:
         return secret
     return key(own) if fallback else ""
 
 
-def names():
+def names() -> list[str]:
     """Key names only, for listings that must never show a secret."""
     return sorted(keys())
 
 
-def secrets():
+def secrets() -> list[str]:
     """Every known secret worth hiding (KEY-7), longest first, so a key that contains another is hidden
     whole; secrets under 8 characters are left out (they would blank out ordinary words)."""
     return sorted({s for s in keys().values() if len(s) >= 8}, key=len, reverse=True)
 
 
-def hide(text, mark="***", known=None):
+def hide(text: str, mark: str = "***", known: Iterable[str] | None = None) -> str:
     """`text` with every known secret (`known`, else `secrets()`) replaced by `mark` (KEY-7): an upstream
     may echo the key it was sent. Hide before any cut: a cut key is no longer a known secret."""
     for secret in secrets() if known is None else known:
@@ -119,7 +121,7 @@ def hide(text, mark="***", known=None):
     return text
 
 
-def clean(text, limit=None, last=False, known=None):
+def clean(text: str, limit: int | None = None, last: bool = False, known: Iterable[str] | None = None) -> str:
     """`text` fit to be written down (KEY-7, IMG-7, IMG-8, SEAT-3): every known secret hidden (`known` as for
     `hide()`), then inline images, URL queries and user:password redacted, then `cut()` to `limit` characters
     when given. In that order: a cut key is no longer a known secret, nor a cut URL a URL."""
@@ -135,7 +137,7 @@ def clean(text, limit=None, last=False, known=None):
 WORD = re.compile(r"[^\s\"'<>\\]*")
 
 
-def cut(text, limit, last=False):
+def cut(text: str, limit: int, last: bool = False) -> str:
     """The first `limit` characters of `text` (the last ones with `last`), a word the cut splits given up
     as `…`: it may be part of a secret no one knows, or of a URL whose user:password redaction could no
     longer recognise (KEY-7, IMG-8). Hide and redact first; this only keeps them from being undone."""
@@ -144,9 +146,16 @@ def cut(text, limit, last=False):
     if last:
         kept = text[-limit:]
         if WORD.fullmatch(text[-limit - 1] + kept[0]):  # both sides of the cut in one word
-            kept = "…" + kept[WORD.match(kept).end():]
+            kept = "…" + kept[_word(kept):]
         return kept
     kept = text[:limit]
     if WORD.fullmatch(kept[-1] + text[limit]):
-        kept = kept[:limit - WORD.match(kept[::-1]).end()] + "…"
+        kept = kept[:limit - _word(kept[::-1])] + "…"
     return kept
+
+
+def _word(text: str) -> int:
+    """The length of the word `text` starts with (WORD matches at least the empty one)."""
+    found = WORD.match(text)
+    return found.end() if found else 0
+
