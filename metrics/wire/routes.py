@@ -25,6 +25,7 @@ import dataclasses
 import functools
 import re
 import urllib.parse
+from collections.abc import Iterable, Sequence
 
 OPEN = "open"  # no Host check and no credential (OPEN-1)
 KEY = "key"  # the Host check, then a gateway key when keys are required (GW-2, §7)
@@ -42,7 +43,7 @@ class Route:
     path: str
     handler: str | None  # None: named here, answered by another server; this one answers as if unknown
     fmt: str = "chat"
-    aliases: tuple = ()  # more paths answered the same; outside a namespace they are no gateway route (ROUTE-4)
+    aliases: tuple[str, ...] = ()  # more paths answered the same; outside a namespace no gateway route (ROUTE-4)
     gateway: bool = True
     scope: str = KEY
     writes: bool = False
@@ -50,7 +51,7 @@ class Route:
     loose: bool = False  # runs of `/` collapsed before matching (MCP, §15.3)
     raw: bool = False  # the handler reads the body itself (MCP: a body that is no JSON is its own JSON-RPC reply)
 
-    def match(self, path, aliases=True):
+    def match(self, path: str, aliases: bool = True) -> dict[str, str] | None:
         """The handler's keyword arguments when this row answers `path` (GW-1 form), else None."""
         if self.loose:
             path = re.sub("/+", "/", path)
@@ -100,19 +101,19 @@ ROUTES = (
 )
 
 
-def extend(table, *rows):
+def extend(table: Sequence[Route], *rows: Route) -> tuple[Route, ...]:
     """`table` with `rows` added; a row for a method and path `table` has replaces that row in place."""
     added = {(row.method, row.path): row for row in rows}
     kept = tuple(added.pop((row.method, row.path), row) for row in table)
     return kept + tuple(added.values())
 
 
-def normalized(path):
+def normalized(path: str) -> str:
     """GW-1: the path without its query string or trailing `/`."""
     return path.split("?", 1)[0].rstrip("/") or "/"
 
 
-def find(table, method, path):
+def find(table: Iterable[Route], method: str, path: str) -> tuple[Route | None, dict[str, str]]:
     """`(route, arguments)` of the first row of `method` that answers `path`, or `(None, {})`."""
     path = normalized(path)
     for route in table:
@@ -123,7 +124,7 @@ def find(table, method, path):
     return None, {}
 
 
-def allowed(table, path):
+def allowed(table: Iterable[Route], path: str) -> list[str]:
     """The methods whose rows answer `path`, HEAD after GET (it is answered as a GET, improvement 23)."""
     path = normalized(path)
     methods = list(dict.fromkeys(route.method for route in table if route.match(path) is not None))
@@ -132,18 +133,18 @@ def allowed(table, path):
     return methods
 
 
-def help_text(table, method):
+def help_text(table: Iterable[Route], method: str) -> str:
     """What the 404's `no such route; try ...` names: `method` and its listed paths, in table order."""
     paths = [route.path for route in table if route.method == method and route.listed]
     return f"{method} {spoken(paths)}"
 
 
-def spoken(items):
+def spoken(items: list[str]) -> str:
     """`a, b or c`."""
     return " or ".join(filter(None, (", ".join(items[:-1]), *items[-1:])))
 
 
-def format_of(path):
+def format_of(path: str) -> str:
     """The fmt id a path speaks (FMT-3), whatever the method: its first row's, else its namespace's, else chat."""
     path = normalized(path)
     for route in ROUTES:
@@ -152,7 +153,7 @@ def format_of(path):
     return next((fmt for prefix, fmt in NAMESPACES.items() if path.startswith(prefix)), "chat")
 
 
-def is_gateway_route(path):
+def is_gateway_route(path: str) -> bool:
     """ROUTE-1: a path in a gateway namespace, or a gateway row's own path (not an alias: ROUTE-4)."""
     path = path.split("?", 1)[0]
     if path.startswith(tuple(NAMESPACES)):
@@ -160,7 +161,7 @@ def is_gateway_route(path):
     return any(route.gateway and route.match(normalized(path), aliases=False) is not None for route in ROUTES)
 
 
-def logged(path):
+def logged(path: str) -> str:
     """LOG-2: the path as the access log shows it: no query, and `...` for a secret tail."""
     path = path.split("?", 1)[0]
     secret = next((head for head in SECRET_TAILS if path.startswith(head)), "")
@@ -168,7 +169,7 @@ def logged(path):
 
 
 @functools.cache
-def _shape(shape):
+def _shape(shape: str) -> tuple[str, re.Pattern[str] | None]:
     """A path shape's literal head and a pattern for the rest (None when it has no `<name>`)."""
     start = shape.find("<")
     if start < 0:
@@ -178,7 +179,7 @@ def _shape(shape):
     return shape[:start], re.compile(pattern, re.DOTALL)
 
 
-def _match(shape, path):
+def _match(shape: str, path: str) -> dict[str, str] | None:
     """The arguments a shape reads from `path` (percent-decoded past its literal head), or None."""
     head, pattern = _shape(shape)
     if pattern is None:
