@@ -74,7 +74,6 @@ def ask(alias, prompt, timeout):
     seconds = time.monotonic() - started
     ledger.write(ledger.line(time.time() - seconds, alias, "", registry.endpoint_of(alias) or "",
                              registry.names().get(alias, ""),
-
                              "timeout" if res["timed_out"] else "error" if res["error"] else "ok",
                              res.get("attempts") or 1, res.get("usage") or {}, round(seconds, 1), "benchmark"))
     return client.output(res, timeout), seconds, None, None

@@ -46,7 +46,6 @@ def listing(args):
         print("no collections yet: python -m benchwarmers.scripts.collection add NAME MEMBER...")
     for name, c in found.items():
         print(f"bench/{name}  {', '.join(str(m) for m in c.members)}  {c.description}".rstrip())
-
     return 0
 
 

@@ -138,7 +138,6 @@ def onboard_decision(alias, served, ep):
                  f"{type(exc).__name__}: {keys.clean(str(exc), 300)}\n  hint: {hint}")
     entry["onboarded"] = datetime.date.today().isoformat()
     fileio.update(registry.decisions_path(), lambda data: data.__setitem__(alias, entry))
-
     set_role(alias, "decision")
     print("  [2/5] recorded as a decision model (config/decision-models.json), never registered for chat")
     print("  [3/5] role decision in config/model-roles.json")
@@ -152,7 +151,6 @@ def register(alias, served, ep):
     """OB-6: the registration, unless this very served name is already registered on this endpoint."""
     for known, reg in registry.registrations().items():
         if reg.model_name == served and registry.endpoint_of(known) == ep:
-
             print("  [2/5] already registered — leaving the yaml alone")
             return known
     registry.add_registration(alias, served, ep)

@@ -86,7 +86,6 @@ def main(argv=None):
         where = endpoints.endpoint_name(reg)
         if where and where != hub and reg.model_name:
             tags[reg.model_name] = where
-
     fileio.write_atomic(paths.file("config", "provider-tags.json"),
                         json.dumps(tags, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
     counts = collections.Counter(tags.values())

@@ -141,7 +141,6 @@ def listing(known, loaded):
     done = mined_panels(loaded)
     judged = dict.fromkeys(entry.call.rsplit(".", 1)[0] for entry in offload.entries()
                            if "." in entry.call and (entry.real or entry.false))
-
     rows = []
     for panel in judged:
         if panel in done:

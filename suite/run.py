@@ -46,7 +46,6 @@ def ask_once(alias, prompt, timeout):
     text = llm_backend.run_cli(alias, prompt, timeout)
     kind = scoring.outcome(text, 1)
     ledger.write(ledger.line(started, alias, "", registry.endpoint_of(alias) or "", registry.names().get(alias, ""),
-
                              "ok" if kind is None else kind[0], 1, {}, round(time.time() - started, 1), "benchmark"))
     return text
 

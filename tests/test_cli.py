@@ -465,7 +465,6 @@ def test_collection_show_save_and_rm(dash, bench_cli):
     assert (code, out) == (0, "saved collection second: alpha, gamma\n")
     saved = collections.load()["second"]
     assert (saved.members, saved.description, saved.tags) == (("alpha", "gamma"), "second opinions", ("review", "fast"))
-
     code, out, _ = bench_cli("--url", dash, "collection", "show", "bench/second")
     assert code == 0 and json.loads(out)["members"] == ["alpha", "gamma"] and json.loads(out)["name"] == "second"
     code, out, err = bench_cli("--url", dash, "collection", "show", "nope")

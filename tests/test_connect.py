@@ -119,7 +119,6 @@ def test_cn_oauth_with_pkce_through_the_redirect_saves_the_endpoint_once(dash, f
     entry = endpoints.load()["fakeoauth"]
     record = entry.connect
     assert entry.base == fake.base + "/v1" and entry.kind == "provider" and entry.key == "fakeoauth"
-
     assert record["provider"] == "fakeoauth" and record["refreshes"] is True and record["client_id"] == "fake-client.1"
     assert 3500 < renewal.left(record) <= 3600
     token, refresh = keys.stored()["fakeoauth"], keys.stored()["fakeoauth.refresh"]

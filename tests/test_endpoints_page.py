@@ -81,7 +81,6 @@ def test_ep6_ep7_test_then_save_keeps_the_key_out_of_the_data_folder(dash, keyed
     assert status == 200 and body["served"] == len(keyed.listing()) and SECRET not in json.dumps(body)
     assert {n: e.stored for n, e in endpoints.load().items()} == {
         "prov": {"key": "prov", "kind": "local", "base": keyed.base_url}}
-
     assert keys.stored() == {"prov": SECRET}
     assert not [p for p in home.rglob("*") if p.is_file() and SECRET in p.read_text(errors="replace")]
     assert change_lines()[-1]["field"] == "endpoint" and change_lines()[-1]["new"] == f"prov {keyed.base_url}"

@@ -53,7 +53,6 @@ def test_key8_admin_key(llmdir, monkeypatch):
     assert keys.admin_key("hub", "special") == "sp"
 
 
-
 def test_key5_set_key_creates_llm_folder(monkeypatch, tmp_path):
     folder = tmp_path / "not" / "yet"
     monkeypatch.setenv("LLM_USER_PATH", str(folder))

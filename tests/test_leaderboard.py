@@ -80,7 +80,6 @@ def test_issue20_bt_recovers_a_known_ranking_from_synthetic_panels():
             entries.append(offload.line({"model": model, "useful": useful, "call": f"p{n}.member{i + 1}",
                                          "collection": "bench/core", "shape": "review",
                                          "task": "t (bench/core, review)"}))
-
     answer = leaderboard.board("bench/core", entries=entries, resamples=60)
     assert [row["model"] for row in answer["models"]] == sorted(truth, key=truth.get, reverse=True)
     fitted = {row["model"]: row["score"] for row in answer["models"]}

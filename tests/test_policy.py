@@ -211,7 +211,6 @@ def test_rtr6_issue20_thompson_explorer_ties_go_to_the_least_seen(home):
     """RTR-6 counts staleness in whole days: models used today all tie. The default seats the first in
     registration order (every time, all day); Thompson's policy breaks the tie towards the fewest offloads."""
     from benchwarmers.models import endpoints, registry
-
     from benchwarmers.panel import route
 
     endpoint = endpoints.Endpoint("local", "http://127.0.0.1:9/v1", kind="local", default=True)

@@ -182,7 +182,6 @@ def test_readers_reg3_reg4_reg5_and_the_stat_cache():
     registry.add_registration("m1", "p/one", "p")
     fileio.write_atomic(registry.path(), registry.path().read_text() + registry.block(
         "m2", "two", endpoints.Endpoint("e", "https://elsewhere.example/v1", "e")))
-
     first = registry.registrations()
     assert registry.registrations() is first  # unchanged file: not parsed again
     assert registry.registered_models() == ["m1", "m2"]
@@ -286,13 +285,11 @@ def test_endpoint_of_a_registration_ep9_ep10():
     assert endpoints.endpoint_name(registry.Registration("m", api_base="https://or.example/v1", api_key_name="x")) \
         == "or-1"
     assert endpoints.endpoint_name(registry.Registration("m", api_base="https://else.example/v1")) is None
-
     assert endpoints.endpoint_name(None) is None
     registry.add_registration("m", "served", "or-2")
     assert registry.endpoint_of("m") == "or-2" and registry.endpoint_of("unknown") is None
     assert registry.entry_of("m").stored == {"base": "https://or.example/v1/", "key": "or-2"}
     assert registry.entry_of("unknown") == endpoints.Endpoint("")
-
 
 
 def test_list_models_ep11_ep12(up, monkeypatch):
@@ -306,7 +303,6 @@ def test_list_models_ep11_ep12(up, monkeypatch):
     assert asked["headers"]["x-title"] == "bench"
     listed = [{"id": "x"}, {"id": "y", "visibility": "hidden"}, "junk", {"name": "no id"}]
     rows = endpoints.rows_of(endpoints.Endpoint("e"), listed)
-
     assert list(rows) == ["x"]
 
 

@@ -30,7 +30,6 @@ def register(*models, endpoint=ENDPOINT):
     for model in models:
         alias, served = (model, model) if isinstance(model, str) else model
         text += registry.block(alias, served, endpoints.record("main", endpoint))
-
     paths.file("config", registry.NAME).write_text(text, encoding="utf-8")
 
 

@@ -164,7 +164,6 @@ def gateway_settings(body, who):
     if chosen is not None:
         old["policy"], new["policy"] = before.policy, chosen
 
-
     def put(data):
         data.pop("default_collection", None)
         data.update(new)

@@ -379,7 +379,6 @@ def save(pid, entry, name, token, refresh="", expires=None, client_id=""):
     extra = {**(entry.get("entry") or {}), "connect": record}
     found = endpoints.load()
     key_name = found[name].key if name in found and found[name].key else name
-
     with renewal.key_lock(key_name):
         result = endpointedit.save({"name": name, "base": entry.get("base") or "", "key": token,
                                     "new": name not in found}, "connect", extra)

@@ -165,7 +165,6 @@ def save(body, who, extra=None):
     if f["key"] and keys.stored().get(entry["key"]) != f["key"]:
         keys.set_key(entry["key"], f["key"])
     if f["admin"] and endpoints.record(f["name"], entry).kind == "hub":
-
         admin_name = entry.get("admin_key") or f"{entry['key'] or f['name']}-admin"
         keys.set_key(admin_name, f["admin"])
         note = (note + f" The admin key is kept as {admin_name}.").strip()

@@ -37,7 +37,6 @@ F = {"roles": ("config", "model-roles.json"), "yaml": ("config", registry.NAME),
      "collections": ("config", collections.COLLECTIONS), "alerts": ("metrics", "alerts.json")}
 
 
-
 def shown(name):
     return "/".join(F[name])
 
@@ -327,10 +326,8 @@ def _clear_alerts(matches):
 def _return_to_collections(alias, recorded, who):
     """MP-17: back into the collections that still exist and have room; returns whether any changed."""
     if not recorded or collections.collections_problem():
-
         return False
     limit = collections.settings().max_calls
-
     back = {}
 
     def put(data):

@@ -181,7 +181,6 @@ def refusals(served, endpoint, mode):
         if entry.served == served and (entry.endpoint or endpoints.default()) == endpoint:
             errors.append(f"{served} was retired from the bench as '{alias}' on {entry.at[:10]} "
                           f"({entry.why or 'retired by hand'}); remove that entry from config/retired.json "
-
                           "first if you mean it")
             break
     return errors, endpoint

@@ -80,8 +80,6 @@ class Target:
         self.key_name = registration.api_key_name
         self.headers = {"Content-Type": "application/json", **entry.headers, **registration.headers}
 
-
-
     def problem(self):
         """Why this alias is not asked at all, or ""."""
         if self.api != "chat":

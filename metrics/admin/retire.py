@@ -93,7 +93,6 @@ def evidence():
     for entry in offload.entries():
         if entry.useful is True:
             answered(entry.model, _date(entry.date))
-
     for saved in paths.file("suite", "tasks").glob("*/output/*.md"):
         try:
             text, stamp = saved.read_text(encoding="utf-8", errors="replace"), saved.stat().st_mtime
@@ -216,7 +215,6 @@ def run(live=None, first_missing=None, dry_run=False, today=None):
         by_alias.setdefault(row[0], []).append(row)
     for alias, reg in models.items():
         served, ep = reg.model_name, endpoints.endpoint_name(reg) or default
-
         keys[alias] = endpoints.snapshot_key(served, ep)
         tags[alias] = connections.full_tag_of(alias)
         missing = _date(first_missing.get(keys[alias])) if keys[alias] not in live else None

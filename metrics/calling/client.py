@@ -821,7 +821,6 @@ def _budget_retry(call, read, retries, first):
 def _note_swap(call, reply):
     """SWAP-1/2: whether the reply names another model than the one registered; noted, never an error."""
     served = call.registration.model_name
-
     model = reply["model"]
     if not served or not model or model == served or catalog.norm_model(model) == catalog.norm_model(served):
         return False
@@ -992,7 +991,6 @@ def backend(alias=""):
     if alias:
         entry = registry.entry_of(alias)
         if entry.api != "chat" or (entry.connect or {}).get("refreshes"):
-
             return "builtin"
     return chosen()[0]
 

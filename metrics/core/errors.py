@@ -30,7 +30,6 @@ from . import fileio, paths
 Answer = tuple[int, str] | tuple[int, str, dict[str, str]]  # status, message[, headers]
 
 
-
 class Refusal(Exception):
     """An error the gateway answers with `status` and its message, plus `Retry-After` when `retry_after` is set."""
 

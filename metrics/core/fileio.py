@@ -287,7 +287,6 @@ _failures: dict[str, str] = {}  # path: why its last write failed, until one suc
 _ends: dict[str, tuple[int, int]] = {}  # path: (inode, size) after this process's last append, ended with a newline
 
 
-
 def append_bytes(path: PathLike, data: bytes) -> int:
     """Append whole lines to `path` under an exclusive flock on the file itself (see `append_locked`);
     returns the file's size after it."""
@@ -303,7 +302,6 @@ def append_bytes(path: PathLike, data: bytes) -> int:
     try:
         if sys.platform != "win32":  # flock is POSIX's; on Windows the one O_APPEND write is all there is
             fcntl.flock(fd, fcntl.LOCK_EX)
-
         return append_locked(fd, path, data)
     finally:
         os.close(fd)  # closing releases the flock

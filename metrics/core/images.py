@@ -134,7 +134,6 @@ def flatten(messages: Iterable[object]) -> tuple[str, str]:
     lead = ("system", "developer")  # newer OpenAI SDKs send "developer" for "system"
     system = "\n\n".join(_text(m.get("content")) for m in given if m.get("role") in lead)
     turns = [m for m in given if m.get("role") not in lead]
-
     if len(turns) == 1:
         return system, _text(turns[0].get("content"))
     return system, "\n\n".join(f"{m.get('role') or 'user'}: {_text(m.get('content'))}" for m in turns)

@@ -158,4 +158,3 @@ def _word(text: str) -> int:
     """The length of the word `text` starts with (WORD matches at least the empty one)."""
     found = WORD.match(text)
     return found.end() if found else 0
-

@@ -45,7 +45,6 @@ FILES_KEPT = 512
 _files: dict[tuple[Path, tuple[str, ...]], Path] = {}
 
 
-
 def _pointer_state() -> int | None:
     try:
         return POINTER.stat().st_mtime_ns

@@ -191,7 +191,6 @@ def charts_data(today=None):
     today = today or datetime.date.today()
     registered = list(registry.registrations())
     current = registered + [a for a in roster.retired().models if a not in registered]
-
     scores = suite_scores()
     recalls = recall(scores)
     counts = wrong.counts()

@@ -300,7 +300,6 @@ def models_api():
                          "kind": "decision" if old.role == "decision" else "chat",
                          "endpoint": old.endpoint, "connection": "", "status": label, "why": why,
                          "retired": True, "retired_why": old.why})
-
             continue
         rows.append({"alias": alias, "served": entry["served"], "role": entry["role"],
                      "kind": entry.get("kind", "chat"), "endpoint": entry["endpoint"],

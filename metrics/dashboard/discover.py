@@ -158,7 +158,6 @@ def routes_for(row, place):
         if entry.kind == "hub":
             continue
         base = entry.base.rstrip("/")
-
         if sources.provider_of(name, place.overrides) == row["provider"] or (api and base == api):
             found.append({"via": "direct", "connection": name, "endpoint": name, "label": f"{name} (direct)",
                           "note": f"straight to {base}", "on_bench_as": place.alias_on(name, row["model"])})

@@ -140,4 +140,3 @@ def verdict(body):
     except KeyError as exc:
         return {"ok": False, "errors": [exc.args[0]]}
     return {"ok": True, "changed": [f"{entry.model} {'useful' if useful else 'not useful'}"], "sync": ""}
-

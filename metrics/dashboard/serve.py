@@ -558,7 +558,6 @@ def main(argv=None):
     finally:
         server.server_close()
         gateway.drain(server, collections.settings().stop_grace)
-
         if upstream:
             from ..demo import demo
             demo.stop_demo(upstream)

@@ -220,7 +220,6 @@ class Table(dict):
         found = self._apis.get(alias)
         if found is None:
             found = registry.entry_of(alias).api
-
             if alias in registry.registrations():
                 self._apis[alias] = found
         return found

@@ -49,7 +49,6 @@ def served_name(alias):
     return decision.served if decision and decision.served else alias
 
 
-
 def full_tag_of(alias):
     """The alias's tag (CONN-3): provider-tags.json for its served id, else its non-hub endpoint, else `?`."""
     tag = fileio.read_json(paths.file("config", "provider-tags.json")).get(served_name(alias))

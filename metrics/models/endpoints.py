@@ -229,7 +229,6 @@ def endpoint_name(reg):
         return None
     wanted = reg.api_base.rstrip("/")
     key_name = reg.api_key_name
-
     same_base = [(name, e) for name, e in readable().items() if e.base.rstrip("/") == wanted]
     for name, found in same_base:
         if found.key == key_name:

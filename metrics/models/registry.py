@@ -315,7 +315,6 @@ def add_registration(alias, served, endpoint_name):
     """
     entry = endpoints.load().get(endpoint_name)
     if entry is None or not entry.base:
-
         raise ValueError(f"no endpoint named '{endpoint_name}'")
     where = path()
     with fileio.lock(where):

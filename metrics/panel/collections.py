@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..core import fileio, paths
+from ..core import fileio, paths, records
 from ..models import connections, registry
 from . import policy
 from ..core.errors import Broken
@@ -114,7 +114,7 @@ def _listed(value: object) -> tuple[object, ...]:
 def record(name: str, c: Mapping[str, Any]) -> Collection:
     """The `Collection` an entry of the file stands for."""
     members = _listed(c.get("members"))
-    text = {field: c.get(field) if isinstance(c.get(field), str) else "" for field in ("shape", "reply", "merger")}
+    text = {field: records.string(c.get(field)) for field in ("shape", "reply", "merger")}
     return Collection(name, members, tuple(m for m in members if isinstance(m, str) and m), _description(c),
                       _listed(c.get("tags")), **text, problems=tuple(field_problems(c)), stored=c)
 
@@ -268,7 +268,6 @@ def settings() -> Settings:
     fault = "" if data else settings_fault()  # a file that read as an object has no fault: no second look
     _tell([fault] if fault else [f"config/gateway.json: {p}" for p in found.problems])
     return found
-
 
 
 def settings_fault() -> str:

@@ -190,7 +190,6 @@ def panels(entries, collection, shape=""):
         if shape and entry.shape != shape:
             continue
         found.setdefault(panel, {})[entry.model] = useful
-
     return list(found.items())
 
 

@@ -731,7 +731,6 @@ def write_call_log(plan, seats, merger):
 def logged_text(text, settings, known):
     """A prompt as the calls log keeps it: cleaned, or only its length when prompts are not kept."""
     if not settings.calls_log_prompts:
-
         return f"[not kept: {len(text):,} characters]" if text else ""
     return keys.clean(text, known=known)
 

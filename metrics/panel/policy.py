@@ -24,6 +24,10 @@ needs its own stream (the offline replay) passes its own `random.Random` as `dra
 import os
 import random
 import threading
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+Record = Mapping[str, Mapping[str, Any]]  # `{alias: {"useful", "judged", ...}}`, as `offload` counts verdicts
 
 COUNTED, THOMPSON = "counted", "thompson"
 NAMES = (COUNTED, THOMPSON)
@@ -33,19 +37,19 @@ rng = random.Random(os.environ.get("BENCH_POLICY_SEED") or None)
 _rng_lock = threading.Lock()
 
 
-def seed(value):
+def seed(value: int | str | None) -> None:
     """Start the module's draws over from `value`: the same seed, the same draws."""
     with _rng_lock:
         rng.seed(value)
 
 
-def _counts(record, alias):
+def _counts(record: Record, alias: str) -> tuple[int, int]:
     """`(useful, judged)` of `alias` in `record` (`{alias: {"useful", "judged", ...}}`), 0 when absent."""
     row = record.get(alias) or {}
     return row.get("useful") or 0, row.get("judged") or 0
 
 
-def counted(candidates, record):
+def counted(candidates: Sequence[str], record: Record) -> list[str]:
     """MRG-3: the candidates with verdicts, most useful first, then the higher useful ratio; ties keep
     the candidates' order. Candidates without a verdict are left out: the caller's fallbacks follow."""
     rows = {a: _counts(record, a) for a in candidates}
@@ -53,14 +57,14 @@ def counted(candidates, record):
     return sorted(judged, key=lambda a: (-rows[a][0], -rows[a][0] / rows[a][1]))
 
 
-def posterior(record, alias):
+def posterior(record: Record, alias: str) -> tuple[int, int]:
     """The Beta posterior's `(alpha, beta)` of `alias`: a uniform prior plus its useful and not-useful verdicts."""
     useful, judged = _counts(record, alias)
     useful = max(0, useful)
     return 1 + useful, 1 + max(0, judged - useful)
 
 
-def thompson(candidates, record, draw=None):
+def thompson(candidates: Iterable[str], record: Record, draw: random.Random | None = None) -> list[str]:
     """Every candidate (duplicates once), ordered by one draw each from its Beta posterior, highest first.
 
     `draw` is a `random.Random`; without one the module's `rng` is used."""
@@ -73,14 +77,14 @@ def thompson(candidates, record, draw=None):
     return sorted(unique, key=lambda a: -values[a])
 
 
-def ranked(name, candidates, record, draw=None):
+def ranked(name: str, candidates: Sequence[str], record: Record, draw: random.Random | None = None) -> list[str]:
     """The candidates policy `name` puts forward, best first (counted: only those with verdicts)."""
     if name == THOMPSON:
         return thompson(candidates, record, draw)
     return counted(candidates, record)
 
 
-def pick(name, candidates, record, draw=None):
+def pick(name: str, candidates: Sequence[str], record: Record, draw: random.Random | None = None) -> str | None:
     """The one candidate policy `name` chooses: its first, else the first candidate (nothing judged yet)."""
     order = ranked(name, candidates, record, draw) or list(candidates)
     return order[0] if order else None

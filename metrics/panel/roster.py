@@ -7,6 +7,7 @@ The dashboard's views, its write operations, onboarding and the panel all ask th
 
 import dataclasses
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from ..core import fileio, paths, records
@@ -48,7 +49,7 @@ class Retired:
     names: frozenset[str]
 
 
-def retired_path():
+def retired_path() -> Path:
     return paths.file("config", RETIRED)
 
 
@@ -76,19 +77,19 @@ def retired() -> Retired:
     return _retired[1]
 
 
-def tag_of(alias):
+def tag_of(alias: str) -> str:
     tag = connections.full_tag_of(alias)
     return "" if tag == "?" else tag
 
 
-def default_endpoint():
+def default_endpoint() -> str | None:
     try:
         return endpoints.default()
     except RuntimeError:
         return None
 
 
-def directory():
+def directory() -> dict[str, dict[str, Any]]:
     """FILE-3: `{alias: {served, tag, role, ad_hoc, endpoint[, kind, question_types]}}`, chat models first."""
     model_roles = roles.load()
     ad_hoc = set(model_roles["ad_hoc"])
@@ -106,16 +107,15 @@ def directory():
     return found
 
 
-def price(alias, served, connection, info):
+def price(alias: str, served: str, connection: object, info: Mapping[str, Any]) -> str:
     """GL-5's heuristic: free, paid or unknown, the surest evidence first. A model on an endpoint of kind
     `local` (a runtime on this machine) counts as free like the `local` connection, whatever its name."""
     if connection in connections.facts()["paid"]:
         return "paid"
-    cost = info.get("cost") if isinstance(info.get("cost"), dict) else {}
+    cost = records.mapping(info.get("cost"))
     where = registry.endpoint_of(alias)
     found = endpoints.readable().get(where) if where else None
     on_machine = found is not None and found.kind == "local"
-
     if ":free" in served or connection == "local" or on_machine or (cost and not any(cost.values())):
         return "free"
     if cost and any(cost.values()):

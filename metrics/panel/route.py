@@ -178,7 +178,6 @@ def _statics(regs, folder):
     where = paths.named_files(folder, FILES)
     key = (folder, fileio.stamp(where["tags"]), fileio.stamp(registry.decisions_path()),
            fileio.stamp(endpoints.path()), fileio.stamp(where["connections"]))
-
     if _static[0] is regs and _static[1] == key:
         return _static[2]
     preferred = set(connections.facts()["preferred"])
@@ -391,7 +390,6 @@ def pick_seats(shape="general", large=False, nominees=(), members=None, explorer
     skip = {aliases.follow(current, a) for a in avoid or ()}
     # issue 20: under Thompson, ties on RTR-6's key go to the model seen least (see the Decisions above)
     fewest = count and collections.settings().policy == policy.THOMPSON
-
     while len(seats) < count:
         free = [a for a in rest if a not in chosen and fam(a) not in families and a not in skip]
         if not free:

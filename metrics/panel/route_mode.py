@@ -125,7 +125,6 @@ class Reasons:
     def why_not(self, alias):
         if alias in self.retired.names:
             return panel.retired_why(self.retired, alias)
-
         if alias in self.unknown:
             return "not registered on the bench"
         if alias in self.ad_hoc:
@@ -491,4 +490,3 @@ def write_line(planned, record, call, member, turn, status, tried, error):
         line["error"] = keys.cut(error, ERROR_KEPT, last=True)
     settings = collections.settings()  # rotated as the calls log is (security review 9)
     fileio.append_log(routes_path(), line, settings.calls_log_max_mb * 1_000_000, settings.calls_log_keep)
-

@@ -72,10 +72,8 @@ def decide(alias, entry, state, questions):
     if not url.startswith(("http://", "https://")):
         raise ValueError(f"endpoint '{entry.via}' has no Decisions API URL")
     body = {"model": entry.served or alias, "state": state[:INPUT_CAP], "questions": questions}
-
     headers = {"Content-Type": "application/json", **endpoint.headers}
     secret = keys.key(endpoint.key)
-
     if secret:
         headers["Authorization"] = f"Bearer {secret}"
     request = urllib.request.Request(url, json.dumps(body).encode(), headers, method="POST")

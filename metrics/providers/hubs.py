@@ -45,7 +45,6 @@ def admin_secret(name, fallback=True):
     return keys.admin_key(found.key, found.admin_key, fallback=fallback)
 
 
-
 def call(method, url, secret, body=None, headers=None):
     """One admin request: the reply's parsed JSON (None for an empty body). HTTPError and OSError propagate."""
     sent = {"Accept": "application/json", **(headers or {})}

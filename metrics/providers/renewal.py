@@ -94,7 +94,6 @@ def fresh(endpoint):
         entry = endpoints.readable().get(endpoint)  # re-checked: another process may have renewed it
         record = entry.connect if entry else None
         if not due(record):
-
             return ""
         return _renew(endpoint, key_name, record)
 

@@ -271,7 +271,6 @@ def sees_call(who, call):
     if entry is None:
         return True
     collection = entry.collection or ""  # never a collection named in the prompt (review 6)
-
     return collection.removeprefix("bench/") in allowed
 
 

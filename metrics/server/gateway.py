@@ -316,7 +316,6 @@ class Handler(httpserver.Handler):
         # the task holds the prompt's first words: a verdict's reply never shows them (security review 4)
         self.send_json(200, {"ok": True, "recorded": {k: v for k, v in entry.stored.items() if k != "task"}})
 
-
     def pending(self, body):
         if not self.charged():
             return
@@ -749,7 +748,6 @@ def main(argv=None):
             from ..demo import demo
             print(demo.snippets(base), flush=True)
     grace = collections.settings().stop_grace
-
     try:
         server.serve_forever()
     finally:

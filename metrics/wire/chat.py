@@ -192,7 +192,6 @@ class ChatCompletions(common.Format):
 
     def route_writer(self, shown: str, tokens_in: int = 0, sse: bool = False,
                      custom: Iterable[str] = ()) -> Callable[[Write], Any]:
-
         return functools.partial(RouteStream, shown=shown)
 
     def route_reply(self, turn: Turn, shown: str, bench: Body, tokens_in: int, seconds: float,

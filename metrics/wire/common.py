@@ -416,7 +416,6 @@ class Format:
     name = ""
     Stream: Callable[..., Any]  # the panel stream writer's class: `Stream(write, shown=, prompt_tokens=)`
 
-
     def read(self, body: Body) -> Ask:
         """The Ask of a body posted to this API's panel route (§3.2), or `Unsupported` with why (a 400)."""
         raise NotImplementedError
@@ -461,7 +460,6 @@ class Format:
         """`(body, headers)` of a non-streamed route reply (RT-21): the panel reply's shape with the member's
         text and tokens; the formats that carry tool calls replace it. `turn` is a `turn.Turn`, not named
         here: that module imports this one."""
-
         return self.answer(turn.text, shown, bench, turn.tokens(tokens_in), seconds), {}
 
 

@@ -39,7 +39,6 @@ def completion_id() -> str:
 def reply(content: str, shown: str, bench: Body | None, tokens: tuple[int, int], seconds: float = 0,
           reason: str = "stop") -> Body:
     tokens_in, tokens_out = tokens
-
     answer: Body = {"id": completion_id(),
  "object": "text_completion", "created": int(time.time()), "model": shown,
               "choices": [{"text": content, "index": 0, "logprobs": None, "finish_reason": reason}],

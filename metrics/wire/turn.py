@@ -79,7 +79,6 @@ class Turn:
         self._by_index: dict[int, Call] = {}
         self._last: Call | None = None
         self.usage: Body = {}
-
         self.model = ""
         self.finish = ""
 
