@@ -271,8 +271,9 @@ def test_decision_models_good_and_hand_edited():
 def test_retired_good_and_hand_edited():
     write("retired.json", {
         "_why": "x",
-        "old": {"served": "o", "tag": "t", "role": "general", "at": "2026-10-01T10:00", "by": "auto", "why": "auto: gone",
-                "endpoint": "e", "ad_hoc": True, "options": {"temperature": 0.2}, "collections": {"core": ["members"]}},
+        "old": {"served": "o", "tag": "t", "role": "general", "at": "2026-10-01T10:00", "by": "auto",
+                "why": "auto: gone", "endpoint": "e", "ad_hoc": True, "options": {"temperature": 0.2},
+                "collections": {"core": ["members"]}},
         "odd": {"served": 5, "options": [1], "decision": "no", "collections": "core"},
         "bare": True})
     gone = roster.retired()

@@ -244,7 +244,8 @@ def decision_models() -> dict[str, DecisionModel]:
     global _decisions
     data = fileio.read_json(decisions_path())
     if _decisions[0] is not data:
-        _decisions = (data, {alias: _decision(alias, entry) for alias, entry in data.items() if isinstance(entry, dict)})
+        _decisions = (data, {alias: _decision(alias, entry) for alias, entry in data.items()
+                             if isinstance(entry, dict)})
     return _decisions[1]
 
 

@@ -33,7 +33,8 @@ from typing import Any
 from ..models import aliases
 from . import offload, policy, roles
 
-Pick = tuple[str, str | None, bool, str | None, bool]  # (panel, the policy's pick, its verdict, the counted pick, its verdict)
+# (panel, the policy's pick, its verdict, the counted rule's pick, its verdict)
+Pick = tuple[str, str | None, bool, str | None, bool]
 
 SEAT = re.compile(r"(member|explorer)(\d*)")
 Z = 1.959964  # the normal quantile of a 95% interval

@@ -47,6 +47,9 @@ import queue
 import random
 import sys
 import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
 
 from ..core import fileio, images, keys, paths
 from ..models import catalog, connections, history, learn
@@ -54,7 +57,10 @@ from ..calling import client
 from . import collections, conversations, offload, panel, policy, roles, roster, route, shape as shapes
 from ..core.errors import Refusal, PromptTooLarge, Unsupported, UnknownCollection
 from ..wire import common
+from ..wire.common import Ask
 from ..wire.turn import Turn
+
+T = TypeVar("T")
 
 ROUTE_TIMEOUT = 600
 FIRST_TOKEN = 90
@@ -83,7 +89,7 @@ class TurnFailed(Refusal):
     """RT-16/RT-17: the turn has no answer: every member tried failed (429 when all were rate-limited,
     else 502), or the member failed after it had begun to answer (its upstream status, else 502)."""
 
-    def __init__(self, message, status, retry_after=0, alias=""):
+    def __init__(self, message: str, status: int, retry_after: int = 0, alias: str = "") -> None:
         super().__init__(message)
         self.status = status
         self.retry_after = retry_after
@@ -105,7 +111,7 @@ class Plan:
     shape: str = ""
 
 
-def _members(collection):
+def _members(collection: collections.Collection) -> list[str]:
     return list(dict.fromkeys(collection.aliases))
 
 
@@ -114,7 +120,7 @@ class Reasons:
     the catalog. `why_not(alias)` gives the first reason `alias` may not answer, or ""; the size check is
     the planner's, as only it can tell "nobody fits" (413) from "nobody may" (400)."""
 
-    def __init__(self, ask, members, image_count):
+    def __init__(self, ask: Ask, members: list[str], image_count: int) -> None:
         self.ask = ask
         self.image_count = image_count
         self.retired = roster.retired()
@@ -122,7 +128,7 @@ class Reasons:
         self.unknown = set(panel.unregistered(members))
         self.known = catalog.table()
 
-    def why_not(self, alias):
+    def why_not(self, alias: str) -> str:
         if alias in self.retired.names:
             return panel.retired_why(self.retired, alias)
         if alias in self.unknown:
@@ -141,7 +147,7 @@ class Reasons:
         return ""
 
 
-def plan(name, ask, caller):
+def plan(name: str, ask: Ask, caller: str) -> Plan:
     """Who may answer this turn, best first (RT-2..6); refusals raise before any member is asked."""
     collection = collections.get(name)
     if collection is None:
@@ -174,7 +180,7 @@ def plan(name, ask, caller):
     return Plan(name, caller, eligible, skipped, conversations.key(name, caller, ask.messages))
 
 
-def rank(eligible, shape=None):
+def rank(eligible: list[str], shape: str | None = None) -> list[str]:
     """RT-6: most useful verdicts, then verified suite findings, then a preferred connection; members cooling
     down last; one time in four (ROTATE) the least recently used member first. Evidence that cannot be read
     counts as none.
@@ -183,7 +189,7 @@ def rank(eligible, shape=None):
     instead, from each member's useful/judged verdicts over the whole log (RT-6's evidence: a route turn has
     no shape, and its own verdicts carry none), or from their verdicts on `shape` when one is given (`start()`
     picks it under that policy); cooling members still go last and the rotation still runs."""
-    def evidence(read):
+    def evidence(read: Callable[[], T]) -> T | dict[str, Any]:
         try:
             return read()
         except Exception:
@@ -193,7 +199,7 @@ def rank(eligible, shape=None):
     found = evidence(lambda: history.suite_recall(str(paths.data())))
     preferred = set(evidence(connections.facts).get("preferred") or [])
 
-    def score(alias):
+    def score(alias: str) -> tuple[int, int, bool]:
         verdicts = (useful.get(alias) or {}).get("useful") or 0
         findings = (found.get(alias) or (0,))[0]
         return verdicts, findings, connections.full_tag_of(alias) in preferred
@@ -214,13 +220,13 @@ def rank(eligible, shape=None):
     return ranked
 
 
-def try_order(record, eligible):
+def try_order(record: conversations.Record, eligible: list[str]) -> list[str]:
     """RT-10: the conversation's member, its stored order, then anyone else eligible; ROUTE_TRIES of them."""
     order = [record["alias"]] + [a for a in record.get("order") or [] if a != record["alias"]] + eligible
     return [a for a in dict.fromkeys(order) if a in eligible][:ROUTE_TRIES]
 
 
-def known(name, ask, caller):
+def known(name: str, ask: Ask, caller: str) -> str:
     """The live conversation id this request belongs to, or "" (the refusal header, improvement 13)."""
     record = conversations.find(conversations.key(name, caller, ask.messages))
     return record["conv"] if record else ""
@@ -263,7 +269,7 @@ class Started:
     events: queue.Queue
 
 
-def upstream_body(alias, ask):
+def upstream_body(alias: str, ask: Ask) -> dict[str, Any]:
     """RT-11: the request's own fields for the member (the client adds its options under them), with the
     output budget cut to the member's known max_output."""
     body = dict(ask.passthrough)
@@ -282,16 +288,16 @@ def upstream_body(alias, ask):
 class Member:
     """One member's try at the turn: its chunks held until it goes live (RT-13), then passed on."""
 
-    def __init__(self, alias, events):
+    def __init__(self, alias: str, events: queue.Queue[Any]) -> None:
         self.alias = alias
         self.events = events
         self.turn = Turn()
-        self.held = []
+        self.held: list[Chunk] = []
         self.live = False
         self.started = time.monotonic()
-        self.reply = {}
+        self.reply: dict[str, Any] = {}
 
-    def on_chunk(self, chunk):
+    def on_chunk(self, chunk: dict[str, Any]) -> None:
         text, adds = self.turn.feed(chunk)
         if self.live:
             self.events.put(Chunk(chunk, text))
@@ -302,12 +308,12 @@ class Member:
             self.events.put(Live(self.alias))
             self.release()
 
-    def release(self):
+    def release(self) -> None:
         for held in self.held:
             self.events.put(held)
         self.held = []
 
-    def ask(self, ask, last):
+    def ask(self, ask: Ask, last: bool) -> str:
         limits = collections.settings()
         self.reply = client.chat(self.alias, "", messages=ask.messages, body=upstream_body(self.alias, ask),
                                  on_chunk=self.on_chunk, first_token=FIRST_TOKEN, timeout=ROUTE_TIMEOUT,
@@ -315,7 +321,7 @@ class Member:
                                  first_byte=limits.first_byte_timeout, idle=limits.idle_timeout)
         return self.error(last)
 
-    def error(self, last):
+    def error(self, last: bool) -> str:
         """RT-14: what went wrong with this member's try, or "" when it answered (or was the last, empty)."""
         reply = self.reply
         if reply.get("timed_out"):
@@ -340,17 +346,17 @@ class Member:
         return error
 
     @property
-    def seconds(self):
+    def seconds(self) -> float:
         return round(time.monotonic() - self.started, 1)
 
 
-def start(name, ask, caller):
+def start(name: str, ask: Ask, caller: str) -> "Started":
     """Plan the turn, find its conversation and run it on its own thread; returns `Started` (the conversation
     id and a queue of `Live`, `Chunk`, then `Done` or `Failed` events). Refusals raise before anything runs;
     the member call runs to its end even if the client hangs up (RT-18)."""
     planned = plan(name, ask, caller)
 
-    def ranked():
+    def ranked() -> list[str]:
         if collections.settings().policy == policy.THOMPSON:  # issue 20: a new conversation's shape
             planned.shape = shapes.pick(conversations.first_user_text(ask.messages))[0]
             return rank(planned.eligible, planned.shape)
@@ -362,9 +368,9 @@ def start(name, ask, caller):
         print(f"route mode: {exc}", file=sys.stderr, flush=True)
         record = conversations.unstored(ask.messages, ranked())
     panel.admit(caller)
-    events = queue.Queue()
+    events: queue.Queue[Any] = queue.Queue()
 
-    def work():
+    def work() -> None:
         try:
             events.put(run(planned, record, ask, events))
         except Exception as exc:
@@ -376,7 +382,7 @@ def start(name, ask, caller):
     return Started(record["conv"], events)
 
 
-def run(planned, record, ask, events):
+def run(planned: Plan, record: conversations.Record, ask: Ask, events: queue.Queue[Any]) -> "Done":
     """RT-10..17: try the members in order; returns the `Done` event, or raises `TurnFailed`."""
     order = try_order(record, planned.eligible)
     tried = []
@@ -395,7 +401,8 @@ def run(planned, record, ask, events):
     return give_up(planned, record, tried)
 
 
-def finish(planned, record, member, error, tried):
+def finish(planned: Plan, record: conversations.Record, member: Member, error: str,
+           tried: list[dict[str, str]]) -> "Done":
     """RT-16: record the turn of the member that answered (or failed part way), then its event."""
     status = "error" if error else ("ok" if member.turn.answered else "empty")
     problems = []
@@ -427,7 +434,7 @@ def finish(planned, record, member, error, tried):
     return Done(member.turn, bench)
 
 
-def give_up(planned, record, tried):
+def give_up(planned: Plan, record: conversations.Record, tried: list[dict[str, str]]) -> NoReturn:
     """RT-17: every member tried failed before saying anything."""
     _written(lambda: write_line(planned, record, "", None, record.get("turns") or 0, "error", tried,
                                 "every member failed"))
@@ -438,7 +445,7 @@ def give_up(planned, record, tried):
     raise TurnFailed(message, 502)
 
 
-def _retry_after(aliases):
+def _retry_after(aliases: list[str]) -> int:
     """Seconds until the first of the rate-limited members is free again, as learned from its errors."""
     now = time.time()
     waits = []
@@ -451,7 +458,7 @@ def _retry_after(aliases):
     return max(1, math.ceil(min(waits))) if waits else RETRY_FALLBACK
 
 
-def _written(write):
+def _written(write: Callable[[], object]) -> list[str]:
     """Run one write of the turn's records: `[]`, or `[why]` when the data folder refused it (the answer
     still goes out; nothing-lost item 4)."""
     try:
@@ -462,11 +469,12 @@ def _written(write):
     return []
 
 
-def routes_path():
+def routes_path() -> Path:
     return paths.file("runs", "gateway", "routes.jsonl")
 
 
-def write_line(planned, record, call, member, turn, status, tried, error):
+def write_line(planned: Plan, record: conversations.Record, call: str, member: Member | None, turn: int, status: str,
+               tried: list[dict[str, str]], error: str) -> None:
     """RT-22: one line per turn; never the prompt or the messages (the task is the first message's first words,
     cleaned as the offload's is)."""
     line = {"conversation": record["conv"], "call": call, "at": panel.local_iso(), "model": f"bench/{planned.name}",

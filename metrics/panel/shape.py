@@ -11,6 +11,7 @@ import json
 import time
 import urllib.error
 import urllib.request
+from typing import Any
 
 from ..core import keys
 from ..models import endpoints, registry
@@ -28,14 +29,14 @@ INSTRUCTIONS = ("What kind of task does this prompt ask for? Choose the one opti
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
     """A key is sent: never follow a redirect to another host with it."""
 
-    def redirect_request(self, *args, **kwargs):
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
         return None
 
 
 _opener = urllib.request.build_opener(_NoRedirect)
 
 
-def picker():
+def picker() -> tuple[str, registry.DecisionModel] | None:
     """`(alias, entry)` of the first decision model taking `choice` questions that is not ad hoc, else None."""
     held = set(roles.load().get("ad_hoc") or [])
     for alias, entry in registry.decision_models().items():
@@ -44,7 +45,7 @@ def picker():
     return None
 
 
-def error_text(exc):
+def error_text(exc: BaseException) -> str:
     if isinstance(exc, urllib.error.HTTPError):
         try:
             body = json.loads(exc.read() or b"{}")
@@ -63,7 +64,7 @@ def error_text(exc):
     return keys.clean(f"{type(exc).__name__}: {exc}")
 
 
-def decide(alias, entry, state, questions):
+def decide(alias: str, entry: registry.DecisionModel, state: str, questions: dict[str, Any]) -> dict[str, Any]:
     """One Decisions API call to the decision model `alias` (its `decision-models.json` entry): `questions`
     ({name: {type, instructions, ...}}) about `state`; returns the reply's `answers` ({} when it sent none).
     A 429 waits and tries again (RATE_LIMIT_WAITS); any other failure raises."""
@@ -91,7 +92,7 @@ def decide(alias, entry, state, questions):
     return answers if isinstance(answers, dict) else {}
 
 
-def ask(alias, entry, text):
+def ask(alias: str, entry: registry.DecisionModel, text: str) -> Any:
     """The shape question (SHP-4) put to a decision model; returns `answers.shape` as sent."""
     criteria = {name: roles.SHAPE_DESCRIPTIONS[name] for name in OPTIONS}
     answers = decide(alias, entry, text, {"shape": {"type": "choice", "instructions": INSTRUCTIONS,
@@ -99,7 +100,7 @@ def ask(alias, entry, text):
     return answers.get("shape") or {}
 
 
-def pick(text):
+def pick(text: str) -> tuple[str, str]:
     """`(shape, shape_by)` for a prompt (SHP-2..6)."""
     if roles.status():
         return "general", f"config/model-roles.json {roles.status()}"

@@ -436,8 +436,8 @@ class Format:
         """FMT-14: the model name a reply shows: the model as asked (chat completions shows the collection)."""
         return ask.model
 
-    def reply(self, content: str, shown: str, bench: Body, tokens: tuple[int, int], seconds: float) -> tuple[Body,
-              dict[str, str]]:
+    def reply(self, content: str, shown: str, bench: Body, tokens: tuple[int, int],
+              seconds: float) -> tuple[Body, dict[str, str]]:
         """`(body, headers)` of a non-streamed panel reply (FMT-16)."""
         return self.answer(content, shown, bench, tokens, seconds), self.headers(bench)
 
