@@ -24,7 +24,7 @@ import os
 import sys
 import time
 
-from ..core import fileio, paths
+from ..core import console, fileio, paths
 from ..models import learn, registry, scoring
 from ..calling import client, ledger, llm_backend
 from ..panel import roles
@@ -52,7 +52,7 @@ def percentile(values, pct):
     """Nearest rank (PF-4): the sorted value at `round(pct × (len−1))`, clamped; 0.0 when empty.
 
     Python's `round` takes a half to the even neighbour (banker's rounding: p50 of 4 values is index 2, of 6 is
-    index 2 too): kept so every reading compares with the history written before (suite-cli-mcp.md §13.22)."""
+    index 2 too): kept so every reading compares with the history written before (suite-cli-mcp.md improvement 22)."""
     if not values:
         return 0.0
     ordered = sorted(values)
@@ -92,7 +92,7 @@ def sample(alias, label, prompt, timeout, i, n):
         try:
             learn.record(alias, text, "perf")
         except Exception as exc:  # learning is a side effect: it never fails a measurement
-            print(f"    (could not learn from the failure: {exc})", file=sys.stderr)
+            console.say(f"    (could not learn from the failure: {exc})")
     return kind, seconds, text, rate
 
 
@@ -125,7 +125,7 @@ def count(alias, calls):
     try:
         ledger.count_benchmark(alias, calls)
     except Exception as exc:
-        print(f"    (could not count the benchmark calls: {exc})", file=sys.stderr)
+        console.say(f"    (could not count the benchmark calls: {exc})")
 
 
 def read_history():
@@ -145,7 +145,7 @@ def append(rows):
         header, old = read_history()
         if header != list(COLUMNS):  # a new file gets its header; an older one is rewritten under today's
             fileio.write_atomic(where, _csv([{c: row.get(c) or "" for c in COLUMNS} for row in old]))
-        with open(where, "a", encoding="utf-8", newline="") as f:
+        with open(where, "a", encoding="utf-8", newline="", opener=fileio.opener) as f:
             csv.DictWriter(f, COLUMNS).writerows(rows)
 
 
@@ -196,7 +196,7 @@ def chosen_models(asked):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="perf/run.py", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchwarmers.perf.run", description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", action="append", default=[], metavar="ALIAS",
                         help="measure this model (repeatable; default every registered model except ad hoc)")
     parser.add_argument("-n", type=int, default=5, help="samples per prompt (default 5; 1 for :free models)")

@@ -65,12 +65,15 @@ def environment(fixtures, scratch):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="check.py", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchwarmers.scripts.check", description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="skip the slow checks (" + ", ".join(SLOW) + ")")
     parser.add_argument("--fixtures", action="store_true",
                         help="run on a copy of tests/fixtures/data and an empty llm folder (a clean machine)")
     parser.add_argument("names", nargs="*", metavar="NAME", help="run only these checks (test file stems)")
     args = parser.parse_args(argv)
+    if not TESTS.is_dir():  # an installed package carries no tests: "all checks pass" would be a check of nothing
+        print(f"no checks here: they are a checkout's tests/, and {CODE} is an installed package", file=sys.stderr)
+        return 1
     failed = []
     with tempfile.TemporaryDirectory(prefix="bench-check-") as scratch:
         env = environment(args.fixtures, scratch)

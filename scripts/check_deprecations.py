@@ -24,7 +24,7 @@ import datetime
 import json
 import sys
 
-from ..core import fileio, paths
+from ..core import console, fileio, paths
 from ..models import alerts, endpoints, registry
 from ..providers import renewal
 from ..admin import retire
@@ -112,7 +112,7 @@ def main(argv=None):
         default = endpoints.default()
         before = registered()
     except RuntimeError as exc:
-        print(exc, file=sys.stderr)
+        console.say(exc)
         return 1
     try:
         live, notes = live_keys(before)

@@ -18,6 +18,7 @@ import sys
 
 from ..panel import collections
 from ..admin import collectionedit
+from ..core.errors import Refusal
 
 WHO = "cli"  # the `by` of its lines in config/changes.jsonl
 
@@ -29,14 +30,15 @@ def refused(errors):
 def add(args):
     members = list(dict.fromkeys(args.members))
     body = {"name": args.name, "members": members, "description": args.description, "reply": args.reply}
-    saved = collectionedit.save(body, WHO)
-    if not saved["ok"]:
-        refused(saved["errors"])
+    try:
+        collectionedit.save(body, WHO)
+    except Refusal as exc:
+        refused(exc.messages)
     name = args.name.removeprefix(collections.PREFIX)
     print(f"saved bench/{name}: {', '.join(members)} (+ up to {collections.explorers_for(len(members))} explorer "
           f"seat(s)); reply {args.reply}")
     print(f"Ask it: any OpenAI-compatible client, base URL http://127.0.0.1:8123/v1, model bench/{name}"
-          " (start the gateway with `python gateway.py`)")
+          " (start the gateway with `bench gateway`)")
     return 0
 
 
@@ -50,15 +52,17 @@ def listing(args):
 
 
 def remove(args):
-    removed = collectionedit.remove({"name": args.name}, WHO)
-    if not removed["ok"]:
-        sys.exit("; ".join(removed["errors"]) + "; `python -m benchwarmers.scripts.collection list` lists them")
+    try:
+        collectionedit.remove({"name": args.name}, WHO)
+    except Refusal as exc:
+        sys.exit("; ".join(exc.messages) + "; `python -m benchwarmers.scripts.collection list` lists them")
     print(f"removed bench/{args.name.removeprefix(collections.PREFIX)}")
     return 0
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="collection.py", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchwarmers.scripts.collection",
+                                     description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     made = sub.add_parser("add", help="make (or replace) a collection")
     made.add_argument("name", metavar="NAME", help="the collection's name; callers ask for bench/NAME")

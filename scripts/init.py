@@ -15,7 +15,12 @@ Decisions where the contract is silent:
 - Without a folder argument, a set BENCHWARMERS_HOME names the folder before DATA-4's default does: whoever
   set it means that folder, and every later command (onboard, the gateway) will read it.
 - The last line names the next step on the command line (onboarding a served model) before the
-  dashboard, so a reader without a browser at hand is not sent to one.
+  dashboard, so a reader without a browser at hand is not sent to one. It says the dashboard starts now only
+  on the launcher's first run (`bench serve` making the folder, which then starts it), not for `bench init`.
+- No pointer file is written by an installed package (it would sit among the installed code, DATA-4, and go
+  with the next upgrade) nor under the launcher (`bench` reads none, LN-7): the second line then says to set
+  BENCHWARMERS_HOME, unless the folder is the per-user default. A BENCHWARMERS_HOME the launcher filled in
+  with that default names nothing the person chose.
 """
 
 import argparse
@@ -28,7 +33,8 @@ NEXT_ONBOARD = "python -m benchwarmers.scripts.onboard SERVED_NAME"
 
 
 def parse(argv):
-    parser = argparse.ArgumentParser(prog="init.py", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchwarmers.scripts.init",
+                                     description=__doc__.split("\n\n")[0])
     parser.add_argument("folder", nargs="?",
                         help="the data folder (default: BENCHWARMERS_HOME when set, else the per-user folder)")
     parser.add_argument("--endpoint", nargs=2, metavar=("NAME", "BASE_URL"),
@@ -44,6 +50,8 @@ def parse(argv):
 def pointer_line(folder, env, paths, fileio):
     """IN-3: what the second line says, writing the pointer file only when nothing else names a folder.
     `env` is BENCHWARMERS_HOME as it was before this process set it."""
+    from ..core import settings
+
     if env:
         if Path(os.path.expanduser(env)).resolve() == folder:
             return "BENCHWARMERS_HOME already names it."
@@ -51,6 +59,10 @@ def pointer_line(folder, env, paths, fileio):
                 "for the bench to use this folder.")
     if folder == paths.CODE:
         return "The checkout is its own data folder; no pointer needed."
+    if settings.env("BENCHWARMERS_LAUNCHER") or not paths.IN_CHECKOUT:
+        if folder == paths.default_home().resolve():
+            return "This is the default folder for this user: the bench uses it when BENCHWARMERS_HOME is not set."
+        return f"Set BENCHWARMERS_HOME={folder} for the bench to use this folder."
     try:
         pointed = paths.POINTER.read_text(encoding="utf-8").strip()
     except OSError:
@@ -67,36 +79,39 @@ def pointer_line(folder, env, paths, fileio):
 def add_endpoint(folder, name, base, ask_key):
     """IN-4: `(ok, line)`; the key asked here goes to the key store only once the listing answered."""
     from ..core import keys, paths
+    from ..core.errors import Refusal
     from ..models import endpoints
 
     if paths.located()[0].resolve() != folder:
         return False, f"Endpoint not added: this process already uses {paths.located()[0]}."
     secret = getpass.getpass(f"API key for {name}: ").strip() if ask_key else keys.key(name.strip().lower())
-    result = endpoints.add(name, base, secret, who="init")
-    if not result["ok"]:
-        return False, f"Endpoint not added: {'; '.join(result['errors'])}. Add it from the dashboard instead."
+    try:
+        result = endpoints.add(name, base, secret, who="init")
+    except Refusal as exc:  # its rules, or an endpoints.json that cannot be read (`Unusable`)
+        return False, f"Endpoint not added: {'; '.join(exc.messages)}. Add it from the dashboard instead."
     stored = " Its key is in llm's key store (`llm keys` lists it)." if secret else " No key is stored for it."
     note = f" {result['note']}" if result["note"] else ""
     return True, f"Endpoint {name.strip().lower()} added: it lists {result['served']} model(s).{stored}{note}"
 
 
-def next_step(added):
+def next_step(added, paths):
     """IN-6: the next thing to do, and where the dashboard is."""
-    port = os.environ.get("BENCH_PORT", "").strip() or "8122"
+    from ..core import settings
+    port = settings.env("BENCH_PORT").strip()
     url = f"http://localhost:{port}"
-    if os.environ.get("BENCHWARMERS_LAUNCHER"):
+    if settings.env("BENCHWARMERS_FIRST_RUN") == "1":
         return f"Next: the dashboard starts now at {url}; onboard a model there."
     first = f"onboard a model it serves: {NEXT_ONBOARD} (`python -m benchwarmers.models.endpoints` lists what it serves)" \
         if added else "add an endpoint: python -m benchwarmers.scripts.init --endpoint NAME BASE_URL --key"
-    return f"Next: {first}; or run the dashboard (python serve.py) and open {url}."
+    return f"Next: {first}; or run the dashboard (bench serve) and open {url}."
 
 
 def main(argv=None):
     args = parse(argv)
-    from ..core import fileio, paths
+    from ..core import fileio, paths, settings
     from ..suite import tasks as suite_tasks
 
-    env = os.environ.get("BENCHWARMERS_HOME", "").strip()
+    env = "" if settings.env("BENCHWARMERS_HOME_DEFAULTED") == "1" else settings.env("BENCHWARMERS_HOME").strip()
     chosen = args.folder or env
     folder = Path(os.path.expanduser(chosen)).resolve() if chosen else paths.default_home().resolve()
     os.environ["BENCHWARMERS_HOME"] = str(folder)  # IN-1: before anything reads DATA
@@ -110,7 +125,7 @@ def main(argv=None):
         added, line = add_endpoint(folder, *args.endpoint, args.key)
         print(line)
         status = 0 if added else 1
-    print(next_step(added))
+    print(next_step(added, paths))
     return status
 
 

@@ -12,6 +12,7 @@ configured" message and how to add one (exit 1), not a traceback.
 
 import sys
 
+from ..core import console
 from ..models import endpoints, registry
 from ..providers import renewal
 
@@ -26,10 +27,10 @@ def main(argv=None):
         name = endpoints.default()
         served = sorted(renewal.models(name))
     except RuntimeError as exc:
-        print(exc, file=sys.stderr)
+        console.say(exc)
         return 1
     except Exception as exc:  # any failure to list is "could not reach"
-        print(f"could not reach {endpoints.base(name)}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        console.say(f"could not reach {endpoints.base(name)}: {type(exc).__name__}: {exc}")
         return 1
     registered = set(registry.names().values())
     shown = [s for s in served if wanted in s.lower()]

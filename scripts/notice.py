@@ -1,7 +1,7 @@
 """Render NOTICE from what the program ships (suite-cli-mcp.md §3.10, NT-1).
 
     python -m benchwarmers.scripts.notice           # write CODE/NOTICE, print its line count
-    python -m benchwarmers.scripts.notice --check   # "current" (exit 0), or "out of date: run notice.py" (exit 1)
+    python -m benchwarmers.scripts.notice --check   # "current" (exit 0), or "out of date: run ..." (exit 1)
 
 NOTICE holds our copyright line; the third-party code shipped inside task files, grouped by (`upstream`,
 `license`) with each task's `source_url`; and the licence of every font the dashboard ships. For this product
@@ -76,6 +76,9 @@ def main(argv=None, root=None):
     if argv not in ([], ["--check"]):
         print("usage: python -m benchwarmers.scripts.notice [--check]", file=sys.stderr)
         return 2
+    if root is None and not paths.IN_CHECKOUT:  # an install carries NOTICE in its metadata, not beside its code
+        print("NOTICE is a checkout's file: run this in a checkout, not from an installed package", file=sys.stderr)
+        return 1
     root = Path(root or paths.CODE)
     text, where = render(root), root / "NOTICE"
     if argv == ["--check"]:
@@ -84,7 +87,7 @@ def main(argv=None, root=None):
         except OSError:
             now = None
         if now != text:
-            print("out of date: run notice.py")
+            print("out of date: run python -m benchwarmers.scripts.notice")
             return 1
         print("current")
         return 0

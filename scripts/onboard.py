@@ -7,13 +7,14 @@ endpoint serves the name; it is registered under an alias; the registrations are
 and the catalog refreshed; a four-call availability probe (`perf/run.py`); the review suite.
 It never decides whether work goes to the model: the router does, from the evidence gathered.
 
-Decisions where the contract is silent or the product is not all there yet:
+Decisions where the contract is silent:
 - A listing entry without `supported_endpoints` is taken for a chat model; if it only answers the
   Decisions API, the availability probe says so (its calls fail) and the issue is recorded.
-- There is no Open WebUI hub adapter yet, so step 3 refreshes no provider tags; the catalog is
-  refreshed in this process (it is the same listing fetch the catalog job makes).
-- `--selftest` is not offered: the checks are tests (tests/test_onboard.py), as for the modules
-  (README, "Decisions").
+- Step 3 refreshes no provider tags: `scripts/provider_tags.py` writes them from an Open WebUI hub, run on its
+  own (a model's connection reads `config/provider-tags.json` as it stands); the catalog is refreshed in this
+  process (it is the same listing fetch the catalog job makes).
+- `--selftest` is not offered: the checks are tests (tests/test_first_hour.py runs this script end to end), as
+  for the modules (README, "Decisions where the contract was silent").
 """
 
 import argparse
@@ -24,7 +25,7 @@ import re
 import subprocess
 import sys
 
-from ..core import fileio, keys, paths, records
+from ..core import fileio, keys, paths, records, settings
 from ..models import catalog, connections, endpoints, registry
 from ..providers import renewal
 from ..panel import roles, roster, shape
@@ -64,12 +65,17 @@ def taken():
     return found
 
 
-def alias_for(served, prefix=""):
-    """OB-2: the last `/` segment without the connection prefix, `:` → `-`; made unique when taken."""
+def alias_for(served, prefix="", ep=None):
+    """OB-2: the last `/` segment without the connection prefix, `:` → `-`; made unique when taken.
+
+    The same served name registered from another endpoint gets this endpoint's name as its suffix
+    (`alpha-groq`): endpoint names are unique, so the alias is too, and it says where it is served."""
     alias = served[len(prefix):].rsplit("/", 1)[-1].replace(":", "-")
     used = taken()
-    if alias not in used or used[alias] == served:
+    if alias not in used or used[alias] == served and registry.endpoint_of(alias) in (None, ep):
         return alias
+    if used[alias] == served:
+        return f"{alias}-{ep}"
     tag = fileio.read_json(paths.file("config", "provider-tags.json")).get(served)
     suffix = tag.split("/", 1)[0] if isinstance(tag, str) and tag else "alt"
     return f"{alias}-{suffix}"
@@ -120,7 +126,7 @@ def write_note(alias, served, lines):
     """OB-12's note, appended to today's onboarding file."""
     text = f"\n## Onboarded `{alias}` ({served}) — {datetime.date.today().isoformat()}\n\n" + "\n".join(
         f"- {line}" for line in lines) + "\n"
-    with open(note_path(), "a", encoding="utf-8") as f:
+    with open(note_path(), "a", encoding="utf-8", opener=fileio.opener) as f:
         f.write(text)
     print(f"wrote {note_path()}")
 
@@ -153,6 +159,11 @@ def register(alias, served, ep):
         if reg.model_name == served and registry.endpoint_of(known) == ep:
             print("  [2/5] already registered — leaving the yaml alone")
             return known
+    held = registry.registration(alias)
+    if held:
+        sys.exit(f"STOPPING: cannot register {served} from {ep} as {alias}: that alias is already registered for "
+                 f"{held.model_name or alias} from {registry.endpoint_of(alias) or 'an unknown endpoint'}. "
+                 "Retire or rename that alias first.")
     registry.add_registration(alias, served, ep)
     print(f"  [2/5] registered as {alias}")
     return alias
@@ -203,7 +214,7 @@ def record_issue(alias, served, ep, failed):
     issue = {"at": datetime.datetime.now().astimezone().isoformat(timespec="seconds"), "served": served,
              "endpoint": ep, "step": "availability probe", "failure": worst.get("failure") or "other",
              "detail": (worst.get("detail") or "the probe wrote no result")[:ISSUE_DETAIL],
-             "log": os.environ.get("BENCH_ONBOARD_LOG", "")}
+             "log": settings.env("BENCH_ONBOARD_LOG")}
     fileio.update(paths.file("metrics", "onboard-issues.json"), lambda data: data.__setitem__(alias, issue))
 
 
@@ -241,7 +252,8 @@ def where_it_lands():
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="onboard.py", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchwarmers.scripts.onboard",
+                                     description=__doc__.split("\n\n")[0])
     parser.add_argument("served", metavar="SERVED_NAME", help="the model's name as the endpoint serves it")
     parser.add_argument("--endpoint", help="the endpoint serving it (default: the default endpoint)")
     parser.add_argument("--skip-suite", action="store_true", help="probe availability only")
@@ -260,8 +272,12 @@ def main(argv=None):
     except Exception as exc:
         sys.exit(f"cannot reach the {ep} endpoint: {exc}")
     row = listed.get(args.served) or {}
-    alias = alias_for(args.served, prefix_of(args.served, row))
+    alias = alias_for(args.served, prefix_of(args.served, row), ep)
     print(f"onboarding {args.served} from {ep}  ->  alias {alias}", flush=True)
+    twin = alias.removesuffix(f"-{ep}")
+    if twin != alias and registry.names().get(twin) == args.served:
+        print(f"  ({args.served} is already registered as {twin} from {registry.endpoint_of(twin)}; "
+              f"this one is told apart by its endpoint)", flush=True)
     if args.served not in listed:
         sys.exit(not_served(args.served, alias, listed))
     print("  [1/5] served by the endpoint", flush=True)

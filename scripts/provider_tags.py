@@ -22,7 +22,7 @@ import json
 import sys
 from urllib.parse import urlsplit
 
-from ..core import fileio, paths
+from ..core import console, fileio, paths
 from ..net import transport
 from ..models import connections, endpoints, registry
 
@@ -75,7 +75,7 @@ def main(argv=None):
         config = fetch(root + "/openai/config", secret)
         listing = fetch(root + "/api/models", secret)
     except Exception as exc:  # any failure to read the hub
-        print(f"could not read {root}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        console.say(f"could not read {root}: {type(exc).__name__}: {exc}")
         return 1
     urls = config.get("OPENAI_API_BASE_URLS") if isinstance(config, dict) else None
     hosts = connections.facts()["hosts"]

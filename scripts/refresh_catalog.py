@@ -13,6 +13,7 @@ import argparse
 import json
 import sys
 
+from ..core import console
 from ..models import catalog, catalogrefresh
 
 
@@ -26,7 +27,7 @@ def main(argv=None):
     try:
         models = catalogrefresh.refresh()
     except (OSError, ValueError) as exc:
-        print(f"cannot read OpenRouter's catalog: {type(exc).__name__}: {exc}", file=sys.stderr)
+        console.say(f"cannot read OpenRouter's catalog: {type(exc).__name__}: {exc}")
         return 1
     print("\n".join(catalogrefresh.summary(models)))
     return 0

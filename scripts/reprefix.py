@@ -59,8 +59,9 @@ def migrate(moves, hub):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="reprefix.py", description="Repoint registrations after a hub "
-                                     "connection gained a prefix (dry run unless --apply).")
+    parser = argparse.ArgumentParser(prog="python -m benchwarmers.scripts.reprefix",
+                                     description="Repoint registrations after a hub connection gained a prefix "
+                                     "(dry run unless --apply).")
     parser.add_argument("connection")
     parser.add_argument("--prefix", required=True)
     parser.add_argument("--apply", action="store_true")

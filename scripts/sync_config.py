@@ -12,11 +12,13 @@ llm's `model_options.json` (see `registry.push_options`).
 import argparse
 import sys
 
+from ..core import console
 from ..models import registry
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="sync_config.py", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchwarmers.scripts.sync_config",
+                                     description=__doc__.split("\n\n")[0])
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--pull", action="store_true", help="copy llm's registrations back into the data folder")
     which.add_argument("--check", action="store_true", help="say whether the two copies are identical")
@@ -40,7 +42,7 @@ def main(argv=None):
     try:
         print(registry.pull_from_llm() if args.pull else registry.sync_to_llm())
     except FileNotFoundError as exc:
-        print(exc, file=sys.stderr)
+        console.say(exc)
         return 1
     if not args.pull:
         print(f"{registry.push_options()} model option(s) pushed to llm")

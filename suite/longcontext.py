@@ -206,7 +206,7 @@ def note(model, size, records, rescored=False, now=None):
         out += [f"- {r['id']}: {r.get('blocked')}" for r in blocked[:NON_ANSWERS_LISTED]]
     out += ["", "Read the score downward: RepoQA's repositories are public code a model may have been trained on, "
                 "so a high score can be memory as much as reading the context."]
-    with open(where, "a", encoding="utf-8") as f:
+    with open(where, "a", encoding="utf-8", opener=fileio.opener) as f:
         f.write("\n".join(out) + "\n\n")
     return where
 
@@ -222,7 +222,8 @@ def languages_of(values, parser):
 
 
 def parse(argv):
-    parser = argparse.ArgumentParser(prog="suite/longcontext.py", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchwarmers.suite.longcontext",
+                                     description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", required=True, help="one alias (ad hoc models too)")
     parser.add_argument("--languages", nargs="+", default=["python"],
                         help=f"of {', '.join(LANGUAGES)} (default python)")

@@ -181,7 +181,7 @@ def mine(panel, known, loaded, force):
     collection = record.get("model") or "?"
     for task_id, (text, truth, call) in zip(ids, found):
         folder = root / task_id
-        (folder / "fixtures").mkdir(parents=True, exist_ok=True)
+        fileio.make_folder(folder / "fixtures")
         for name, body in files:
             fileio.write_atomic(folder / "fixtures" / name, body)
         spec = task_spec(task_id, text, truth, call, collection, [name for name, _ in files])
@@ -195,7 +195,7 @@ def mine(panel, known, loaded, force):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="suite/mine.py", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchwarmers.suite.mine", description=__doc__.split("\n\n")[0])
     parser.add_argument("panel", nargs="?", help="a panel id (pYYYYMMDD-HHMMSS-...); none: list what can be mined")
     parser.add_argument("--force", action="store_true", help="overwrite the panel's mined drafts")
     args = parser.parse_args(argv)

@@ -31,7 +31,7 @@ import subprocess
 import sys
 import time
 
-from ..core import paths
+from ..core import fileio, paths
 from ..models import alerts, scoring
 from . import tasks as suite_tasks
 
@@ -45,7 +45,8 @@ def log(message, dry=False):
     line = f"{now:%H:%M:%S} {message}"
     print(line, flush=True)
     if not dry:
-        with open(paths.file("runs", f"pace-{now:%Y-%m-%d}.log"), "a", encoding="utf-8") as f:
+        with open(paths.file("runs", f"pace-{now:%Y-%m-%d}.log"), "a", encoding="utf-8",
+                  opener=fileio.opener) as f:
             f.write(line + "\n")
 
 
@@ -130,7 +131,7 @@ def work(pending, args):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="suite/pace.py", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchwarmers.suite.pace", description=__doc__.split("\n\n")[0])
     parser.add_argument("--prefix", default="seeded-hard-", help="task directories starting with this (seeded-hard-)")
     parser.add_argument("--gap", type=float, default=120, help="seconds between calls (120)")
     parser.add_argument("--rest", type=float, default=1800, help="seconds a rate-limited model rests (1800)")

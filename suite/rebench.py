@@ -42,7 +42,6 @@ import argparse
 import collections
 import datetime
 import json
-import os
 import re
 import shutil
 import sys
@@ -53,13 +52,11 @@ import urllib.request
 from pathlib import Path
 
 from .. import __version__
-from ..core import fileio, paths
+from ..core import fileio, paths, settings
 from . import seed
 from . import tasks as suite_tasks
 
 DATASET = "nebius/SWE-rebench-V2"
-API = "https://datasets-server.huggingface.co"
-RAW = "https://raw.githubusercontent.com"
 USER_AGENT = f"Benchwarmers/{__version__} (suite/rebench.py)"
 FIELDS = ("instance_id", "repo", "base_commit", "created_at", "license", "patch", "problem_statement")
 PAGE = 50
@@ -90,11 +87,11 @@ def reason_key(reason):
 # -- reading the dataset (RB-1..3) --------------------------------------------------------------
 
 def api_base():
-    return os.environ.get("BENCH_REBENCH_API", "").strip().rstrip("/") or API
+    return settings.env("BENCH_REBENCH_API").strip().rstrip("/")
 
 
 def raw_base():
-    return os.environ.get("BENCH_REBENCH_RAW", "").strip().rstrip("/") or RAW
+    return settings.env("BENCH_REBENCH_RAW").strip().rstrip("/")
 
 
 def get(url):
@@ -462,7 +459,7 @@ def counted(low):
 
 
 def parse(argv):
-    parser = argparse.ArgumentParser(prog="suite/rebench.py", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchwarmers.suite.rebench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--count", type=counted(1), default=5, help="pairs to write (default 5)")
     parser.add_argument("--since", type=since_date, default="2025-06-01",
                         help="fixes created on or after this date (default 2025-06-01: the newest months)")

@@ -27,7 +27,7 @@ import datetime
 import sys
 import time
 
-from ..core import paths
+from ..core import console, fileio, paths
 from ..models import learn, registry, scoring
 from ..calling import client, ledger, llm_backend
 from . import tasks as suite_tasks
@@ -67,7 +67,7 @@ def count(alias, calls):
     try:
         ledger.count_benchmark(alias, calls)
     except Exception as exc:
-        print(f"   (could not count the benchmark calls: {exc})", file=sys.stderr)
+        console.say(f"   (could not count the benchmark calls: {exc})")
 
 
 def learn_from(alias, text):
@@ -75,7 +75,7 @@ def learn_from(alias, text):
     try:
         learn.record(alias, text, "suite")
     except Exception as exc:
-        print(f"   (could not learn from the failure: {exc})", file=sys.stderr)
+        console.say(f"   (could not learn from the failure: {exc})")
 
 
 def elapsed(seconds):
@@ -158,7 +158,7 @@ def report(rows, today=None):
     if missed:
         out += ["", "Missed:"]
         out += [f"- {r['task']} / `{r['model']}`: {', '.join(r['missed'])}" for r in missed]
-    with open(where, "a", encoding="utf-8") as f:
+    with open(where, "a", encoding="utf-8", opener=fileio.opener) as f:
         f.write("\n".join(out) + "\n\n")
     return where
 
@@ -213,7 +213,7 @@ def ready(chosen):
 
 
 def parse(argv):
-    parser = argparse.ArgumentParser(prog="suite/run.py", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchwarmers.suite.run", description=__doc__.split("\n\n")[0])
     parser.add_argument("--task", metavar="ID", help="one task (drafts allowed)")
     parser.add_argument("--model", action="append", default=[], metavar="ALIAS", help="repeatable")
     parser.add_argument("--timeout", type=float, default=420, help="seconds per call (default 420)")

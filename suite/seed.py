@@ -444,7 +444,7 @@ def unique_ids(base, taken):
 
 def write_task(spec):
     folder = suite_tasks.tasks_dir() / spec["id"]
-    folder.mkdir(parents=True, exist_ok=True)
+    fileio.make_folder(folder)
     fileio.write_atomic(folder / "task.json", json.dumps(spec, indent=2, ensure_ascii=False) + "\n")
 
 
@@ -459,7 +459,7 @@ def parse_kinds(text, hard):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="suite/seed.py", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchwarmers.suite.seed", description=__doc__.split("\n\n")[0])
     parser.add_argument("--repo", default="default", help="a key of config/repos.json (default: default)")
     parser.add_argument("--count", type=int, default=6, help="pairs to write (default 6)")
     parser.add_argument("--seed", type=int, help="random seed (default: random)")

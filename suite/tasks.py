@@ -48,9 +48,9 @@ def copy_starter(folder):
         if not source.is_file():
             continue
         target = target_root / source.relative_to(STARTER)
-        target.parent.mkdir(parents=True, exist_ok=True)
+        fileio.make_folder(target.parent)
         try:
-            with open(source, "rb") as src, open(target, "xb") as dst:  # "x": never overwrite
+            with open(source, "rb") as src, open(target, "xb", opener=fileio.opener) as dst:  # "x": never overwrite
                 dst.write(src.read())
             copied += 1
         except FileExistsError:
@@ -144,7 +144,7 @@ def saved(task, alias):
 
 def save(task, alias, text):
     where = output_path(task, alias)
-    where.parent.mkdir(parents=True, exist_ok=True)
+    fileio.make_folder(where.parent)
     fileio.write_atomic(where, text)
 
 

@@ -18,8 +18,8 @@ TODAY = datetime.date.today()
 
 
 def script(name, *args):
-    """A maintenance script as typed in the checkout (PYTHONPATH: this checkout's modules)."""
-    env = {**os.environ, "PYTHONIOENCODING": "utf-8", "PYTHONPATH": str(paths.CODE)}
+    """A maintenance script as typed: `python -m benchwarmers.scripts.NAME`."""
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
     return subprocess.run([*paths.module_command("scripts." + name.removesuffix(".py")), *args], capture_output=True,
                           text=True, env=env, timeout=60)
 

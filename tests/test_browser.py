@@ -293,6 +293,40 @@ def test_log_in_and_out_with_the_admin_token_auth6(browser, dash, monkeypatch):
     context.close()
 
 
+def test_a_login_on_one_port_opens_no_other_port_and_logout_ends_it_issue29(browser, dash, monkeypatch):
+    """Issue 29 items 5, 6: Chromium signs in on one dashboard and carries its cookie to another port of the same
+    host, which still asks for the login; the cookie copied out of the browser and replayed after Sign out is
+    refused."""
+    import http.client
+
+    monkeypatch.setenv("BENCHWARMERS_ADMIN_TOKEN", TOKEN)
+    other = serve.serve("127.0.0.1", 0)
+    elsewhere = f"http://127.0.0.1:{other.server_address[1]}"
+    context = browser.new_context()
+    page = context.new_page()
+    try:
+        page.goto(dash + "/")
+        page.fill("#token", TOKEN)
+        page.click("button[type=submit]")
+        page.wait_for_selector("#tab-glance .card")
+        [cookie] = context.cookies(elsewhere + "/")  # Chromium sends it to the other port too
+        assert cookie["name"] == "bw_session_" + dash.rsplit(":", 1)[1]
+        page.goto(elsewhere + "/")
+        assert page.url == elsewhere + "/login"
+        page.goto(dash + "/")
+        page.wait_for_selector("#tab-glance .card")
+        page.click("#logout")
+        page.wait_for_url("**/login")
+        conn = http.client.HTTPConnection("127.0.0.1", int(dash.rsplit(":", 1)[1]), timeout=15)
+        conn.request("GET", "/api/stamp", headers={"Cookie": f"{cookie['name']}={cookie['value']}"})
+        assert conn.getresponse().status == 401
+        conn.close()
+    finally:
+        context.close()
+        other.shutdown()
+        other.server_close()
+
+
 UNNAMED = """(scope) => Array.from(document.querySelectorAll(scope + ' :is(button, input, select, textarea, a[href])'))
   .filter(el => el.offsetParent !== null && el.type !== 'hidden')
   .filter(el => !((el.labels && el.labels.length) || el.getAttribute('aria-label') || el.textContent.trim()

@@ -45,7 +45,7 @@ def core(bench):
 
 
 def bench_env(url=None, **extra):
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "BENCHWARMERS_PROG": "bench", **extra}
+    env = {**os.environ, "BENCHWARMERS_PROG": "bench", **extra}
     if url is not None:
         env["BENCHWARMERS_URL"] = url
     return {k: v for k, v in env.items() if v is not None}
@@ -83,9 +83,10 @@ def test_ask_answer_on_stdout_seats_on_stderr(gateway, core, tmp_path):
     assert core.answer_for("alpha", sent) in out and core.answer_for("gamma", sent) in out
     assert not any(line.startswith("call  ") for line in out.splitlines()) and "bench verdict <call>" not in out
     assert "member alpha: ok" in err and "(2 of 2 seats)" in err
-    header = next(line for line in err.splitlines() if line.startswith("call"))
-    assert header.split() == ["call", "seat", "alias", "status", "seconds"]
-    assert "bench verdict <call> --useful|--not-useful" in err
+    lines = err.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("call"))
+    assert lines[header].split() == ["call", "seat", "alias", "status", "seconds"]
+    assert lines[header - 1] == "" and "bench verdict <call> --useful|--not-useful" in lines[header - 2]  # issue 30
 
 
 def test_ask_reads_stdin_with_a_system_message(gateway, core):
@@ -225,6 +226,8 @@ def test_help_and_version(gateway):
     assert all(name in out for name in ("gateway", "mcp", "demo", "ask <collection> [prompt]", "BENCHWARMERS_HOME",
                                         "endpoints | endpoint | candidates", "onboard", "dismiss", "BENCH_PORT"))
     assert run(gateway, "--version")[1] == f"{__version__}\n"
+    assert run(gateway, "status", "--version")[:2] == (0, f"{__version__}\n")  # issue 30: after the command too
+    assert run(gateway, "key", "create", "--version")[:2] == (0, f"{__version__}\n")
     done = subprocess.run([sys.executable, "-m", "benchwarmers.cli.cli", "--version"], capture_output=True, text=True,
                           env=bench_env(gateway))
     assert done.stdout == f"bench {__version__}\n"
@@ -264,6 +267,7 @@ def test_ln7_child_environment(tmp_path):
     assert child["BENCHWARMERS_HOME"] == str(Path("~/bw").expanduser())
     assert (child["PYTHONDONTWRITEBYTECODE"], child["PYTHONUTF8"], child["BENCHWARMERS_LAUNCHER"]) == ("1", "1", "pip")
     assert child["PYTHONPATH"] == "/x"  # passed through as it was: the launcher adds nothing to the import path
+    assert child["PYTHONSAFEPATH"] == "1"  # nor the cwd, which for a server is CODE: the package folder, installed
     assert launcher.child_env({"BENCHWARMERS_LAUNCHER": "npm"}, "bench")["BENCHWARMERS_LAUNCHER"] == "npm"
 
 
@@ -296,6 +300,7 @@ def test_ln8_first_run_makes_the_data_folder(tmp_path):
     home = tmp_path / "fresh"
     child, lines = start_server("gateway", "--port", "0", BENCHWARMERS_HOME=str(home))
     assert lines[0] == f"First run: making your data folder at {home}\n"
+    assert any(line.startswith("Next: the dashboard starts now") for line in lines)  # IN-6, the first run only
     assert all((home / part).is_dir() for part in ("config", "metrics", "runs"))
     assert stop_server(child) == 0
 

@@ -871,7 +871,7 @@ def test_command_line_cl8(bench):
     done = run_cli("gone", "hi")
     assert done.returncode == 1 and done.stdout.startswith("Error: Error code: 404")
     done = run_cli("just-one-argument")
-    assert done.returncode == 2 and done.stdout.startswith("usage: python metrics/calling/client.py ALIAS")
+    assert done.returncode == 2 and done.stdout.startswith("usage: python -m benchwarmers.calling.client ALIAS")
     assert ledger_lines()[-1]["caller"] == "metrics/client"
 
 

@@ -10,8 +10,9 @@ import pytest
 from benchwarmers.core import fileio, paths
 from benchwarmers.panel import collections
 
-DEFAULTS = {"max_calls": 5, "max_explorers": 2, "max_panels": 128, "max_panels_per_key": 32, "stop_grace": 5,
-            "calls_log_max_mb": 64, "calls_log_keep": 3, "calls_log_prompts": True}
+DEFAULTS = {"max_calls": 5, "max_explorers": 2, "max_panels": 128, "max_panels_per_key": 32,
+            "verdicts_per_key_day": 1000, "stop_grace": 5, "calls_log_max_mb": 64, "calls_log_keep": 3,
+            "calls_log_prompts": True}
 
 
 def settings():

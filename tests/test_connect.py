@@ -223,7 +223,7 @@ def test_cn5_own_app_client_ids(dash):
 
 def _processes(code, count=2):
     """Start `count` Pythons on this data folder, each waiting for a line before it runs `code`; go, then outputs."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ}
     started = [subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.readline()\n" + code], cwd=ROOT, env=env,
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                for _ in range(count)]

@@ -81,7 +81,7 @@ def feeds():
 def pointed(feeds, monkeypatch):
     """Every feed address moved to the fake (the variables a child process inherits too)."""
     feeds.reset()
-    for name, (setting, _) in {**sources.FEEDS, "openrouter": sources.OPENROUTER}.items():
+    for name, setting in {**sources.FEEDS, "openrouter": sources.OPENROUTER}.items():
         monkeypatch.setenv(setting, feeds.url(name))
     return feeds
 
@@ -100,7 +100,7 @@ def providers(pointed, monkeypatch):
 
 def refresh_script(*args):
     return subprocess.run([*paths.module_command("scripts.refresh_catalog"), *args], cwd=CODE,
-                          capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(CODE)})
+                          capture_output=True, text=True, timeout=120, env={**os.environ})
 
 
 def stale(name):
@@ -123,7 +123,7 @@ def test_src1_src2_fetch_caches_for_20_hours_and_cached_never_fetches(pointed):
         sources.fetch("modelsdev", force=True)
     assert sources.cached("modelsdev") == data and not list(sources.cache_path("modelsdev").parent.glob(".*part"))
     done = subprocess.run(paths.module_command("models.sources"), capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(CODE)}, timeout=60)
+                          env={**os.environ}, timeout=60)
     assert done.stdout.splitlines() == [
         "modelsdev: could not fetch (ValueError: modelsdev answered something that is not its feed); keeping the "
         "cached copy", "freellmapi: 4 models"]

@@ -58,6 +58,23 @@ def test_in1_in2_in3_makes_the_folder_and_changes_nothing_the_second_time(home, 
     assert "Next: add an endpoint: python -m benchwarmers.scripts.init --endpoint NAME BASE_URL --key" in other.stdout
 
 
+def test_in3_in6_under_the_launcher_no_pointer_and_the_dashboard_starts_only_on_a_first_run(home, tmp_path):
+    """`bench init DIR`: the launcher reads no pointer file (it always sets BENCHWARMERS_HOME, LN-7), so none is
+    written and the second line says what to set; a BENCHWARMERS_HOME the launcher defaulted names nothing.
+    "The dashboard starts now" is said only when the launcher's first run made the folder."""
+    pointer = paths.POINTER.read_text() if paths.POINTER.exists() else None
+    launched = {**os.environ, "BENCHWARMERS_LAUNCHER": "pip", paths.LAUNCHER_DEFAULT: "1"}
+    elsewhere = tmp_path / "elsewhere"
+    done = run(script("scripts", "init"), str(elsewhere), env=launched)
+    lines = done.stdout.splitlines()
+    assert done.returncode == 0, done.stderr
+    assert lines[1] == f"Set BENCHWARMERS_HOME={elsewhere.resolve()} for the bench to use this folder."
+    assert (paths.POINTER.read_text() if paths.POINTER.exists() else None) == pointer
+    assert lines[-1].startswith("Next: add an endpoint: ") and "(bench serve)" in lines[-1]
+    first = run(script("scripts", "init"), str(home), env={**launched, paths.FIRST_RUN: "1"})
+    assert first.stdout.splitlines()[-1].startswith("Next: the dashboard starts now at http://localhost:")
+
+
 def test_in4_key_asked_unechoed_stored_in_llm_and_never_in_the_data_folder(home, llmdir, keyed):
     done = init(str(home), "--endpoint", "myprov", keyed.base_url, "--key", stdin=SECRET + "\n")
     assert done.returncode == 0, done.stdout + done.stderr
@@ -165,6 +182,33 @@ def test_ob2_ob4_alias_rule_and_not_served(home, endpoint):
     assert nothing.returncode == 1 and "no endpoint 'nope'; known: local" in nothing.stderr
 
 
+def test_ob2_the_same_served_name_from_a_second_endpoint_gets_its_own_alias(home, endpoint):
+    """Issue 30 item 4: a second endpoint serving a registered name is onboarded under `<alias>-<endpoint>`,
+    with why; an alias taken by another model on the way is refused naming both endpoints, with no traceback."""
+    from benchwarmers.core import fileio
+    from benchwarmers.models import endpoints
+    from benchwarmers.demo.demo import Upstream
+
+    with Upstream(models={"alpha": {"answer": "the second alpha"}}) as second:
+        fileio.update(endpoints.path(), lambda data: data.__setitem__("second", {"base": second.base_url, "key": ""}))
+        assert onboard("alpha", "--skip-suite").returncode == 0
+        twin = onboard("alpha", "--endpoint", "second", "--skip-suite")
+        assert twin.returncode == 0, twin.stdout + twin.stderr
+        assert "->  alias alpha-second" in twin.stdout
+        assert "(alpha is already registered as alpha from local; this one is told apart by its endpoint)" in twin.stdout
+        assert "[2/5] registered as alpha-second" in twin.stdout
+        assert {a: registry.endpoint_of(a) for a in ("alpha", "alpha-second")} == {"alpha": "local",
+                                                                                    "alpha-second": "second"}
+        assert "[2/5] already registered" in onboard("alpha", "--endpoint", "second", "--skip-suite").stdout
+
+        registry.remove_registration("alpha-second")
+        registry.add_registration("alpha-second", "beta", "local")
+        taken = onboard("alpha", "--endpoint", "second", "--skip-suite")
+        assert taken.returncode == 1 and "Traceback" not in taken.stderr
+        assert ("STOPPING: cannot register alpha from second as alpha-second: that alias is already registered "
+                "for beta from local.") in taken.stderr
+
+
 def test_pf_percentiles_history_header_and_trend(home, bench):
     """PF-4 nearest rank, PF-6 header rewrite, PF-7 counts token and trend; PF-2's one sample for `:free`."""
     from benchwarmers.perf import run as perf
@@ -191,7 +235,7 @@ def test_pf_percentiles_history_header_and_trend(home, bench):
 def test_collection_command_checks_everything_before_writing(home, bench):
     collection = script("scripts", "collection.py")
     bad = run(collection, "add", "Bad Name", "alpha", "nobody", "beta", "gamma", "slow", "seer")
-    assert bad.returncode == 1
+    assert bad.returncode == 1 and "Traceback" not in bad.stderr and bad.stderr.startswith("collection not saved:")
     for told in ("name", "at most 5 members", "not chat models on the bench: nobody"):
         assert told in bad.stderr
     assert not (home / "config" / "collections.json").exists()

@@ -60,10 +60,10 @@ def test_unknown_nominee_said_in_the_text_heading_for_a_newcomer_and_response_fo
 def test_the_demo_footer_names_its_folder(gateway, monkeypatch):
     demo.set_collection("core", ["alpha"], description="one reviewer")
     _, plain = ask(gateway, {"model": "bench/core", "messages": message(PROMPT)})
-    assert "`python metrics/panel/offload.py verdict <call id>" in plain["choices"][0]["message"]["content"]
+    assert "`python -m benchwarmers.panel.offload verdict <call id>" in plain["choices"][0]["message"]["content"]
     monkeypatch.setenv("BENCHWARMERS_DEMO", "1")
     _, shown = ask(gateway, {"model": "bench/core", "messages": message(PROMPT)})
-    assert f"`BENCHWARMERS_HOME={paths.data()} python metrics/panel/offload.py verdict <call id>" in \
+    assert f"`BENCHWARMERS_HOME={paths.data()} python -m benchwarmers.panel.offload verdict <call id>" in \
         shown["choices"][0]["message"]["content"]
 
 

@@ -565,6 +565,12 @@ def test_openai_sdk_responses_plain_and_streamed(gw, bench, upstream):
     assert reply.model == "bench/core:all" and reply.status == "completed" and reply.store is False
     assert [s["alias"] for s in bench_field["seats"]] == ["alpha", "gamma"]
     assert all(s["call"] in reply.output_text for s in bench_field["seats"])
+    assert bench_field["notes"][0].startswith("store: true is not honoured: responses are never stored here")
+    with pytest.raises(openai.NotFoundError) as caught:  # issue 30 item 7: said plainly, not "no such route"
+        sdk.responses.retrieve(reply.id)
+    assert caught.value.body["message"] == (f"responses are never stored here, so {reply.id!r} cannot be fetched; "
+                                            "keep the reply you were sent, and send the whole conversation in "
+                                            '"input" to go on')
     events = list(sdk.responses.create(model="bench/ordered", input=PROMPT, stream=True))
     assert [e.sequence_number for e in events] == list(range(len(events)))
     deltas = [e.delta for e in events if e.type == "response.output_text.delta"]

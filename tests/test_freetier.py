@@ -70,7 +70,7 @@ def test_al5_only_a_went_paid_alert_holds_and_a_broken_file_holds_nothing(bench)
 def test_improvement1_the_daily_served_check_keeps_the_guard(bench):
     """models.md improvement 1: `check_deprecations.py` sweeps `model:` alerts it no longer finds, but the guard's
     `model:paid:` one is the price watch's to clear: the model stays held the day after."""
-    env = {**os.environ, "PYTHONIOENCODING": "utf-8", "PYTHONPATH": str(paths.CODE)}
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
     done = subprocess.run([*paths.module_command("scripts.check_deprecations")], env=env,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode in (0, 1), done.stdout + done.stderr

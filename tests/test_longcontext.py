@@ -184,7 +184,7 @@ def test_rq3_without_the_package_a_clear_message_and_exit_1(home):
     if importlib.util.find_spec("repoqa") is not None:
         pytest.skip("the optional repoqa package is installed here")
     assert "repoqa" not in sys.modules  # importing the tier imported nothing of it
-    env = {**os.environ, "PYTHONIOENCODING": "utf-8", "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
     done = subprocess.run([*paths.module_command("suite.longcontext"), "--model", "finder"],
                           capture_output=True, text=True, env=env, timeout=60)
     assert done.returncode == 1

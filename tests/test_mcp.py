@@ -41,7 +41,7 @@ def bench_core(bench):
 
 
 def child_env(gateway, **extra):
-    return {"PYTHONPATH": str(ROOT), "BENCHWARMERS_URL": gateway + "/v1/", "PYTHONIOENCODING": "utf-8",
+    return {"BENCHWARMERS_URL": gateway + "/v1/", "PYTHONIOENCODING": "utf-8",
             "BENCHWARMERS_HOME": os.environ["BENCHWARMERS_HOME"], **extra}
 
 

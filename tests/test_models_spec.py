@@ -330,8 +330,8 @@ def test_pn1_pn2_the_first_phrase_in_list_order_and_only_in_short_replies():
 
 # ---------------------------------------------------------------- PATH-6 and the checkout as data folder
 
-# State the specs name under DATA that no module writes yet (models.md §1, §10-17; gateway, security,
-# dashboard, suite specs): when the checkout is the data folder, each must be ignored too.
+# State the specs name under DATA (models.md §1, §10-17; gateway, security, dashboard, suite specs): when the
+# checkout is the data folder, git must ignore each of them.
 SPEC_STATE = [
     "config/endpoints.json", "config/extra-openai-models.yaml", "config/model-options.json",
     "config/connections.json", "config/client.json", "config/model-catalog.json", "config/model-overrides.json",

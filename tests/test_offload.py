@@ -161,6 +161,26 @@ def test_off4_verdict_copies_target_keeps_or_clears_and_same_verdict_writes_noth
     assert len(offload.entries()) == 1 and offload.by_call("c1") == cleared
 
 
+def test_issue29_item3_bounds_checked_after_tidying_before_the_log_is_read_and_the_receipt_cut():
+    """Issue 29 item 3 at the module: the bounds count UTF-8 bytes of what would be written (whitespace collapsed),
+    come before the unknown-call check, hold for the CLI too, and `receipt` cuts what a reply echoes."""
+    offload.add("a", "the prompt's first words", None, "member; ok in 1.0s", "c1")
+    assert offload.verdict("c1", True, "x" + " \n" * 5_000 + "y", ["y"] * 50).note == "x y"  # 3 bytes kept
+    for note, real, false, why in (("é" * 2_049, None, None, '"note" is 4,098 bytes; the limit is 4,096'),
+                                   ("", ["z" * 1_025], None, 'a claim in "real" is 1,025 bytes; the limit is 1,024'),
+                                   ("", ["a"] * 25, ["b"] * 26, '"real" and "false" hold 51 claims; the limit is 50')):
+        with pytest.raises(offload.TooLarge) as refused:
+            offload.verdict("nope", True, note, real, false)
+        assert (refused.value.status, refused.value.message) == (413, why)
+    assert len(log_lines()) == 2
+    too_long = cli("verdict", "c1", "--useful", "--note", "n" * 5_000)
+    assert too_long.returncode == 1 and too_long.stderr.strip() == '"note" is 5,000 bytes; the limit is 4,096'
+    shown = offload.receipt(offload.verdict("c1", False, "n" * 300, ["r" * 150], ["f" * 201]).stored)
+    assert "task" not in shown and shown["note"] == "n" * 200 + "…"
+    assert shown["real"] == ["r" * 150] and shown["false"] == ["f" * 200 + "…"]
+    assert offload.by_call("c1").note == "n" * 300
+
+
 def test_off4_two_racing_identical_verdicts_write_one_line():
     offload.add("a", "t", None, "member; ok in 1.0s", "c1")
     start = threading.Barrier(8)

@@ -26,7 +26,7 @@ def free_port():
 
 
 def start(port):
-    env = {**os.environ, "BENCH_PORT": str(port), "PYTHONPATH": str(CODE), "BENCH_CLIENT": "builtin"}
+    env = {**os.environ, "BENCH_PORT": str(port), "BENCH_CLIENT": "builtin"}
     proc = subprocess.Popen([sys.executable, str(CODE / "serve.py")], cwd=CODE, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     assert proc.stdout.readline().startswith("Benchwarmers on http://localhost:")  # listening from here on

@@ -25,8 +25,8 @@ def make_tasks(*names):
 
 
 def pace(*args):
-    """`python -m benchwarmers.suite.pace ...` as typed in the checkout (PYTHONPATH: this checkout's modules, children too)."""
-    env = {**os.environ, "PYTHONIOENCODING": "utf-8", "BENCH_CLIENT": "builtin", "PYTHONPATH": str(paths.CODE)}
+    """`python -m benchwarmers.suite.pace ...` as typed."""
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8", "BENCH_CLIENT": "builtin"}
     return subprocess.Popen([*paths.module_command("suite.pace"), "--gap", "0", *args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=paths.CODE)
 
@@ -76,7 +76,7 @@ def test_pc4_ctrl_c_stops_cleanly_keeping_every_answer_saved(home):
         child.send_signal(signal.SIGINT)
         out, err = child.communicate(timeout=20)
         dry = subprocess.run([*paths.module_command("suite.pace"), "--dry-run"], capture_output=True,
-                             text=True, env={**os.environ, "PYTHONPATH": str(paths.CODE)}, cwd=paths.CODE)
+                             text=True, env={**os.environ}, cwd=paths.CODE)
     assert child.returncode == 130, err
     assert "Traceback" not in err
     assert "done seeded-hard-a finder (answered); 3 left" in out

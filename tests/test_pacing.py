@@ -89,7 +89,7 @@ def test_pace4_six_threads_against_rpm_3_send_exactly_3(bench):
 def test_pace4_two_processes_share_rpm_4(bench, home):
     """Two real processes of three concurrent calls each, one data folder: 4 sent of 6 ledger lines."""
     limits(demo={"rpm": 4})
-    env = {**os.environ, "BENCHWARMERS_HOME": str(home), "PYTHONPATH": str(paths.CODE), "BENCH_CLIENT": "builtin"}
+    env = {**os.environ, "BENCHWARMERS_HOME": str(home), "BENCH_CLIENT": "builtin"}
     children = [subprocess.Popen([sys.executable, "-c", CHILD, "slow"], env=env, cwd=str(paths.CODE))
                 for _ in range(2)]
     assert [c.wait(timeout=60) for c in children] == [0, 0]

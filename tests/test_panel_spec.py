@@ -893,7 +893,8 @@ def test_imp14_a_collection_gone_before_the_panel_is_404(home):
     """IMP-14: deleted between the route's resolve and the panel's load: 404 with COL-8's message."""
     with pytest.raises(panel.UnknownCollection) as caught:
         panel.run("ghost", user(PROMPT))
-    assert errors.refusal(caught.value) == (404, collections.choose_message("ghost"))
+    refusal = errors.planned(caught.value)
+    assert (refusal.status, refusal.message) == (404, collections.choose_message("ghost"))
 
 
 def test_imp9_bad_gateway_settings_do_not_crash_the_panel(gw, bench):
@@ -1117,7 +1118,7 @@ def test_rpl1_footer_names_both_ways_to_record_a_verdict_and_both_work(gw, bench
     footer = content[content.rindex("\n---\n") + 5:].split("\n")
     assert len(footer) == 2 and "verdict" in footer[0]
     assert "`POST /bench/verdict`" in footer[1] and "`bench.verdict`" in footer[1]
-    assert '`python metrics/panel/offload.py verdict <call id> --useful|--not-useful --note "..."`' in footer[1]
+    assert '`python -m benchwarmers.panel.offload verdict <call id> --useful|--not-useful --note "..."`' in footer[1]
     assert reply["bench"]["verdict"] == ('POST /bench/verdict {"call", "useful": true|false, "note", '
                                          '"real": [...], "false": [...]}')
     call = reply["bench"]["seats"][0]["call"]

@@ -13,7 +13,7 @@ import random
 
 import pytest
 
-from benchwarmers.core import changes, fileio, paths
+from benchwarmers.core import changes, errors, fileio, paths
 from benchwarmers.panel import collections, offload, policy, route_mode
 from benchwarmers.demo import demo
 from benchwarmers.admin import collectionedit
@@ -68,8 +68,9 @@ def test_co10_issue20_settings_editor_sets_the_policy():
     """CO-10 extended: `policy` optional (kept when absent), checked, written and logged with the limits."""
     use_policy()
     assert collectionedit.view()["settings"]["policy"] == "counted"
-    refused = collectionedit.gateway_settings({"max_calls": 5, "max_explorers": 2, "policy": "greedy"}, "admin")
-    assert refused == {"ok": False, "errors": [
+    with pytest.raises(errors.Invalid) as refused:
+        collectionedit.gateway_settings({"max_calls": 5, "max_explorers": 2, "policy": "greedy"}, "admin")
+    assert refused.value.body() == {"ok": False, "errors": [
         "policy must be counted or thompson (the merger choice and route mode's order)"]}
     assert collections.settings().policy == "counted"
     assert collectionedit.gateway_settings({"max_calls": 5, "max_explorers": 2, "policy": "thompson"}, "admin")["ok"]

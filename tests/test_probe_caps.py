@@ -35,8 +35,8 @@ def up(home):
 
 
 def probe_cli(*args):
-    """`python metrics/admin/probe_caps.py ...` as typed in the checkout (PYTHONPATH: this checkout's modules)."""
-    env = {**os.environ, "PYTHONIOENCODING": "utf-8", "PYTHONPATH": str(paths.CODE)}
+    """`python -m benchwarmers.admin.probe_caps ...` as typed."""
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
     return subprocess.run([*paths.module_command("admin.probe_caps"), *args], capture_output=True,
                           text=True, env=env, cwd=paths.CODE, timeout=60)
 
@@ -148,7 +148,6 @@ def test_sch4_the_weekly_capabilities_job_runs_the_probe(up, monkeypatch):
     reaches the upstream. Only the 429 model is registered: its second question is skipped, so no gap is waited."""
     for alias in set(MODELS) - {"busy"}:
         registry.remove_registration(alias)
-    monkeypatch.setenv("PYTHONPATH", str(paths.CODE))
     assert scheduler.command("capabilities") == ["-m", "benchwarmers.admin.probe_caps", "--gap", "30"]
     scheduler.Scheduler().run_job("capabilities", "07:00")
     log = paths.file("runs", "scheduler.log").read_text(encoding="utf-8")

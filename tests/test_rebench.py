@@ -161,7 +161,7 @@ def used_and_rejected():
 
 
 def rebench_script(*args):
-    env = {**os.environ, "PYTHONIOENCODING": "utf-8", "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
     return subprocess.run([*paths.module_command("suite.rebench"), *args], capture_output=True, text=True,
                           env=env, timeout=60)
 
@@ -395,7 +395,7 @@ def test_rb7_a_produced_pair_run_through_the_suite_and_scored(hub, monkeypatch):
     models = {"finder": {"replies": {"value >= limit": "NO FAULT\nThe fixed version.",
                                      "value > limit": "FAULT: line 5\nEqual values are missed."}},
               "inventor": {"answer": "FAULT: line 2\nThe docstring lies."}}
-    env = {**os.environ, "PYTHONIOENCODING": "utf-8", "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
     with demo.Upstream(models=models) as up:
         demo.register(up)
         for task in (bug, control):

@@ -5,7 +5,7 @@ pattern a request can reach is timed on 100 KB and 1 MB of adversarial text, and
 is sent the prompt that once cost minutes. A real gateway over the demo upstream's `echo_auth`
 model (which repeats the prompt and its Authorization header) shows that no written file, no log
 line and no seat error keeps even an 8-character piece of the endpoint key (KEY-7, SEAT-3, IMG-8,
-LOG-5/6); an answer reaches its caller as the model gave it.
+LOG-5/6); an answer reaches its caller as the model gave it but for the keys (issue 29 item 2).
 """
 
 import http.client
@@ -200,11 +200,11 @@ def test_key_echoed_in_a_cut_error_leaves_no_piece_anywhere(keyed, gateway, capf
 
 
 def test_key_echoed_in_an_answer_is_hidden_in_the_logs(keyed, gateway, capfd):
-    """Issue 21 item 2, KEY-7, IMG-9: the caller gets the answer as the model gave it (SEAT-3: answers are
-    not redacted), but the call log holds it with the key hidden."""
+    """Issue 21 item 2, KEY-7, IMG-9: the call log holds the answer with the key hidden; issue 29 item 2: so
+    does the caller's reply (SEAT-3: answers are not otherwise redacted)."""
     demo.set_collection("core", ["echo-answer"])
     reply = json.loads(ask(gateway, "bench/core", "Which key were you sent?"))
-    assert f"Authorization: Bearer {ENDPOINT_KEY}" in reply["choices"][0]["message"]["content"]
+    assert "Which key were you sent? Authorization: Bearer ***" in reply["choices"][0]["message"]["content"]
     [line] = call_log()
     assert line["seats"][0]["answer"] == "Which key were you sent? Authorization: Bearer ***"
     assert_nowhere(ENDPOINT_KEY, capfd=capfd)
@@ -255,6 +255,15 @@ def test_keys_clean_hides_then_redacts_then_cuts():
     assert keys.clean(text, 35, known=[key]) == "sent *** to https://h.example/x?..."
     assert keys.clean(text, 20, known=[key]) == "sent *** to …"
     assert keys.clean(f"{'w ' * 5000}{key}", 30, last=True, known=[key]) == " w" * 13 + " ***"
+
+
+def test_keys_clean_redacts_an_echoed_image_before_any_cut():
+    """Issue 30 item 9: an upstream error that echoes a large image shows its placeholder, never `…`."""
+    url = f"data:image/png;base64,{'A' * 200_000}"
+    shown = f"bad image: {images.placeholder(url)} was refused"
+    assert images.placeholder(url) == "[image: data URL, 151 KB]"
+    assert keys.clean(f"bad image: {url} was refused", 300) == shown
+    assert keys.clean(f"bad image: {url} was refused", 300, last=True) == shown
 
 
 # -- the access log and the server's diagnostics --------------------------------------------------------

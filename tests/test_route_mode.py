@@ -17,7 +17,7 @@ import time
 import pytest
 
 from benchwarmers.core import fileio, paths
-from benchwarmers.models import catalog, registry
+from benchwarmers.models import catalog, endpoints, registry
 from benchwarmers.calling import ledger
 from benchwarmers.panel import conversations, offload, route_mode
 from benchwarmers.demo import demo
@@ -493,3 +493,27 @@ def test_stickiness_survives_a_restart_and_holds_across_workers(routed):
         stop(process)
     assert {t["conversation"] for t in turns} == {first["conversation"]}
     assert {t["alias"] for t in turns} == {first["alias"]} and [t["turn"] for t in turns] == list(range(2, 8))
+
+
+def test_a_model_onboarded_by_another_process_is_routed_without_a_restart(routed):
+    """Issue 30 item 3: a running gateway sees an endpoint, a model onboarded on it (its listing says it calls
+    tools) and a collection made after it started, each by another process, at its next request."""
+    port = free_port()
+    gw = f"http://127.0.0.1:{port}"
+    process = start_gateway(port)
+    helper = {"latency": 0.01, "context_window": 32000,
+              "tool_calls": [[{"name": "read_file", "arguments": {"path": "parser.py"}}]]}
+    try:
+        with demo.Upstream({"helper": helper}) as later:
+            fileio.update(endpoints.path(), lambda data: data.__setitem__("later", {"base": later.base_url, "key": ""}))
+            for command in (("scripts.onboard", "helper", "--endpoint", "later", "--skip-suite"),
+                            ("scripts.collection", "add", "agents", "helper")):
+                done = subprocess.run(paths.module_command(*command), capture_output=True, text=True, timeout=120)
+                assert done.returncode == 0, done.stdout + done.stderr
+            status, _, data = exchange(gw, "/v1/chat/completions", {
+                "model": "bench/agents:route", "messages": [{"role": "user", "content": PROMPT}], "tools": TOOLS})
+    finally:
+        stop(process)
+    assert status == 200, data
+    call = json.loads(data)["choices"][0]["message"]["tool_calls"][0]["function"]
+    assert call == {"name": "read_file", "arguments": '{"path": "parser.py"}'}

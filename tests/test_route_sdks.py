@@ -13,6 +13,7 @@ import json
 import anthropic
 import ollama
 import openai
+import pydantic
 import pytest
 from google import genai
 from google.genai import types
@@ -53,6 +54,8 @@ MODELS = {
     # rate-limited on its first request only (and cooling down for 30 s after it), and on every request
     "flaky": {**TOOLING, "fail": "429", "clears_after": 1, "retry_after": 30,
               "tool_calls": [[{"name": "get_weather", "arguments": {"city": "Oslo"}, "id": "call_flaky"}]]},
+    # answers JSON fitting the requested schema (issue 30 item 1)
+    "shaper": {**TOOLING, "schema": True},
     "limited": {"fail": "429", "retry_after": 1, "context_window": 32000, "tools": True},
     "limited2": {"fail": "429", "retry_after": 1, "context_window": 32000, "tools": True},
 }
@@ -732,3 +735,43 @@ def test_agent_loop_completes_a_multi_step_task_on_one_model(gw, routed):
     assert members_asked(routed) == ["calculator"] * 3
     lines = route_lines()
     assert [line["tool_calls"] for line in lines] == [1, 1, 0] and [line["status"] for line in lines] == ["ok"] * 3
+
+
+# ---------------------------------------------------------------- structured output (issue 30 items 1 and 2)
+
+
+class Forecast(pydantic.BaseModel):
+    city: str
+    celsius: int
+    rain: bool
+
+
+def test_anthropic_parse_with_an_output_format_gets_its_schema_through(gw, routed):
+    """`messages.parse(output_format=...)` sends `output_config.format`; the member is asked for that schema as
+    `response_format`, answers JSON, and the SDK parses it into the model."""
+    collection("shaper")
+    parsed = anthropic_sdk(gw).messages.parse(model=ROUTE, max_tokens=512, output_format=Forecast,
+                                              messages=[{"role": "user", "content": "The weather in Oslo?"}])
+    # the demo's schema model draws each leaf from the prompt: the whole text for a string, 1 with no number in it
+    assert parsed.parsed_output == Forecast(city="The weather in Oslo?", celsius=1, rain=True)
+    sent = asked(routed, "shaper")[-1]["response_format"]
+    assert sent["type"] == "json_schema" and set(sent["json_schema"]["schema"]["properties"]) == {"city", "celsius",
+                                                                                                 "rain"}
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
+def test_ollama_generate_honours_format_in_route_mode(gw, routed, stream):
+    """`/api/generate` passes `format` on as `/api/chat` does: a schema, and `json`."""
+    collection("shaper")
+    sdk = ollama.Client(host=gw)
+    drawn = Forecast(city="The weather in Oslo?", celsius=1, rain=True)
+    for shape, expected in ((Forecast.model_json_schema(), drawn), ("json", {"answer": None})):
+        parts = sdk.generate(model=ROUTE, prompt="The weather in Oslo?", format=shape, stream=stream)
+        text = "".join(p.response for p in parts) if stream else parts.response
+        if shape == "json":  # a JSON object, whatever its answer says
+            assert set(json.loads(text)) == set(expected)
+        else:
+            assert Forecast.model_validate_json(text) == expected
+        sent = asked(routed, "shaper")[-1]["response_format"]
+        assert sent == ({"type": "json_object"} if shape == "json" else
+                        {"type": "json_schema", "json_schema": {"name": "response", "schema": shape}})

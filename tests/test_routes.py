@@ -1,25 +1,26 @@
-"""One table of routes (issue 13, item 2; gateway.md §5, security.md ROUTE-1): a route is named in
-`benchwarmers.wire.routes` and nowhere else, and everything the gateway says about routes is read off it:
-dispatch, the 404's help, the 405's `Allow`, the gateway-route test, the format of a refusal."""
+"""One table of routes (issue 13, item 2; issue 28, item 2; gateway.md §5, security.md ROUTE-1): a route is
+named in `benchwarmers.wire.routes` and nowhere else, its row holds its handler once served
+(`server.gateway.ROUTES`), and everything the gateway says about routes is read off it: dispatch, the 404's
+help, the 405's `Allow`, the gateway-route test, the format of a refusal."""
 
 import ast
 import http.client
 import inspect
 import json
 import re
-import threading
 
 import pytest
 
-from benchwarmers.server import gateway
+from benchwarmers.server import exchange, gateway, routing
 from benchwarmers.core import paths
 from benchwarmers.wire import routes
 from benchwarmers.wire.routes import Route
 
 # The modules that answer requests. The others (the client, the demo upstream, each format's outbound
 # half) name the providers' own paths, which share their spelling with ours.
-SERVING = ["gateway.py", "serve.py", "metrics/server/guard.py", "metrics/server/httpserver.py", "metrics/server/gatekeys.py",
-           "metrics/wire/__init__.py"]
+SERVING = ["gateway.py", "serve.py", "metrics/server/gateway.py", "metrics/server/routing.py",
+           "metrics/server/exchange.py", "metrics/dashboard/serve.py", "metrics/server/guard.py",
+           "metrics/server/httpserver.py", "metrics/server/gatekeys.py", "metrics/wire/__init__.py"]
 GET_HELP = "GET /v1/models, /bench/record, /api/tags, /api/version or /v1beta/models"
 POST_HELP = ("POST /v1/chat/completions, /v1/messages, /v1/responses, /v1/completions, /api/chat, /api/generate, "
              "/v1beta/models/<collection>:generateContent or /bench/verdict")
@@ -72,15 +73,17 @@ def test_no_route_is_named_outside_the_table():
     assert not found
 
 
-def test_every_row_names_a_handler_that_takes_its_arguments():
-    for row in routes.ROUTES:
-        if row.handler is None:
-            continue
-        taken = list(inspect.signature(getattr(gateway.Handler, row.handler)).parameters)[1:]
+def test_every_row_holds_a_handler_that_takes_the_request():
+    """A served row holds its handler itself (nothing is looked up by name); it takes the request, whose
+    `params` carry what the row's `<name>`s read, the same names in every alias."""
+    assert [row.path for row in gateway.ROUTES] == [row.path for row in routes.ROUTES]
+    for row in gateway.ROUTES:
+        assert list(inspect.signature(row.handler).parameters) == ["request"], row
         read = routes.PLACEHOLDER.findall(row.path)
-        assert taken == (["body"] if row.method == "POST" else []) + read, row
         for alias in row.aliases:
             assert routes.PLACEHOLDER.findall(alias) == read, row
+    with pytest.raises(LookupError):
+        routes.answered(routes.ROUTES, {routes.HEALTH: gateway.health})
 
 
 def test_help_strings_list_every_listed_route():
@@ -146,28 +149,23 @@ def test_classification_and_format_are_read_off_the_table():
         for alias in row.aliases:
             assert routes.is_gateway_route(example(alias)) is alias.startswith(tuple(routes.NAMESPACES)), alias
     assert routes.format_of("/v1/models/bench/core:merged") == "gemini"  # Gemini's paths come first
-    row, arguments = routes.find(routes.ROUTES, "GET", "/v1/models/bench%2Fcore:merged")
-    assert (row.handler, arguments) == ("model_row", {"model": "bench/core:merged"})
+    row, arguments = routes.find(gateway.ROUTES, "GET", "/v1/models/bench%2Fcore:merged")
+    assert (row.handler, arguments) == (gateway.model_row, {"model": "bench/core:merged"})
     assert routes.logged("/connect/callback/secret?code=1") == "/connect/callback/..."
 
 
 def test_the_dashboard_extends_the_table_it_does_not_copy_it(home):
-    """serve.py's way: a handler subclass with `extend(...)`: its own rows answer, the gateway's keep
-    theirs, a row for a method and path already there replaces that row, the gateway's table is untouched."""
-    stamp = Route("GET", "/api/stamp", "stamp", gateway=False)
-    health = Route("GET", "/health", "health", gateway=False, scope=routes.OPEN, fmt="anthropic", listed=False)
-    table = routes.extend(routes.ROUTES, stamp, health)
-    assert table[-1] == stamp and health in table and len(table) == len(routes.ROUTES) + 1
-    assert routes.ROUTES[table.index(health)].fmt == "chat"
+    """serve.py's way: a site whose table is `extend(...)`ed, no handler subclass: its own rows answer, the
+    gateway's keep theirs, a row for a method and path already there replaces that row, the gateway's table is
+    untouched."""
+    stamp = Route("GET", "/api/stamp", lambda request: exchange.json_reply(200, {"ok": True, "stamp": 1}),
+                  gateway=False)
+    health = Route("GET", "/health", gateway.health, gateway=False, scope=routes.OPEN, fmt="anthropic", listed=False)
+    table = routes.extend(gateway.ROUTES, stamp, health)
+    assert table[-1] == stamp and health in table and len(table) == len(gateway.ROUTES) + 1
+    assert gateway.ROUTES[table.index(health)].fmt == "chat"
 
-    class Dashboard(gateway.Handler):
-        route_table = table
-
-        def stamp(self):
-            self.send_json(200, {"ok": True, "stamp": 1})
-
-    server = gateway.Server(("127.0.0.1", 0), Dashboard)
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
+    server = gateway.serve("127.0.0.1", 0, routing.Site(table))
     try:
         port = server.server_address[1]
         assert request(port, "GET", "/api/stamp")[::2] == (200, {"ok": True, "stamp": 1})

@@ -9,6 +9,7 @@ pieces (cookie, admin bearer, login backoff) are tested here through `benchwarme
 """
 
 import base64
+import datetime
 import http.client
 import json
 import os
@@ -167,7 +168,7 @@ def test_test2_startup_checks_and_warnings(monkeypatch):
     monkeypatch.setenv("BENCH_GATEWAY_PORT", "80x")
     assert guard.startup_problem("127.0.0.1") == "BENCH_GATEWAY_PORT must be a port number, not '80x'"
     monkeypatch.setenv("BENCH_GATEWAY_PORT", " ")
-    assert guard.port_setting("BENCH_GATEWAY_PORT", 8123) == 8123
+    assert guard.port_setting("BENCH_GATEWAY_PORT") == 8123
 
 
 def test_test2_gateway_process_refuses_unsafe_configurations(tmp_path):
@@ -386,7 +387,7 @@ def test_cred_test4_test7_credential_forms_and_messages(port, keys_on, monkeypat
     assert message(reply) == "unknown or revoked gateway key"
     monkeypatch.setenv("BENCHWARMERS_ADMIN_TOKEN", TOKEN)  # CRED-6: the admin token is not a gateway key
     assert "some other key" in message(listing(Authorization=f"Bearer {TOKEN}")[2])
-    assert listing(Cookie=guard.session_cookie().split(";")[0])[0] == 401  # ROUTE-5: a cookie is no key
+    assert listing(Cookie=guard.session_cookie(port).split(";")[0])[0] == 401  # ROUTE-5: a cookie is no key
     monkeypatch.delenv("BENCHWARMERS_ADMIN_TOKEN")
     # every form, first one present judged
     assert listing(Authorization=f"bearer   {key}  ")[0] == 200
@@ -397,7 +398,7 @@ def test_cred_test4_test7_credential_forms_and_messages(port, keys_on, monkeypat
     assert listing(f"/v1/models?key={key}")[0] == 401  # CRED-5: not on OpenAI routes
     for path in (f"/v1beta/models?key={key}", f"/v1beta/models/core:generateContent?alt=sse&key={key}",
                  f"/v1/models/core:countTokens?key={key}"):
-        assert listing(path)[0] != 401, path  # identified; the route itself is another issue's
+        assert listing(path)[0] != 401, path  # identified; what the route answers is not this test's
     assert listing(f"/v1beta/models?key=&key={key}")[0] == 401
     assert listing(f"/v1beta/models?key={key}", **{"x-api-key": "bad"})[0] == 401
     assert listing(Authorization=f"Bearer {key}", Host="evil.example")[0] == 403  # Host first, key or not
@@ -445,7 +446,7 @@ def test_test4_require_keys_parsing_fails_closed(monkeypatch, value, required):
     monkeypatch.setenv("BENCHWARMERS_REQUIRE_KEYS", value)
     who, refusal = guard.identify({"Authorization": "Bearer bwk_forged"}, "/v1/models")
     assert (refusal is not None) is required and (who == "local") is (not required)
-    assert guard.dashboard_caller({"Authorization": "Bearer bwk_forged"}, "127.0.0.1") == ("local", None)
+    assert guard.dashboard_caller({"Authorization": "Bearer bwk_forged"}, "127.0.0.1", 8122) == ("local", None)
 
 
 def test_test6_scope_cap_and_callers_end_to_end(port, keys_on, watch):
@@ -493,6 +494,52 @@ def test_test6_scope_cap_and_callers_end_to_end(port, keys_on, watch):
     assert request(port, "GET", "/bench/record?collection=core", headers=as_chat)[2]["aliases"] != {}
     assert gatekeys.revoke("estate-judge")
     assert request(port, "GET", "/v1/models", headers=as_estate)[0] == 401  # KEY-6: at once
+
+
+def test_issue29_item3_verdict_notes_and_claims_are_bounded_and_a_key_is_capped_a_day(port, keys_on, watch):
+    """Issue 29 item 3: a scoped key's 5 MB notes on its own seat are 413 and leave the offload log as it was; a
+    note at the bound is kept whole in the log but echoed cut; past `verdicts_per_key_day` the key hears 429 until
+    midnight, while another key, a repeat of the verdict in force and a new day are let through."""
+    demo.set_collection("core", ["alpha", "beta"])
+    fileio.write_atomic(paths.file("config", "gateway.json"), json.dumps({"max_explorers": 0, "verdicts_per_key_day": 3}))
+    as_judge = {"Authorization": f"Bearer {watch.add(gatekeys.make('judge', ['core']))}"}
+    as_other = {"Authorization": f"Bearer {watch.add(gatekeys.make('other', ['core']))}"}
+    status, _, reply = request(port, "POST", "/v1/chat/completions", ask_body("bench/core"), as_judge)
+    assert status == 200
+    first, second = [seat["call"] for seat in reply["bench"]["seats"]]
+    log = paths.file("metrics", "offloads.jsonl")
+    size = log.stat().st_size
+    for _ in range(3):
+        status, _, refused = request(port, "POST", "/bench/verdict",
+                                     {"call": first, "useful": True, "note": "x" * 5_242_880}, as_judge)
+        assert status == 413 and message(refused) == '"note" is 5,242,880 bytes; the limit is 4,096'
+    status, _, refused = request(port, "POST", "/bench/verdict",
+                                 {"call": first, "useful": True, "real": ["fine", "é" * 600]}, as_judge)
+    assert status == 413 and message(refused) == 'a claim in "real" is 1,200 bytes; the limit is 1,024'
+    status, _, refused = request(port, "POST", "/bench/verdict",
+                                 {"call": first, "useful": True, "real": ["a"] * 30, "false": ["b"] * 21}, as_judge)
+    assert status == 413 and message(refused) == '"real" and "false" hold 51 claims; the limit is 50'
+    assert log.stat().st_size == size
+    note = "n" * 4_096
+    status, _, judged = request(port, "POST", "/bench/verdict",
+                                {"call": first, "useful": True, "note": note, "real": ["r" * 1_024]}, as_judge)
+    assert status == 200 and judged["recorded"]["note"] == "n" * 200 + "…"
+    assert judged["recorded"]["real"] == ["r" * 200 + "…"] and "task" not in judged["recorded"]
+    assert fileio.read_jsonl(log)[-1]["note"] == note and size < log.stat().st_size < size + 6_000
+    for verdict in ({"call": second, "useful": False}, {"call": first, "useful": False}):
+        assert request(port, "POST", "/bench/verdict", verdict, as_judge)[0] == 200
+    size = log.stat().st_size
+    status, headers, refused = request(port, "POST", "/bench/verdict", {"call": second, "useful": True}, as_judge)
+    assert status == 429 and message(refused) == ("the gateway key judge has added 3 verdicts today "
+                                                  "(verdicts_per_key_day in config/gateway.json); try again tomorrow")
+    assert 1 <= int(headers["Retry-After"]) <= 86_401 and log.stat().st_size == size
+    assert request(port, "POST", "/bench/verdict", {"call": first, "useful": False}, as_judge)[0] == 200  # in force
+    assert request(port, "POST", "/bench/verdict", {"call": second, "useful": True}, as_other)[0] == 200
+    counts = paths.file("runs", "gateway", "verdicts.json")
+    yesterday = (datetime.date.today() - datetime.timedelta(days=1)).isoformat()
+    fileio.write_atomic(counts, json.dumps({"day": yesterday, "keys": {"judge": 3}}))
+    assert request(port, "POST", "/bench/verdict", {"call": second, "useful": False}, as_judge)[0] == 200
+    assert fileio.read_json(counts) == {"day": datetime.date.today().isoformat(), "keys": {"judge": 1}}
 
 
 def test_imp11_rate_cap_counts_across_two_server_processes(port, keys_on, watch):
@@ -713,56 +760,83 @@ def test_log_test7_access_log_never_holds_a_query_key_or_control_character(port,
 # -- admin token, cookie and login (the dashboard's shared pieces) ----------------------------------
 
 def test_test3_session_cookie_and_admin_bearer(monkeypatch, watch):
-    """ADM-1, ADM-3, ADM-4, ADM-6, TEST-3, improvement 8 (logout cookie)."""
+    """ADM-1, ADM-3, ADM-4, ADM-6, TEST-3, improvement 8 (logout cookie); issue 29 items 5, 6 (lifetime, port)."""
     watch.add(TOKEN)
-    assert guard.session_cookie() and not guard.session_valid(guard.session_cookie().split(";")[0])  # login off
+    assert guard.session_cookie(8122) and not guard.session_valid(guard.session_cookie(8122).split(";")[0], 8122)
     monkeypatch.setenv("BENCHWARMERS_ADMIN_TOKEN", TOKEN)
-    cookie = guard.session_cookie(now=1_000)
+    cookie = guard.session_cookie(8122, now=1_000)
     value = cookie.split(";")[0]
-    assert cookie == f"{value}; Path=/; Max-Age=604800; HttpOnly; SameSite=Strict" and TOKEN not in cookie
-    assert value.startswith("bw_session=605800.")
-    fresh = guard.session_cookie().split(";")[0]
-    assert guard.session_valid(fresh) and guard.session_valid(f"theme=dark; {fresh}; other=1")
+    assert cookie == f"{value}; Path=/; Max-Age=28800; HttpOnly; SameSite=Strict" and TOKEN not in cookie
+    assert value.startswith("bw_session_8122=29800.")
+    fresh = guard.session_cookie(8122).split(";")[0]
+    assert guard.session_valid(fresh, 8122) and guard.session_valid(f"theme=dark; {fresh}; other=1", 8122)
     expiry, signature = fresh.split("=", 1)[1].split(".")
-    for bad in ("", "bw_session=", fresh + "0", f"bw_session={int(expiry) + 1}.{signature}", "bw_session=1.abc",
-                f"bw_session=\u00b2{expiry[1:]}.{signature}", 'bw_session=x="',
-                "bw_session=0." + guard._signature(0, TOKEN), "other=1"):
-        assert not guard.session_valid(bad), bad
+    epoch = fileio.read_json(guard.sessions_path())["epoch"]
+    for bad in ("", "bw_session_8122=", fresh + "0", f"bw_session_8122={int(expiry) + 1}.{signature}",
+                "bw_session_8122=1.abc", f"bw_session_8122=\u00b2{expiry[1:]}.{signature}", 'bw_session_8122=x="',
+                "bw_session_8122=0." + guard._signature(0, TOKEN, epoch, 8122), "other=1", f"bw_session={expiry}.{signature}",
+                f"bw_session_8123={expiry}.{signature}",  # another port's name: signed for 8122
+                f"bw_session_8122={int(expiry) + 86_400}." + guard._signature(int(expiry) + 86_400, TOKEN, epoch, 8122)):
+        assert not guard.session_valid(bad, 8122), bad
+    assert not guard.session_valid(fresh, 8123)
+    monkeypatch.setenv("BENCH_SESSION_HOURS", "0.001")  # shortened: longer sessions end at once
+    assert not guard.session_valid(fresh, 8122)
+    monkeypatch.setenv("BENCH_SESSION_HOURS", "1e999")  # not a number of hours: the default
+    assert guard.session_seconds() == 28_800 and guard.session_valid(fresh, 8122)
+    assert any("BENCH_SESSION_HOURS='1e999'" in w for w in guard.startup_warnings())
+    monkeypatch.delenv("BENCH_SESSION_HOURS")
     assert guard.admin_matches(TOKEN) and not guard.admin_matches(TOKEN + "x") and not guard.admin_matches(TOKEN[:23])
-    assert guard.dashboard_caller({"Authorization": f"bearer  {TOKEN} "}, "a") == ("admin", None)
-    assert guard.dashboard_caller({"Cookie": fresh}, "a") == ("admin", None)
-    assert guard.dashboard_caller({"Authorization": f"Basic {TOKEN}", "Cookie": fresh}, "a") == ("admin", None)
-    assert guard.dashboard_caller({"Authorization": f"Basic {TOKEN}"}, "a")[1][0] == 401
-    who, refusal = guard.dashboard_caller({"Authorization": "Bearer wrong", "Cookie": fresh}, "a")
+    assert guard.dashboard_caller({"Authorization": f"bearer  {TOKEN} "}, "a", 8122) == ("admin", None)
+    assert guard.dashboard_caller({"Cookie": fresh}, "a", 8122) == ("admin", None)
+    assert guard.dashboard_caller({"Cookie": fresh}, "a", 8123)[1][0] == 401
+    assert guard.dashboard_caller({"Authorization": f"Basic {TOKEN}", "Cookie": fresh}, "a", 8122) == ("admin", None)
+    assert guard.dashboard_caller({"Authorization": f"Basic {TOKEN}"}, "a", 8122)[1][0] == 401
+    who, refusal = guard.dashboard_caller({"Authorization": "Bearer wrong", "Cookie": fresh}, "a", 8122)
     assert who is None and refusal[1] == "that bearer is not the admin token (a gateway key opens /v1 only)"
-    assert guard.dashboard_caller({}, "a")[1][1].startswith("sign in first")
-    assert guard.dashboard_caller({"Authorization": "Bearer "}, "a")[1][1].startswith("sign in first")
+    assert guard.dashboard_caller({}, "a", 8122)[1][1].startswith("sign in first")
+    assert guard.dashboard_caller({"Authorization": "Bearer "}, "a", 8122)[1][1].startswith("sign in first")
     key = watch.add(gatekeys.make("chat-ui"))
-    assert guard.dashboard_caller({"Authorization": f"Bearer {key}"}, "a")[0] is None  # a key never opens it
+    assert guard.dashboard_caller({"Authorization": f"Bearer {key}"}, "a", 8122)[0] is None  # a key never opens it
     monkeypatch.setenv("BENCHWARMERS_ADMIN_TOKEN", TOKEN + "-rotated")
-    assert not guard.session_valid(fresh)  # a new token signs everyone out
+    assert not guard.session_valid(fresh, 8122)  # a new token signs everyone out
     monkeypatch.setenv("BENCHWARMERS_PUBLIC_URL", "https://bench.example.com")
-    assert guard.session_cookie().endswith("; Secure")
-    assert guard.logout_cookie() == "bw_session=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict; Secure"
+    assert guard.session_cookie(8122).endswith("; Secure")
+    assert guard.logout_cookie(8122) == "bw_session_8122=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict; Secure"
 
 
 def test_imp4_login_backoff_per_address(monkeypatch, watch):
     """ADM-2 outcomes and improvement 4: 10 failures a minute → 429 + Retry-After, right token included."""
     monkeypatch.setenv("BENCHWARMERS_ADMIN_TOKEN", watch.add(TOKEN))
     monkeypatch.setattr(guard, "LOGINS", guard.Backoff())
-    assert guard.login(None, "a")[:2] == (400, 'send {"token": "..."}')
-    assert guard.login([TOKEN], "a")[0] == 400
-    status, _, headers = guard.login({"token": TOKEN}, "a")
-    assert status == 200 and headers["Set-Cookie"].startswith("bw_session=")
+    assert guard.login(None, "a", 8122)[:2] == (400, 'send {"token": "..."}')
+    assert guard.login([TOKEN], "a", 8122)[0] == 400
+    status, _, headers = guard.login({"token": TOKEN}, "a", 8122)
+    assert status == 200 and headers["Set-Cookie"].startswith("bw_session_8122=")
     for guess in range(10):
-        assert guard.login({"token": f"guess-{guess}"}, "b")[:2] == (401, "that is not the admin token")
-    status, text, headers = guard.login({"token": TOKEN}, "b")
+        assert guard.login({"token": f"guess-{guess}"}, "b", 8122)[:2] == (401, "that is not the admin token")
+    status, text, headers = guard.login({"token": TOKEN}, "b", 8122)
     assert status == 429 and 1 <= int(headers["Retry-After"]) <= 61 and "try again" in text
-    assert guard.dashboard_caller({"Authorization": f"Bearer {TOKEN}"}, "b")[1][0] == 429
-    assert guard.login({"token": TOKEN}, "c")[0] == 200  # other addresses are not held up
+    assert guard.dashboard_caller({"Authorization": f"Bearer {TOKEN}"}, "b", 8122)[1][0] == 429
+    assert guard.login({"token": TOKEN}, "c", 8122)[0] == 200  # other addresses are not held up
     for guess in range(10):
-        guard.dashboard_caller({"Authorization": f"Bearer guess-{guess}"}, "d")
-    assert guard.login({"token": TOKEN}, "d")[0] == 429
+        guard.dashboard_caller({"Authorization": f"Bearer guess-{guess}"}, "d", 8122)
+    assert guard.login({"token": TOKEN}, "d", 8122)[0] == 429
+
+
+def test_issue29_item7_clients_are_grouped_as_the_connection_cap_groups_them():
+    """Item 7: the login backoff and the connection cap count a client by one function: an IPv4 address alone, an
+    IPv6 one by its /64, an IPv4-mapped one as its IPv4 address."""
+    assert guard.client_group("127.0.0.7") == "127.0.0.7" != guard.client_group("127.0.0.8")
+    assert guard.client_group("2001:db8:1:2::7") == guard.client_group("2001:db8:1:2:ffff::1") == "2001:db8:1:2::/64"
+    assert guard.client_group("2001:db8:1:3::7") != guard.client_group("2001:db8:1:2::7")
+    assert guard.client_group("::ffff:192.0.2.5") == "192.0.2.5" and guard.client_group("fe80::1%eth0") == "fe80::/64"
+    assert guard.client_group("not-an-address" * 10) == ("not-an-address" * 10)[:64]
+    server = httpserver.Server(("::1", 0), httpserver.Handler)
+    try:
+        assert server.address_key(("2001:db8:1:2::7", 1, 0, 0)) == guard.client_group("2001:db8:1:2::7")
+        assert server.address_key(("::ffff:192.0.2.5", 1, 0, 0)) == "192.0.2.5"
+    finally:
+        server.server_close()
 
 
 def test_imp22_last_used_never_waits_for_a_busy_key_file(port, keys_on, watch):

@@ -6,6 +6,7 @@ import datetime
 import http.client
 import json
 import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -33,9 +34,9 @@ def dash(bench):
     srv.server_close()
 
 
-def call(port, method, path, body=None, headers=None, host=None):
-    """`(status, headers, parsed body or text)`; a dict body is sent as JSON."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+def call(port, method, path, body=None, headers=None, host=None, source=None):
+    """`(status, headers, parsed body or text)`; a dict body is sent as JSON, from the address `source` if given."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30, source_address=(source, 0) if source else None)
     sent = {"Host": host or f"127.0.0.1:{port}", **(headers or {})}
     data = None
     if body is not None:
@@ -158,7 +159,8 @@ def test_login_cookie_and_order_of_refusals_auth4_auth5(dash, monkeypatch, capsy
     assert call(dash, "POST", "/login", {"token": TOKEN}, {"Origin": "http://evil.example"})[0] == 403
     status, resp, _ = call(dash, "POST", "/login", {"token": TOKEN})
     cookie = resp.getheader("Set-Cookie")
-    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Max-Age=604800" in cookie and TOKEN not in cookie
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Max-Age=28800" in cookie and TOKEN not in cookie
+    assert cookie.startswith(f"bw_session_{dash}=")
     jar = {"Cookie": cookie.split(";", 1)[0]}
     assert call(dash, "GET", "/api/stamp", headers=jar)[0] == 200
     assert call(dash, "POST", "/api/nope", {}, jar)[0] == 404
@@ -168,7 +170,7 @@ def test_login_cookie_and_order_of_refusals_auth4_auth5(dash, monkeypatch, capsy
     status, _, body = call(dash, "GET", "/api/stamp", headers={**jar, "Authorization": "Bearer nope"})
     assert status == 401 and "not the admin token" in body["errors"][0]
     status, resp, body = call(dash, "POST", "/logout", {}, jar)
-    assert status == 200 and "Max-Age=0" in resp.getheader("Set-Cookie")
+    assert status == 200 and resp.getheader("Set-Cookie").startswith(f"bw_session_{dash}=; Path=/; Max-Age=0")
     log = capsys.readouterr().err
     assert "GET /api/stamp 200 admin" in log and TOKEN not in log
 
@@ -188,10 +190,129 @@ def test_gateway_routes_take_keys_never_the_cookie_rt2(dash, monkeypatch):
     assert status == 400 and "useful" in json.dumps(body)
 
 
+def test_issue29_item5_logout_and_a_new_token_end_every_session_even_across_a_restart(home, monkeypatch):
+    """Issue 29 item 5: a cookie replayed after a real `POST /logout` is refused, and so is every other session
+    issued before it; the revocation holds after the dashboard restarts (the epoch is in the data folder, 0600),
+    and sessions not revoked survive the restart. A stranger's logout ends no one's session. A changed token ends
+    every session, and changing it back revives none."""
+    monkeypatch.setenv("BENCHWARMERS_ADMIN_TOKEN", TOKEN)
+    srv = serve.serve("127.0.0.1", 0)
+    port = srv.server_address[1]
+    try:
+        first, second = {"Cookie": login(port)}, {"Cookie": login(port)}
+        assert call(port, "GET", "/api/stamp", headers=first)[0] == call(port, "GET", "/api/stamp", headers=second)[0] \
+            == 200
+        status, resp, _ = call(port, "POST", "/logout", {})  # no session: its own cookie cleared, no one signed out
+        assert status == 200 and "Max-Age=0" in resp.getheader("Set-Cookie")
+        assert call(port, "GET", "/api/stamp", headers=first)[0] == 200
+        assert call(port, "POST", "/logout", {}, first)[0] == 200
+        for replayed in (first, second):
+            status, _, body = call(port, "GET", "/api/stamp", headers=replayed)
+            assert status == 401 and body["errors"][0].startswith("sign in first")
+            assert call(port, "GET", "/", headers=replayed)[1].getheader("Location") == "/login"
+        third = {"Cookie": login(port)}
+        assert call(port, "GET", "/api/stamp", headers=third)[0] == 200
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    assert stat.S_IMODE(os.stat(paths.file("runs", "admin-sessions.json")).st_mode) == 0o600
+    srv = serve.serve("127.0.0.1", port)  # the dashboard restarted, on the same port
+    try:
+        assert call(port, "GET", "/api/stamp", headers=first)[0] == 401
+        assert call(port, "GET", "/api/stamp", headers=third)[0] == 200
+        monkeypatch.setenv("BENCHWARMERS_ADMIN_TOKEN", TOKEN + "-changed")
+        assert call(port, "GET", "/api/stamp", headers=third)[0] == 401
+        status, resp, _ = call(port, "POST", "/login", {"token": TOKEN + "-changed"})
+        fourth = {"Cookie": resp.getheader("Set-Cookie").split(";", 1)[0]}
+        assert status == 200 and call(port, "GET", "/api/stamp", headers=fourth)[0] == 200
+        monkeypatch.setenv("BENCHWARMERS_ADMIN_TOKEN", TOKEN)  # the old token again: its sessions stay ended
+        assert call(port, "GET", "/api/stamp", headers=third)[0] == 401
+        assert call(port, "GET", "/api/stamp", headers=fourth)[0] == 401
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
+def test_issue29_item6_a_session_cookie_is_refused_on_another_port(home, monkeypatch):
+    """Issue 29 item 6: a browser sends a host's cookies to all its ports, so a cookie from one dashboard reaches
+    another port of the same host; there it is refused, under its own name and renamed, and the standalone
+    gateway never takes a cookie. Each dashboard keeps its own session beside the other's."""
+    from benchwarmers.server import gateway
+
+    monkeypatch.setenv("BENCHWARMERS_ADMIN_TOKEN", TOKEN)
+    one, two, standalone = serve.serve("127.0.0.1", 0), serve.serve("127.0.0.1", 0), gateway.serve("127.0.0.1", 0)
+    a, b, g = (s.server_address[1] for s in (one, two, standalone))
+    try:
+        cookie = login(a)
+        name, value = cookie.split("=", 1)
+        assert name == f"bw_session_{a}"
+        assert call(a, "GET", "/api/stamp", headers={"Cookie": cookie})[0] == 200
+        for replayed in (cookie, f"bw_session_{b}={value}", f"bw_session={value}"):
+            assert call(b, "GET", "/api/stamp", headers={"Cookie": replayed})[0] == 401, replayed
+            assert call(b, "GET", "/", headers={"Cookie": replayed})[1].getheader("Location") == "/login"
+            assert call(g, "GET", "/v1/models", headers={"Cookie": replayed})[0] == 401
+        both = f"{cookie}; {login(b)}"  # what the browser sends either port once signed in to both
+        assert call(a, "GET", "/api/stamp", headers={"Cookie": both})[0] == 200
+        assert call(b, "GET", "/api/stamp", headers={"Cookie": both})[0] == 200
+    finally:
+        for srv in (one, two, standalone):
+            srv.shutdown()
+            srv.server_close()
+
+
+def wrong_logins(port, source, count, headers=None):
+    """`count` wrong tokens from `source`, each answered 401."""
+    for guess in range(count):
+        status, _, body = call(port, "POST", "/login", {"token": f"guess-{guess}"}, headers, source=source)
+        assert (status, body["errors"]) == (401, ["that is not the admin token"]), (source, guess)
+
+
+def test_issue29_item7_the_backoff_holds_an_ipv6_client_by_its_64(dash, monkeypatch):
+    """Issue 29 item 7: behind a proxy (`BENCH_TRUST_FORWARDED`), ten wrong tokens from one IPv6 address hold up
+    every address of its /64, as the connection cap counts them; the next /64 may still sign in."""
+    from benchwarmers.server import guard
+
+    monkeypatch.setattr(guard, "LOGINS", guard.Backoff())
+    monkeypatch.setenv("BENCHWARMERS_ADMIN_TOKEN", TOKEN)
+    monkeypatch.setenv("BENCH_TRUST_FORWARDED", "1")
+    wrong_logins(dash, "127.0.0.1", 10, {"X-Forwarded-For": "2001:db8:0:1::7"})
+    status, resp, body = call(dash, "POST", "/login", {"token": TOKEN}, {"X-Forwarded-For": "2001:db8:0:1:ab::9"})
+    assert status == 429 and body["errors"][0].startswith("too many wrong admin tokens from this address")
+    assert 1 <= int(resp.getheader("Retry-After")) <= 61
+    assert call(dash, "POST", "/login", {"token": TOKEN}, {"X-Forwarded-For": "2001:db8:0:2::7"})[0] == 200
+
+
+def test_issue29_item7_a_guesser_spread_over_addresses_meets_the_global_ceiling(dash, monkeypatch):
+    """Issue 29 item 7: ten wrong tokens from 127.0.0.7 hold up 127.0.0.7 only (an IPv4 address is one client, as
+    for the connection cap); wrong tokens spread over 127.0.0.8, .9 and .10 reach the ceiling on failures from
+    everyone, and then every login, right token and admin bearer included, waits, from any address; a session
+    signed in before goes on."""
+    from benchwarmers.server import guard
+
+    monkeypatch.setattr(guard, "LOGINS", guard.Backoff())
+    monkeypatch.setenv("BENCHWARMERS_ADMIN_TOKEN", TOKEN)
+    monkeypatch.setenv("BENCH_FAILED_LOGINS_PER_MINUTE", "25")
+    wrong_logins(dash, "127.0.0.7", 10)
+    status, _, body = call(dash, "POST", "/login", {"token": TOKEN}, source="127.0.0.7")
+    assert status == 429 and body["errors"][0].startswith("too many wrong admin tokens from this address")
+    status, resp, _ = call(dash, "POST", "/login", {"token": TOKEN}, source="127.0.0.8")
+    assert status == 200
+    session = {"Cookie": resp.getheader("Set-Cookie").split(";", 1)[0]}
+    wrong_logins(dash, "127.0.0.8", 9)
+    wrong_logins(dash, "127.0.0.9", 6)
+    for source in ("127.0.0.9", "127.0.0.10", "127.0.0.11"):
+        status, resp, body = call(dash, "POST", "/login", {"token": TOKEN}, source=source)
+        assert status == 429 and body["errors"][0].startswith("too many wrong admin tokens from all addresses")
+        assert 1 <= int(resp.getheader("Retry-After")) <= 61
+    status, _, body = call(dash, "GET", "/api/stamp", headers={"Authorization": f"Bearer {TOKEN}"}, source="127.0.0.12")
+    assert status == 429 and "from all addresses" in body["errors"][0]
+    assert call(dash, "GET", "/api/stamp", headers=session, source="127.0.0.12")[0] == 200
+
+
 # -- startup (SRV-1, SRV-2, START-*) ----------------------------------------------------------------------------------
 
 def run_serve(env, *args, wait=True):
-    full = {**os.environ, "PYTHONPATH": str(ROOT), **env}
+    full = {**os.environ, **env}
     return subprocess.run([sys.executable, str(ROOT / "serve.py"), *args], capture_output=True, text=True,
                           timeout=30, env=full)
 
@@ -207,7 +328,7 @@ def test_startup_refusals_srv2(home):
 
 def test_startup_line_and_layout_srv1(home, tmp_path):
     data = tmp_path / "fresh"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "BENCHWARMERS_HOME": str(data), "BENCH_PORT": "0",
+    env = {**os.environ, "BENCHWARMERS_HOME": str(data), "BENCH_PORT": "0",
            "BENCHWARMERS_ADMIN_TOKEN": TOKEN}
     proc = subprocess.Popen([sys.executable, str(ROOT / "serve.py")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=env)
@@ -780,7 +901,7 @@ def test_a_refused_disk_write_is_answered_not_dropped(dash):
 
 def test_demo_serves_a_living_dashboard_and_throws_its_folder_away(home):
     """`python serve.py --demo`: the demo bench, the dashboard and the gateway on one port, in one command."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "BENCH_PORT": "0"}
+    env = {**os.environ, "BENCH_PORT": "0"}
     proc = subprocess.Popen([sys.executable, str(ROOT / "serve.py"), "--demo"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env)
     try:

@@ -218,7 +218,7 @@ def test_su34_scripts_run_with_the_checkout_s_virtualenv_when_there_is_one(monke
 def test_improvement2_the_builtin_client_needs_no_llm_binary(scripted):
     """§13.2: with the built-in client a run needs no `llm` on PATH (a container without it)."""
     make_task("one", prompt=f"{BUG}: find the fault", must_find=FAULT, score_in="first_line", min_answer_chars=8)
-    env = {**os.environ, "PYTHONIOENCODING": "utf-8", "PYTHONPATH": str(paths.CODE), "PATH": "/nonexistent"}
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8", "PATH": "/nonexistent"}
     done = subprocess.run([*paths.module_command("suite.run"), "--model", "finder", "--gap", "0"],
                           capture_output=True, text=True, env=env, timeout=60)
     assert done.returncode == 0, done.stderr

@@ -8,6 +8,7 @@ each is logged to the change log with the caller.
 import re
 
 from ..core import changes, fileio, records
+from ..core.errors import Invalid
 from ..models import catalog, connections, registry
 from ..panel import collections, policy, roles, roster
 
@@ -108,7 +109,7 @@ def save(body, who):
         errors.append("config/collections.json is not valid JSON; fix it by hand first, or this save would "
                       "replace every collection in it")
     if errors:
-        return {"ok": False, "errors": errors}
+        raise Invalid(*errors)
     name = c.pop("name")
 
     def put(data):
@@ -125,9 +126,9 @@ def remove(body, who):
     """CO-8: `POST /api/collection/remove`."""
     name = records.text(body.get("name")).removeprefix("bench/")
     if collections.collections_problem():
-        return {"ok": False, "errors": [UNREADABLE]}
+        raise Invalid(UNREADABLE)
     if name not in collections.load():
-        return {"ok": False, "errors": [f"no collection '{name}'"]}
+        raise Invalid(f"no collection '{name}'")
     old = fileio.update(collections.collections_path(), lambda data: data.pop(name, None))
     changes.log(who, "", f"collection {name}", old, None)
     return {"ok": True, "errors": [], "changed": ["config/collections.json"]}
@@ -157,7 +158,7 @@ def gateway_settings(body, who):
     if collections.settings_fault():
         errors.append("config/gateway.json is not valid JSON; fix it by hand first")
     if errors:
-        return {"ok": False, "errors": errors}
+        raise Invalid(*errors)
     before = collections.settings()
     old = {"max_calls": before.max_calls, "max_explorers": before.max_explorers}
     new = {"max_calls": calls, "max_explorers": explorers}

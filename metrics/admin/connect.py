@@ -29,6 +29,7 @@ import time
 import urllib.parse
 
 from ..core import changes, fileio, keys, paths, records
+from ..core.errors import Invalid
 from ..models import endpoints
 from ..providers import providers, renewal
 from . import endpointedit
@@ -40,10 +41,6 @@ BUSY = 60
 CALLBACK = "/connect/callback"
 EXPIRED = "this sign-in is unknown or has expired; start it again"
 DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
-
-
-def refused(errors, **more):
-    return {"ok": False, "errors": errors, **more}
 
 
 # ---------------------------------------------------------------- PKCE (CN-3)
@@ -165,24 +162,25 @@ def start(body, who, port):
     pid = records.text(body.get("provider"))
     entry = providers.table().get(pid)
     if entry is None:
-        return refused([f"no provider '{pid}'"])
+        raise Invalid(f"no provider '{pid}'")
     found = endpoints.load()
     name = records.text(body.get("endpoint")).lower() or suggest(pid, entry, found)
     problem = _name_problem(pid, entry, name, found) or missing(pid, entry)
     if problem:
-        return refused([problem])
+        raise Invalid(problem)
     label = entry.get("label") or pid
     if entry.get("flow") == "local":
         return {**save(pid, entry, name, pid), "note": ""}
     if body.get("code") is True and entry.get("flow") != "device" and not entry.get("device"):
-        return refused([f"{label} signs in only through a page on the machine the dashboard runs on; "
-                        "open the dashboard there, or choose API key"])
+        raise Invalid(f"{label} signs in only through a page on the machine the dashboard runs on; "
+                      "open the dashboard there, or choose API key")
     try:
         if body.get("code") is True or entry.get("flow") == "device":
             return _start_device(pid, entry, name)
         return _start_redirect(pid, entry, name, port)
     except (OSError, ValueError) as exc:
-        return refused([f"could not start the sign-in to {label} ({type(exc).__name__}: {keys.hide(str(exc))[:200]})"])
+        raise Invalid(f"could not start the sign-in to {label} ({type(exc).__name__}: {keys.hide(str(exc))[:200]})") \
+            from exc
 
 
 def _params(entry):
@@ -253,11 +251,22 @@ def _claim(sid):
 
 
 def callback(raw):
-    """CN-8: finish a redirect sign-in from the callback's raw path: the save's reply (CN-4), or why not."""
+    """CN-8: finish a redirect sign-in from the callback's raw path: the save's reply (CN-4), or the body of
+    the refusal saying why not; what it was is kept for the sign-in's next poll."""
     sid = callback_id(raw)
     record = _claim(sid)
     if record is None:
-        return refused([EXPIRED[0].upper() + EXPIRED[1:] + "."], state="error", label="", endpoint="")
+        return Invalid(EXPIRED[0].upper() + EXPIRED[1:] + ".", state="error", label="", endpoint="").body()
+    try:
+        result = _finish(record, raw)
+    except Invalid as exc:
+        result = exc.body()
+    _settle(sid, result)
+    return result
+
+
+def _finish(record, raw):
+    """The save's reply once the provider's code is exchanged for a token; `Invalid` when the provider said no."""
     pid = record["provider"]
     entry = providers.table().get(pid, {})
     label = entry.get("label") or pid
@@ -267,14 +276,11 @@ def callback(raw):
         return (query.get(name) or [""])[0]
 
     if said("error"):
-        result = _failed(entry, record["endpoint"], f"{label} said {said('error')}" +
-                         (f": {said('error_description')}" if said("error_description") else ""))
-    elif not said("code"):
-        result = _failed(entry, record["endpoint"], f"{label} sent no code back")
-    else:
-        result = _exchange(pid, entry, record, said("code"))
-    _settle(sid, result)
-    return result
+        raise _failed(entry, record["endpoint"], f"{label} said {said('error')}" +
+                      (f": {said('error_description')}" if said("error_description") else ""))
+    if not said("code"):
+        raise _failed(entry, record["endpoint"], f"{label} sent no code back")
+    return _exchange(pid, entry, record, said("code"))
 
 
 def _exchange(pid, entry, record, code):
@@ -291,17 +297,26 @@ def _exchange(pid, entry, record, code):
                 **(entry.get("token_params") or {})})
             token, refresh = reply.get("access_token"), reply.get("refresh_token")
     except (OSError, ValueError) as exc:
-        return _failed(entry, record["endpoint"], f"{label}'s token endpoint could not be read ({type(exc).__name__})")
+        raise _failed(entry, record["endpoint"], f"{label}'s token endpoint could not be read ({type(exc).__name__})") \
+            from exc
     if not isinstance(token, str) or not token:
         why = str(reply.get("error_description") or reply.get("error") or "no token in its reply")[:200]
-        return _failed(entry, record["endpoint"], f"{label} gave no token: {keys.hide(why)}")
+        raise _failed(entry, record["endpoint"], f"{label} gave no token: {keys.hide(why)}")
     return save(pid, entry, record["endpoint"], token, refresh if isinstance(refresh, str) else "",
                 renewal.expires_at(reply), record.get("client_id") or "")
 
 
 def _failed(entry, name, why):
+    """A sign-in the provider refused: why, then the provider's hint."""
     hint = entry.get("hint")
-    return refused([why] + ([hint] if hint else []), state="error", endpoint=name, label=entry.get("label") or "")
+    return Invalid(why, *([hint] if hint else []), state="error", endpoint=name, label=entry.get("label") or "")
+
+
+def _outcome(result):
+    """A settled sign-in's reply, polled once: its result, or its refusal raised again."""
+    if result.get("ok"):
+        return result
+    raise Invalid(*result.get("errors") or [], **{k: v for k, v in result.items() if k not in ("ok", "errors")})
 
 
 # ---------------------------------------------------------------- polling (CN-3, CN-4)
@@ -326,9 +341,9 @@ def poll(body, who):
 
     what, found = _change(look)
     if what == "gone":
-        return refused([EXPIRED], state="error")
+        raise Invalid(EXPIRED, state="error")
     if what == "settled":
-        return found
+        return _outcome(found)
     if what == "pending":
         return {"ok": True, "errors": [], "state": "pending"}
     return _ask_device(sid, found)
@@ -358,7 +373,7 @@ def _ask_device(sid, record):
         return {"ok": True, "errors": [], "state": "pending"}
     _change(lambda data: data.pop(sid, None))
     label = entry.get("label") or pid
-    return _failed(entry, record["endpoint"], f"{label} said {error}" + (
+    raise _failed(entry, record["endpoint"], f"{label} said {error}" + (
         f": {reply['error_description']}" if reply.get("error_description") else ""))
 
 
@@ -379,14 +394,16 @@ def save(pid, entry, name, token, refresh="", expires=None, client_id=""):
     extra = {**(entry.get("entry") or {}), "connect": record}
     found = endpoints.load()
     key_name = found[name].key if name in found and found[name].key else name
-    with renewal.key_lock(key_name):
-        result = endpointedit.save({"name": name, "base": entry.get("base") or "", "key": token,
-                                    "new": name not in found}, "connect", extra)
-        if result["ok"] and refresh:
-            keys.set_key(f"{key_name}.refresh", refresh)
-    if not result["ok"] and entry.get("hint"):
-        result["errors"] = result["errors"] + [entry["hint"]]
-    return {**result, "state": "done" if result["ok"] else "error", "endpoint": name, "label": label}
+    try:
+        with renewal.key_lock(key_name):
+            result = endpointedit.save({"name": name, "base": entry.get("base") or "", "key": token,
+                                        "new": name not in found}, "connect", extra)
+            if refresh:
+                keys.set_key(f"{key_name}.refresh", refresh)
+    except Invalid as exc:
+        hint = [entry["hint"]] if entry.get("hint") else []
+        raise Invalid(*exc.messages, *hint, state="error", endpoint=name, label=label) from exc
+    return {**result, "state": "done", "endpoint": name, "label": label}
 
 
 def app(body, who):
@@ -395,10 +412,10 @@ def app(body, who):
     pid = records.text(body.get("provider"))
     entry = providers.table().get(pid)
     if not entry or not entry.get("register"):
-        return refused([f"'{pid}' has no app to register"])
+        raise Invalid(f"'{pid}' has no app to register")
     cid = records.text(body.get("client_id"))
     if cid and not providers.CLIENT_ID_RULE.match(cid):
-        return refused(["a client id is 3-200 letters, digits or . _ ~ : - (a public id, never a secret)"])
+        raise Invalid("a client id is 3-200 letters, digits or . _ ~ : - (a public id, never a secret)")
 
     def put(data):
         ids = data.get("client_ids") if isinstance(data.get("client_ids"), dict) else {}

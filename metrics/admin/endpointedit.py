@@ -20,6 +20,7 @@ Decisions where the spec leaves room:
 """
 
 from ..core import changes, fileio, keys, paths, records
+from ..core.errors import Invalid
 from ..models import connections, endpoints, registry
 from ..providers import renewal
 from ..panel import roster
@@ -29,10 +30,6 @@ LIMIT_KEYS = ("rpm", "rpd", "tpm", "tpd", "rpmo")
 LIMIT_LABELS = {"rpm": "requests per minute", "rpd": "requests per day", "tpm": "tokens per minute",
                 "tpd": "tokens per day", "rpmo": "requests per calendar month (UTC)"}
 DIALOG_APIS = ("chat", "anthropic", "gemini")  # `responses` is reserved to Connect (EP-4)
-
-
-def refused(errors):
-    return {"ok": False, "errors": errors}
 
 
 def models_on(name):
@@ -155,11 +152,11 @@ def save(body, who, extra=None):
     new = bool(body.get("new")) or f["name"] not in found
     errors = _problems(f, new, found)
     if errors:
-        return refused(errors)
+        raise Invalid(*errors)
     entry, secret = _entry(f, found.get(f["name"]), new, extra)
     count, note = endpoints.listing_test(endpoints.record(f["name"], entry), secret)
     if count is None:
-        return refused([note])
+        raise Invalid(note)
     if body.get("test") is True:
         return {"ok": True, "errors": [], "served": count, "note": note}
     if f["key"] and keys.stored().get(entry["key"]) != f["key"]:
@@ -170,14 +167,11 @@ def save(body, who, extra=None):
         note = (note + f" The admin key is kept as {admin_name}.").strip()
 
     def put(data):
-        if new and f["name"] in data:
-            raise ValueError(f"there is already an endpoint named {f['name']}")
+        if new and f["name"] in data:  # added meanwhile, by another process
+            raise Invalid(f"there is already an endpoint named {f['name']}")
         data[f["name"]] = entry
 
-    try:
-        fileio.update(endpoints.path(), put)
-    except ValueError as exc:
-        return refused([str(exc)])
+    fileio.update(endpoints.path(), put)
     changes.log(who, "", "endpoint", None, f"{f['name']} {f['base']}")
     return {"ok": True, "errors": [], "served": count, "note": note}
 
@@ -187,24 +181,25 @@ def remove(body, who):
     name = records.text(body.get("name")).lower()
     found = endpoints.load()
     if name not in found:
-        return refused([f"no endpoint '{name}'"])
+        raise Invalid(f"no endpoint '{name}'")
     if name == endpoints.default():
-        return refused(["the default endpoint cannot be removed: make another one the default first"])
+        raise Invalid("the default endpoint cannot be removed: make another one the default first")
     on_it = models_on(name)
     if on_it and body.get("with_models") is not True:
-        return refused([f"{len(on_it)} model(s) are on it ({', '.join(on_it)}): remove it with them, "
-                        "or retire them first"])
+        raise Invalid(f"{len(on_it)} model(s) are on it ({', '.join(on_it)}): remove it with them, "
+                      "or retire them first")
     chat = [a for a in on_it if a in registry.registrations()]
     stuck = [a for a in chat if registry.blocks_of(a) != 1]
     if stuck:  # IMP-10: checked for all before the first retirement
-        return refused([f"{', '.join(stuck)} cannot be retired from the dashboard (not exactly one registry block); "
-                        f"nothing retired and {name} is still there"])
+        raise Invalid(f"{', '.join(stuck)} cannot be retired from the dashboard (not exactly one registry block); "
+                      f"nothing retired and {name} is still there")
     retired = []
     for alias in on_it:
-        result = modeledit.remove({"alias": alias, "reason": f"its endpoint {name} was removed"}, who)
-        if not result["ok"]:
-            return refused([f"stopped at {alias} after retiring {len(retired)} of {len(on_it)}; {name} is still there"]
-                           + result["errors"])
+        try:
+            modeledit.remove({"alias": alias, "reason": f"its endpoint {name} was removed"}, who)
+        except Invalid as exc:
+            raise Invalid(f"stopped at {alias} after retiring {len(retired)} of {len(on_it)}; {name} is still there",
+                          *exc.messages) from exc
         retired.append(alias)
     fileio.update(endpoints.path(), lambda data: data.pop(name, None))
     changes.log(who, "", "endpoint removed", name, f"with {len(retired)} model(s)" if retired else None)
@@ -226,7 +221,7 @@ def make_default(body, who):
     name = records.text(body.get("name")).lower()
     found = endpoints.load()
     if name not in found:
-        return refused([f"no endpoint '{name}'"])
+        raise Invalid(f"no endpoint '{name}'")
     old = endpoints.default()
     if name == old:
         return {"ok": True, "errors": [], "note": f"{name} is already the default"}
@@ -293,7 +288,7 @@ def save_limits(body, who):
         else:
             clean[k] = value
     if errors:
-        return refused(errors)
+        raise Invalid(*errors)
     before = {}
 
     def put(data):

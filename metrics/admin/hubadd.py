@@ -12,6 +12,7 @@ default first); an `endpoint` naming another endpoint of the same hub kind is re
 import re
 
 from ..core import changes, records
+from ..core.errors import Invalid
 from ..models import endpoints
 from ..providers import cliproxy, hubs, litellm_hub, owui
 from . import onboarding
@@ -45,20 +46,23 @@ def add(body, who):
     if problem:
         errors.append(problem)
     if errors:
-        return {"ok": False, "errors": errors}
+        raise Invalid(*errors)
     adapter, label = ADAPTERS[which], endpoints.HUB_LABELS[which]
     try:
         through = adapter.endpoint()
         if name and name != through:
-            return {"ok": False, "errors": [f"{name} is not the {label} endpoint models are added through ({through})"]}
+            raise Invalid(f"{name} is not the {label} endpoint models are added through ({through})")
         served, steps = adapter.add(connection, model)
-    except ValueError as exc:
-        return {"ok": False, "errors": [str(exc)]}
+    except Invalid:
+        raise
+    except ValueError as exc:  # the adapter's own refusal (a connection it has not, a key it needs)
+        raise Invalid(str(exc)) from exc
     except Exception as exc:
-        return {"ok": False, "errors": [f"{label} refused: {hubs.said(exc)}"]}
+        raise Invalid(f"{label} refused: {hubs.said(exc)}") from exc
     changes.log(who, "", f"{which}-add", None, f"{served} on {connection}")
-    queued = onboarding.queue().add({"items": [{"served": served, "endpoint": through}]}, who)
-    reply = {**queued, "served": served, "endpoint": through, "steps": steps}
-    if not queued.get("ok"):
-        reply["errors"] = list(queued.get("errors") or []) + [f"{label} now has {served}; onboard it from the Onboard dialog"]
-    return reply
+    added = {"served": served, "endpoint": through, "steps": steps}
+    try:
+        queued = onboarding.queue().add({"items": [{"served": served, "endpoint": through}]}, who)
+    except Invalid as exc:  # the hub has it even so
+        raise Invalid(*exc.messages, f"{label} now has {served}; onboard it from the Onboard dialog", **added) from exc
+    return {**queued, **added}

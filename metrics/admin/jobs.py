@@ -13,6 +13,7 @@ skipped.
 import datetime
 
 from ..core import changes, fileio, paths
+from ..core.errors import Invalid
 
 MODES = {"off": "Off", "log-only": "Log only", "run": "Run"}
 # name: (weekday or None for daily, hours, what it does, what it runs: a module of the package and its arguments)
@@ -71,12 +72,12 @@ def save(body, who):
     """ST-9: `POST /api/scheduler {mode, jobs}`; only the jobs sent as false are written."""
     mode = body.get("mode")
     sent = body.get("jobs") if isinstance(body.get("jobs"), dict) else {}
-    errors = [] if mode in MODES else ["mode: one of off, log-only, run"]
+    errors = [] if isinstance(mode, str) and mode in MODES else ["mode: one of off, log-only, run"]
     unknown = sorted(set(sent) - set(JOBS))
     if unknown:
         errors.append("no job called " + ", ".join(unknown))
     if errors:  # RESP-1: every error at once
-        return {"ok": False, "errors": errors}
+        raise Invalid(*errors)
     old_mode, old_on = state()
     off = {job: False for job, value in sent.items() if value is False}
     old = {"mode": old_mode, "jobs": {j: False for j, v in old_on.items() if not v}}

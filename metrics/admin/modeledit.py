@@ -20,6 +20,7 @@ import re
 import subprocess
 
 from ..core import changes, fileio, keys, paths, records
+from ..core.errors import Invalid, Unusable
 from ..models import aliases, endpoints, registry, scoring
 from ..calling import client
 from ..panel import collections, roles, roster, shape
@@ -29,6 +30,7 @@ QUESTION_TYPES = ("noul", "choice", "score")
 RETRY_PROMPT = "Reply with exactly one word: ready"
 RETRY_SECONDS = 90
 SYNC_SECONDS = 120
+SYNC_BY_HAND = "python -m benchwarmers.scripts.sync_config"
 PERF_COLUMNS = ("timestamp", "model", "prompt", "n", "p50_s", "p95_s", "min_s", "max_s", "chars_per_s", "answered",
                 "refused", "error", "timeout", "failure", "detail", "tokens_per_s")
 F = {"roles": ("config", "model-roles.json"), "yaml": ("config", registry.NAME),
@@ -45,8 +47,7 @@ def where(name):
     return paths.file(*F[name])
 
 
-def refused(errors):
-    return {"ok": False, "errors": errors, "changed": [], "sync": ""}
+UNCHANGED = {"changed": [], "sync": ""}  # what a refused edit's reply says beside its errors
 
 
 def sync():
@@ -55,11 +56,11 @@ def sync():
         done = subprocess.run(paths.module_command("scripts.sync_config"), capture_output=True, text=True, timeout=SYNC_SECONDS,
                               cwd=str(paths.CODE))
     except (OSError, subprocess.SubprocessError) as exc:
-        return f"could not run scripts/sync_config.py ({exc}); run it by hand"
+        return f"could not run the registry sync ({exc}); run {SYNC_BY_HAND} by hand"
     if done.returncode == 0:
         return "synced to the llm CLI"
     said = (done.stderr or done.stdout).strip()[:300]
-    return f"sync_config.py exited {done.returncode}: {said} — run it by hand"
+    return f"the registry sync exited {done.returncode}: {said} — run {SYNC_BY_HAND} by hand"
 
 
 # -- POST /api/model ------------------------------------------------------------------------------
@@ -118,7 +119,7 @@ def change(body, who):
     """MP-6..8: `POST /api/model`."""
     found, alias, entry = registered(body)
     if entry is None:
-        return refused([f"'{alias}' is not a registered alias"])
+        raise Invalid(f"'{alias}' is not a registered alias", **UNCHANGED)
     decision = entry.get("kind") == "decision"
     new_alias, new_role = records.text(body.get("new_alias")), records.text(body.get("new_role"))
     ad_hoc = body.get("new_ad_hoc")
@@ -157,7 +158,7 @@ def change(body, who):
     if not errors and not (rename or role_change or ad_change or types is not None):
         errors.append("nothing to change")
     if errors:
-        return refused(errors)
+        raise Invalid(*errors, **UNCHANGED)
     changed = []
     if role_change:
         fileio.update(where("roles"), lambda d: _models(d).__setitem__(alias, new_role))
@@ -259,13 +260,13 @@ def remove(body, who):
     """MP-10..13: retire a model; no evidence is deleted."""
     _, alias, entry = registered(body)
     if entry is None:
-        return refused([f"'{alias}' is not a registered alias"])
+        raise Invalid(f"'{alias}' is not a registered alias", **UNCHANGED)
     decision = entry.get("kind") == "decision"
     reason = records.text(body.get("reason")) or "retired by hand"
     if not decision:
         count = registry.blocks_of(alias)
         if count != 1:
-            return refused([f"expected one registry block for '{alias}', found {count}; nothing removed"])
+            raise Invalid(f"expected one registry block for '{alias}', found {count}; nothing removed", **UNCHANGED)
     changed = []
     record = {"served": entry["served"], "tag": entry.get("tag", ""), "role": entry["role"],
               "at": changes.now_iso(), "by": who, "why": reason,
@@ -355,15 +356,16 @@ def restore(body, who):
     alias = body.get("alias")
     gone = roster.retired().models
     if not isinstance(alias, str) or alias not in gone:
-        return refused([f"'{alias}' is not a retired alias"])
+        raise Invalid(f"'{alias}' is not a retired alias", **UNCHANGED)
     entry = gone[alias]
     endpoint = entry.endpoint or "?"
     try:
         known = endpoints.load()
-    except RuntimeError as exc:
-        return refused([str(exc)])
+    except Unusable as exc:
+        raise Invalid(str(exc), **UNCHANGED) from exc
     if endpoint != "?" and endpoint not in known:
-        return refused([f"its endpoint {endpoint} was removed; add an endpoint named {endpoint} again, then restore"])
+        raise Invalid(f"its endpoint {endpoint} was removed; add an endpoint named {endpoint} again, then restore",
+                      **UNCHANGED)
     found = roster.directory()
     served = entry.served
     changed = []
@@ -371,14 +373,15 @@ def restore(body, who):
     if decision:
         if alias in found or any(e.get("kind") == "decision" and e["served"] == served and e["endpoint"] == endpoint
                                  for e in found.values()):
-            return refused([f"{served} is on the bench again; nothing to restore"])
+            raise Invalid(f"{served} is on the bench again; nothing to restore", **UNCHANGED)
         fileio.update(where("decision"), lambda d: d.__setitem__(alias, dict(entry.decision)))
         changed.append(shown("decision"))
     else:
         target = endpoint if endpoint in known else roster.default_endpoint()
         again = [a for a, e in found.items() if e["served"] == served and e.get("endpoint") == target]
         if alias in found or again:
-            return refused([f"{served} is registered again as '{(again or [alias])[0]}'; nothing to restore"])
+            raise Invalid(f"{served} is registered again as '{(again or [alias])[0]}'; nothing to restore",
+                          **UNCHANGED)
         registry.add_registration(alias, served, target)
         changed.append(shown("yaml"))
         if entry.options is not None:
@@ -407,13 +410,13 @@ def retry(body, who):
     """MP-18: one call now; an answer is evidence, so the retirement countdown resets."""
     alias = body.get("alias")
     if not isinstance(alias, str) or alias not in registry.registrations():
-        return {"ok": False, "errors": [f"'{alias}' is not registered"], "changed": [], "sync": ""}
+        raise Invalid(f"'{alias}' is not registered", **UNCHANGED)
     reply = client.chat(alias, RETRY_PROMPT, timeout=RETRY_SECONDS, purpose="retry")
     text = client.output(reply, RETRY_SECONDS)
     failure = scoring.failure_class(text, 1)
     if failure:
         said = " ".join(text.split())[:200]
-        return {"ok": False, "errors": [f"{alias} still fails ({failure}): {said}"], "changed": [], "sync": ""}
+        raise Invalid(f"{alias} still fails ({failure}): {said}", **UNCHANGED)
     seconds = float(reply.get("seconds") or 0.0)
     stamp = datetime.datetime.now().astimezone().isoformat(timespec="seconds")  # IMP-13: with its offset
     row = (stamp, alias, "retry", 1, seconds, seconds, seconds, seconds, round(len(reply.get("text", "")) / seconds, 2)

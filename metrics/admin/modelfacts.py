@@ -13,6 +13,7 @@ import shutil
 import subprocess
 
 from ..core import changes, fileio, paths
+from ..core.errors import Invalid
 from ..models import catalog, registry
 
 NUMBERS = ("context_window", "max_output")
@@ -46,7 +47,7 @@ def save_facts(body, who):
     alias = body.get("alias")
     problem = not_chat(alias)
     if problem:
-        return {"ok": False, "errors": [problem]}
+        raise Invalid(problem)
     facts = body.get("facts") if isinstance(body.get("facts"), dict) else {}
     errors, put, clear = [], {}, set()
     for key in NUMBERS:
@@ -86,7 +87,7 @@ def save_facts(body, who):
         else:
             errors.append(f"{key} must be a positive whole number or blank")
     if errors:
-        return {"ok": False, "errors": errors}
+        raise Invalid(*errors)
 
     def merge(data):
         old = data.get(alias) if isinstance(data.get(alias), dict) else None
@@ -114,15 +115,15 @@ def save_options(body, who):
     alias = body.get("alias")
     problem = not_chat(alias)
     if problem:
-        return {"ok": False, "errors": [problem]}
+        raise Invalid(problem)
     value = body.get("max_tokens")
     if _blank(value):
         value = None
     elif not (_positive(value) and value <= MAX_TOKENS):
-        return {"ok": False, "errors": ["max tokens: a whole number from 1 to 1,000,000, or blank"]}
+        raise Invalid("max tokens: a whole number from 1 to 1,000,000, or blank")
     ceiling = catalog.max_output(alias)
     if value is not None and _positive(ceiling) and value > ceiling:
-        return {"ok": False, "errors": [f"max tokens: at most this model's max output, {ceiling:,}"]}
+        raise Invalid(f"max tokens: at most this model's max output, {ceiling:,}")
     old = fileio.read_json(registry.options_path()).get(alias)
     old = old if isinstance(old, dict) else None
     if (old or {}).get("max_tokens") == value:
@@ -154,7 +155,7 @@ def tell_llm(alias, value):
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=LLM_SECONDS)
     except (OSError, subprocess.SubprocessError) as exc:
-        return f"the llm CLI was not told ({exc}): run scripts/sync_config.py"
+        return f"the llm CLI was not told ({exc}): run python -m benchwarmers.scripts.sync_config"
     if done.returncode == 0:
         return "the llm CLI has it too"
     return f"llm models options exited {done.returncode}: {(done.stderr or done.stdout).strip()[:200]}"

@@ -17,8 +17,8 @@ Decisions where the spec leaves room:
   with the same normalised name (OB-9); the cache is only read, never fetched.
 - "New since the daily check" needs a daily check: before the served snapshot exists nothing is called new
   (every model would be).
-- An Open WebUI hub's rows are grouped by the provider-tags file; no live hub question is asked (no hub adapter
-  is built yet).
+- An Open WebUI hub's rows are grouped by the provider-tags file (`scripts/provider_tags.py` writes it); the
+  picker asks the hub nothing live, though OB-8 allows a best-effort read of its connection names.
 """
 
 import concurrent.futures
@@ -30,6 +30,7 @@ import threading
 import time
 
 from ..core import changes, fileio, paths, records
+from ..core.errors import Invalid, Unshown
 from ..models import catalog, endpoints, sources
 from ..providers import renewal
 from ..panel import roster
@@ -103,10 +104,11 @@ def _modalities(row, known):
 
 
 def candidates():
-    """OB-6..10 `GET /api/candidates`: every endpoint listed at once; one failing empties only its group."""
+    """OB-6..10 `GET /api/candidates`: every endpoint listed at once; one failing empties only its group. With no
+    endpoint, or none reachable, the page is told why (`Unshown`, still a 200)."""
     found = endpoints.load()
     if not found:
-        return {"ok": False, "errors": [NO_ENDPOINT]}
+        raise Unshown(NO_ENDPOINT)
     default_name = endpoints.default()
     taken = taken_keys()
     gone = fileio.read_json(dismissed_path())
@@ -132,7 +134,7 @@ def candidates():
                 rows.append({"served": model, "endpoint": name, "key": key, "group": _group(name, served[model], tags),
                              "new": whole and key not in seen, "inputs": inputs, "outputs": outputs})
     if not rows and errors:
-        return {"ok": False, "errors": errors}
+        raise Unshown(*errors)
     return {"ok": True, "errors": errors, "candidates": [r for r in rows if r["key"] not in gone],
             "dismissed": [r for r in rows if r["key"] in gone]}
 
@@ -143,7 +145,7 @@ def dismiss(body, who):
     raw = [raw] if isinstance(raw, str) else raw if isinstance(raw, list) else []
     wanted = list(dict.fromkeys(k.strip() for k in raw if isinstance(k, str) and k.strip()))
     if not wanted:
-        return {"ok": False, "errors": ["which model?"]}
+        raise Invalid("which model?")
     undo = body.get("undo") is True
     at = changes.now_iso()
 
@@ -202,10 +204,10 @@ def spawn(served, endpoint, mode, who):
     """OB-17: start one onboarding, its output to its log; returns `(log name, process)`."""
     name = log_name(served)
     where = paths.file("runs", name)
-    where.parent.mkdir(parents=True, exist_ok=True)
+    fileio.make_folder(where.parent)
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONIOENCODING": "utf-8", "BENCH_ONBOARD_LOG": name}
     runner = paths.module_command("admin.onboardrun", where)
-    with open(where, "ab") as out:  # the runner's own complaints, if it has any, land in the same log
+    with open(where, "ab", opener=fileio.opener) as out:  # the runner's own complaints, if it has any, land in the same log
         process = subprocess.Popen(runner + command(served, endpoint, mode), stdin=subprocess.DEVNULL, stdout=out,
                                    stderr=subprocess.STDOUT, cwd=str(paths.CODE), env=env, start_new_session=True)
     changes.log(who, "", "onboard" if mode == "full" else f"onboard ({mode})", None, served)
@@ -262,7 +264,7 @@ def read_log(name):
 def log_view(query_name):
     """OB-19 `GET /api/onboard?log=<name>`."""
     if not isinstance(query_name, str) or not LOG_RULE.match(query_name):
-        return {"ok": False, "errors": ["not an onboarding log name"]}
+        raise Unshown("not an onboarding log name")
     text = read_log(query_name)
     head, mark, rest = text.rpartition(EXIT_MARK)
     if not mark:
@@ -348,7 +350,7 @@ class Queue:
     def add(self, body, who):
         items = body.get("items")
         if not isinstance(items, list) or not 1 <= len(items) <= MAX_ITEMS:
-            return {"ok": False, "errors": [f"pick between 1 and {MAX_ITEMS} models"]}
+            raise Invalid(f"pick between 1 and {MAX_ITEMS} models")
         errors, accepted, pairs = [], [], set()
         for raw in items:
             raw = raw if isinstance(raw, dict) else {}
@@ -364,7 +366,7 @@ class Queue:
             waiting = {(i["served"], i["endpoint"]) for i in self.items if i["state"] in ("queued", "running")}
             errors += [f"{s} from {e} is already in the queue" for s, e in pairs if (s, e) in waiting]
             if errors:
-                return {"ok": False, "errors": list(dict.fromkeys(errors))}
+                raise Invalid(*dict.fromkeys(errors))
             if self.worker is None:
                 self.items = []
             self.stop_asked = False
@@ -439,7 +441,7 @@ class Queue:
     def stop(self):
         with self.lock:
             if self.worker is None:
-                return {"ok": False, "errors": ["no onboarding is running"]}
+                raise Invalid("no onboarding is running")
             self.stop_asked = True
             for item in self.items:
                 if item["state"] == "queued":
@@ -450,7 +452,7 @@ class Queue:
     def clear(self):
         with self.lock:
             if self.worker is not None:
-                return {"ok": False, "errors": ["still running: Stop it first, or wait"]}
+                raise Invalid("still running: Stop it first, or wait")
             self.items = []
             self._save()
         return self.state()
@@ -484,7 +486,7 @@ def onboard_now(body, who):
     if queue().summary()["running"]:
         problems.append("an onboarding batch is running: add this model to its queue instead, or wait")
     if problems:
-        return {"ok": False, "errors": problems}
+        raise Invalid(*problems)
     name, process = spawn(served, endpoint, mode, who)
     threading.Thread(target=finish, args=(name, process), name="onboard-one", daemon=True).start()
     return {"ok": True, "errors": [], "log": name}

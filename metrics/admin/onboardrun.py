@@ -11,14 +11,16 @@ see `done`); the restarted server reads the line and the queue carries on.
 import subprocess
 import sys
 
+from ..core import fileio
+
 EXIT_MARK = "__ONBOARD_EXIT__"
 
 
 def run(log, command):
     """Run `command` with its output appended to `log`, then append the exit line; the exit code."""
-    with open(log, "ab") as out:
+    with open(log, "ab", opener=fileio.opener) as out:
         code = subprocess.call(command, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
-    with open(log, "a", encoding="utf-8") as out:
+    with open(log, "a", encoding="utf-8", opener=fileio.opener) as out:
         out.write(f"\n{EXIT_MARK} {code}\n")
     return code
 

@@ -1,6 +1,6 @@
 """The capability probe: which models really call tools and really reason (models.md §19, PROBE-1..3).
 
-    python metrics/admin/probe_caps.py [--model ALIAS] [--gap 30] [--dry-run]
+    python -m benchwarmers.admin.probe_caps [--model ALIAS] [--gap 30] [--dry-run]
 
 The scheduler's weekly `capabilities` job (Sunday 07:00) runs it with `--gap 30`. Catalogs say what a
 model should do; this asks. Per model, two calls straight to `<endpoint base>/chat/completions`
@@ -190,7 +190,8 @@ def probe(target, gap, wait):
 
 
 def parse(argv):
-    parser = argparse.ArgumentParser(prog="python metrics/admin/probe_caps.py", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchwarmers.admin.probe_caps",
+                                     description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", action="append", default=[], metavar="ALIAS",
                         help="probe this model (repeatable), even ad hoc or cooling down")
     parser.add_argument("--gap", type=float, default=GAP, help=f"seconds between calls (default {GAP})")

@@ -35,6 +35,7 @@ from ..core import changes, fileio, paths
 from ..models import aliases, alerts, connections, endpoints, registry, scoring
 from ..calling import client
 from ..panel import offload
+from ..core.errors import Refusal
 from . import modeledit
 
 IMMEDIATE = {"structural", "paywalled", "entitlement"}
@@ -246,9 +247,11 @@ def run(live=None, first_missing=None, dry_run=False, today=None):
         if dry_run:
             lines.append(f"  would retire {alias}: {why}")
             continue
-        done = modeledit.remove({"alias": alias, "reason": f"auto: {why}"[:REASON_CHARS]}, who="auto")
-        lines.append(f"  retired {alias}: {why}" if done["ok"] else
-                     f"  could not retire {alias}: {'; '.join(done['errors'])}")
+        try:
+            modeledit.remove({"alias": alias, "reason": f"auto: {why}"[:REASON_CHARS]}, who="auto")
+            lines.append(f"  retired {alias}: {why}")
+        except Refusal as exc:
+            lines.append(f"  could not retire {alias}: {'; '.join(exc.messages)}")
     for conn, group in sorted(holds.items()):
         lines.append(f"  HELD on {conn}: every model on it is down at once, so the connection is the likely "
                      f"problem; not retiring {', '.join(group)}")

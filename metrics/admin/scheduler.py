@@ -140,7 +140,7 @@ class Scheduler:
     def take_lock(self):
         """SCH-7: an exclusive, non-blocking OS lock on runs/scheduler.lock (not the state file's lock)."""
         where = paths.file("runs", "scheduler.lock")
-        fd = os.open(where, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(where, os.O_RDWR | os.O_CREAT, fileio.FILE_MODE)
         if fileio._try_lock(fd):
             self.lock_fd = fd
             return True
@@ -154,8 +154,8 @@ class Scheduler:
             self.lock_fd = None
 
     def run_job(self, job, due):
-        """SCH-4: the job as a child, cwd CODE, output captured, 2 h cap. A job whose program is not in this
-        checkout (its issue not built yet) is said as such, never run to a failed exit."""
+        """SCH-4: the job as a child, cwd CODE, output captured, 2 h cap. A job whose module this install lacks
+        is logged as skipped, never run to a failed exit."""
         started = time.monotonic()
         module = command(job)[1]
         if importlib.util.find_spec(module) is None:

@@ -8,6 +8,7 @@ appears only in the reply that makes it (FILE-4).
 import re
 
 from ..core import changes, fileio, paths, themes
+from ..core.errors import Invalid
 from ..models import connections
 from ..calling import client
 from ..panel import collections
@@ -22,19 +23,16 @@ def make_key(body, who):
     name = name.strip().lower() if isinstance(name, str) else ""
     chosen = body.get("collections") or []
     if not isinstance(chosen, list) or not all(isinstance(c, str) for c in chosen):
-        return {"ok": False, "errors": ["collections must be a list of collection names"]}
+        raise Invalid("collections must be a list of collection names")
     unknown = [c for c in chosen if c not in collections.load()]
     if unknown:
-        return {"ok": False, "errors": ["no collection named " + ", ".join(unknown)]}
+        raise Invalid("no collection named " + ", ".join(unknown))
     rpm = body.get("rpm")
     if rpm is None or (isinstance(rpm, str) and not rpm.strip()):
         rpm = None
     elif isinstance(rpm, str) and re.fullmatch(r"[0-9]+", rpm.strip()):
         rpm = int(rpm.strip())
-    try:
-        key = gatekeys.make(name, chosen, rpm, by=who)
-    except ValueError as exc:
-        return {"ok": False, "errors": [str(exc)]}
+    key = gatekeys.make(name, chosen, rpm, by=who)  # `Invalid` with KEY-4's message for a rule broken
     return {"ok": True, "errors": [], "name": name, "key": key}
 
 
@@ -42,7 +40,7 @@ def revoke_key(body, who):
     """ST-6 / MGMT-4: `POST /api/gateway-key/remove`; refused at once by the gateway on both ports."""
     name = body.get("name")
     if not isinstance(name, str) or not gatekeys.revoke(name, by=who):
-        return {"ok": False, "errors": [f"no gateway key named '{name}'"]}
+        raise Invalid(f"no gateway key named '{name}'")
     return {"ok": True, "errors": []}
 
 
@@ -52,7 +50,7 @@ def choose_client(body, who):
     old = client.chosen()[0]
     problem = client.choose(name) if isinstance(name, str) else "client: one of llm, builtin"
     if problem:
-        return {"ok": False, "errors": [problem]}
+        raise Invalid(problem)
     if old != name:  # LOG-4: a choice that changes nothing is not logged
         changes.log(who, "", "model client", old, name)
     return {"ok": True, "errors": []}
@@ -65,7 +63,7 @@ def choose_theme(body, who):
     if errors:
         if not isinstance(theme, str):
             errors = [f"no theme called '{theme}'; there are {', '.join(themes.names())}"]
-        return {"ok": False, "errors": errors}
+        raise Invalid(*errors)
     if old != theme:
         changes.log(who, "", "theme", old, theme)
     return {"ok": True, "errors": [], "theme": theme}
@@ -91,10 +89,10 @@ def save_own_client(body, who):
     """ST-13: `POST /api/own-client-free {providers: {id: bool}}`; only differences from the built-in are kept."""
     sent = body.get("providers")
     if not isinstance(sent, dict) or not all(isinstance(v, bool) for v in sent.values()):
-        return {"ok": False, "errors": ["providers: a map of models.dev provider id to true or false"]}
+        raise Invalid("providers: a map of models.dev provider id to true or false")
     unknown = sorted(set(sent) - feed_providers() - set(BUILT_IN_OWN_CLIENT))
     if unknown:
-        return {"ok": False, "errors": ["not a models.dev provider id: " + ", ".join(unknown)]}
+        raise Invalid("not a models.dev provider id: " + ", ".join(unknown))
     before = _excluded(own_client())
 
     def put(data):

@@ -57,7 +57,6 @@ import http.client
 import itertools
 import json
 import math
-import os
 import random
 import shutil
 import sys
@@ -65,7 +64,7 @@ import time
 from email.utils import parsedate_to_datetime
 
 from .. import wire
-from ..core import fileio, keys, paths
+from ..core import console, fileio, keys, paths, settings
 from ..wire import notices
 from ..net import transport
 from ..models import catalog, connections, endpoints, freetier, learn, quota, registry
@@ -828,7 +827,7 @@ def _note_swap(call, reply):
         known = (learn.learned(call.alias).get("served_as") or {}).get("served")
         if known != model:
             learn.note_served_as(call.alias, served, model)
-            print(f"note: {call.alias} asked for {served} and was served {model} (a silent swap?)", file=sys.stderr)
+            console.say(f"note: {call.alias} asked for {served} and was served {model} (a silent swap?)")
     except Exception:
         pass
     return True
@@ -853,7 +852,7 @@ def _account(call, res, purpose, refused):
     status = _status(res, refused)
     record = ledger.line(
         call.sent_at or call.wall, call.alias, call.connection, call.endpoint, res["model"], status,
-        res["attempts"], res["usage"], res["seconds"], purpose or os.environ.get("BENCH_PURPOSE", ""),
+        res["attempts"], res["usage"], res["seconds"], purpose or settings.env("BENCH_PURPOSE"),
         swap=call.swap, budget_retry=res.get("budget_retry"),
         notice=notices.notice(res["text"]) if status == "ok" else "",
     )
@@ -959,13 +958,12 @@ def chosen():
 
     An unknown `BENCH_CLIENT` is ignored with one warning (models.md improvement 3).
     """
-    value = os.environ.get("BENCH_CLIENT", "").strip().lower()
+    value = settings.env("BENCH_CLIENT").strip().lower()
     if value in BACKENDS:
         return value, "environment"
     if value and value not in _warned:
         _warned.add(value)
-        print(f"warning: BENCH_CLIENT={value!r} is not a backend (one of {', '.join(BACKENDS)}); ignored",
-              file=sys.stderr)
+        console.say(f"warning: BENCH_CLIENT={value!r} is not a backend (one of {', '.join(BACKENDS)}); ignored")
     setting = fileio.read_json(paths.file("config", "client.json")).get("client")
     if setting in BACKENDS:
         return setting, "settings"
@@ -977,7 +975,7 @@ def choose(name):
     The dashboard's Settings page calls it (`settingsedit`)."""
     if name not in BACKENDS:
         return "client: one of llm, builtin"
-    if os.environ.get("BENCH_CLIENT", "").strip():
+    if settings.env("BENCH_CLIENT").strip():
         return ("BENCH_CLIENT is set in this server's environment and wins over the setting; "
                 "unset it and restart to choose here")
     if name == "llm" and not shutil.which("llm"):
@@ -998,7 +996,7 @@ def backend(alias=""):
 # ---------------------------------------------------------------- command line
 
 USAGE = (
-    'usage: python metrics/calling/client.py ALIAS "PROMPT"\n\n'
+    'usage: python -m benchwarmers.calling.client ALIAS "PROMPT"\n\n'
     "Makes one call to ALIAS (a model registered in config/extra-openai-models.yaml) through the "
     "built-in client with a 120 s timeout, and prints the answer, the error, or <<TIMED OUT after 120s>>. "
     "Exits 1 on an error or a timeout, else 0."

@@ -19,7 +19,7 @@ import threading
 import time
 from pathlib import Path
 
-from ..core import fileio, paths
+from ..core import console, fileio, paths
 
 try:
     import fcntl
@@ -154,10 +154,10 @@ class _Kept:
                 return fd
             os.close(fd)  # the file was deleted: a line written there would be lost
         try:
-            fd = os.open(path, fileio.APPEND_FLAGS, 0o644)
+            fd = os.open(path, fileio.APPEND_FLAGS, fileio.FILE_MODE)
         except FileNotFoundError:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            fd = os.open(path, fileio.APPEND_FLAGS, 0o644)
+            fileio.make_folder(os.path.dirname(path))
+            fd = os.open(path, fileio.APPEND_FLAGS, fileio.FILE_MODE)
         self.fds[path] = fd
         return fd
 
@@ -201,7 +201,7 @@ def write(record):
             with fileio.lock(folder() / "usage"):
                 fileio.append_bytes(month_file(record["t"]), data)
     except Exception as exc:
-        print(f"note: the usage ledger was not written: {exc}", file=sys.stderr)
+        console.say(f"note: the usage ledger was not written: {exc}")
         return False
     return True
 

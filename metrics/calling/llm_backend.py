@@ -100,7 +100,7 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
-from ..core import fileio, keys, paths
+from ..core import fileio, keys, paths, settings
 from ..models import registry
 from . import client
 
@@ -492,7 +492,7 @@ def _ask_inprocess(model, prompt, system, timeout, started, on_delta=None):
 
 
 def inprocess_wanted():
-    return os.environ.get(INPROCESS_ENV, "").strip() != "0"
+    return settings.env(INPROCESS_ENV).strip() != "0"
 
 
 def ask(alias, prompt, system="", timeout=TIMEOUT, on_delta=None):
@@ -658,7 +658,7 @@ def ask_cli(alias, prompt, system="", timeout=TIMEOUT, model=None):
 
 def run_cli(alias, prompt, timeout=CLI_TIMEOUT):
     """The suite's and probes' text through `llm -m`, ready for `outcome()`.
-    No caller yet but the tests: the suite runner and the onboarding probe will call it."""
+    The suite runner calls it for models whose backend is `llm` (`suite/run.py`)."""
     return suite_text(cli(alias, prompt, "", timeout), timeout)
 
 

@@ -50,12 +50,12 @@ import getpass
 import json
 import re
 import sys
-import os
 import time
 import urllib.parse
 from pathlib import Path
 
 from .. import __version__
+from ..core import console, settings
 from ..net import remote
 from ..panel import policy
 
@@ -79,7 +79,7 @@ class Failed(Exception):
 # -- output ---------------------------------------------------------------------------------------------------
 
 def note(text):
-    print(text, file=sys.stderr, flush=True)
+    console.say(*text.split("\n"))
 
 
 def cell(value):
@@ -222,6 +222,7 @@ def cmd_ask(args):
     note("Check each answer, then record a verdict per seat you checked: "
          "bench verdict <call> --useful|--not-useful")
     if seats:
+        note("")  # the table stands apart from the hint, as every table the CLI prints does
         note(table(seats, ["call", "seat", "alias", "status", "seconds"]))
 
 
@@ -807,6 +808,8 @@ def command(sub, name, func, summary, epilog):
     parser = sub.add_parser(name, help=summary, description=summary, epilog=epilog,
                             formatter_class=argparse.RawDescriptionHelpFormatter)
     global_options(parser, suppress=True)
+    # LN-2 after the command too (issue 30: `bench status --version` was refused): exactly the version
+    parser.add_argument("--version", action="version", version=__version__, help=argparse.SUPPRESS)
     if func:
         parser.set_defaults(func=func)
     return parser
@@ -965,6 +968,7 @@ def parser(prog="bench"):
     revoke.add_argument("name")
     confirmable(revoke)
     settings = group(sub, "settings", "the gateway's limits, the model client, the scheduler", """examples:
+  bench settings                       every setting: its value here and where it came from (--markdown: a table)
   bench settings gateway --max-calls 5 --max-explorers 2
   bench settings client builtin
   bench settings scheduler run --off perf""")
@@ -1055,7 +1059,7 @@ def parser(prog="bench"):
 def main(argv=None):
     """Run one command; the program's name is the one the user typed (the launcher passes it on)."""
     argv = sys.argv[1:] if argv is None else argv
-    prog = os.environ.get("BENCHWARMERS_PROG") or "bench"
+    prog = settings.env("BENCHWARMERS_PROG")
     args = parser(prog).parse_args(argv)
     args.server = remote.Server.from_env(args.url)
     try:

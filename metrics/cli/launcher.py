@@ -12,6 +12,10 @@ Decisions where the spec is silent:
 - `demo` runs the dashboard's demo (`python serve.py --demo`): the dashboard and the gateway on the demo
   bench, in one command; its data folder is thrown away, so it never counts as a first run.
 - `paths` (where the data folder is, and why) and `completion bash|zsh` are the launcher's own.
+- So is `settings` alone (or with `--list` or `--markdown`): every setting's effective value and where it came
+  from, for the data folder the servers would use (`core.settings`); with an action (`settings gateway ...`) it
+  is the CLI's, which changes them at a running server. `plan()` names it (`{"settings": "list"|"markdown"}`)
+  and `main()` reads the folder's config files, so `plan()` still reads nothing.
 """
 
 import argparse
@@ -22,7 +26,7 @@ import sys
 from pathlib import Path
 
 from .. import __version__
-from ..core import paths
+from ..core import paths, settings
 from . import cli, completion
 
 PROGS = ("bench", "benchwarmers")
@@ -44,7 +48,8 @@ SERVERS = {
     "init": Server("benchwarmers.scripts.init", (), "make a data folder: [folder] [--endpoint NAME URL --key]", False),
 }
 OWN = {"paths": "where the data folder is, and why", "completion": "print a bash or zsh completion script"}
-OWN_SHOWN = [("paths | completion bash|zsh", "where the data folder is, and why | shell completion")]
+OWN_SHOWN = [("paths | settings | completion", "data folder | each setting's source | bash|zsh completion")]
+SETTINGS_OPTIONS = ("--list", "--markdown")  # `settings` with none of the CLI's actions
 HELP = ("-h", "--help")
 
 
@@ -91,13 +96,17 @@ def completion_commands():
     for name, parser in client_commands().items():
         groups = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
         actions = {action: long_options(sub) for action, sub in groups[0].choices.items()} if groups else {}
+        if name == "settings":  # the launcher's own list, beside the CLI's actions
+            actions.update({option: [] for option in SETTINGS_OPTIONS})
         commands.append((name, parser.description, long_options(parser), actions))
     commands += [(name, summary, [], {}) for name, summary in OWN.items()]
     return commands
 
 
 def long_options(parser):
-    return sorted({o for a in parser._actions for o in a.option_strings if o.startswith("--")})
+    """A parser's long options, the hidden ones (each command's `--version`) left out."""
+    return sorted({o for a in parser._actions if a.help != argparse.SUPPRESS
+                   for o in a.option_strings if o.startswith("--")})
 
 
 def plan(argv, env=None, cwd=None, argv0=None):
@@ -111,6 +120,8 @@ def plan(argv, env=None, cwd=None, argv0=None):
     cwd = cwd or os.getcwd()
     if argv and argv[0] in ("--version", "-v"):
         return {"say": __version__, "code": 0}
+    if argv[:1] == ["settings"] and set(argv[1:]) <= set(SETTINGS_OPTIONS):
+        return {"settings": "markdown" if "--markdown" in argv else "list"}
     if cli_command(argv) in client_commands():
         return {"script": "benchwarmers.cli.cli", "args": list(argv), "cwd": cwd, "first_run": False}
     command = argv[0] if argv and argv[0] and not argv[0].startswith("-") else None
@@ -152,13 +163,26 @@ def unknown(prog, env, command):
     return {"say": f'{prog}: no command "{command}"\n\n{usage(prog, env)}', "code": 2, "stderr": True}
 
 
+def settings_screen(kind, env):
+    """`settings`: every setting's value and source for the folder the servers would use (`home_of`), or with
+    `--markdown` the README's tables."""
+    if kind == "markdown":
+        return settings.markdown()
+    home = home_of(env)
+    why = paths.why(paths.REASON_ENV if env.get("BENCHWARMERS_HOME", "").strip() else paths.REASON_INSTALLED)
+    return settings.screen(settings.effective(env, home), home, why)
+
+
 def child_env(env, prog):
     """LN-7, and the program name the CLI's messages use. The children are this package's own modules, run
-    with `-m` by the same interpreter: nothing is added to their import path."""
+    with `-m` by the same interpreter: nothing is added to their import path, not even their cwd."""
     child = dict(env)
     child["BENCHWARMERS_HOME"] = str(home_of(env))
     child[paths.LAUNCHER_DEFAULT] = "0" if env.get("BENCHWARMERS_HOME", "").strip() else "1"  # `paths` says why
     child["PYTHONDONTWRITEBYTECODE"] = "1"  # the install folder may be read-only
+    # A server's cwd is CODE, in an install the package folder itself: `-m` would put it first on the import path,
+    # making its subpackages (core, config, cli ...) importable as top-level names, in the server and its children.
+    child["PYTHONSAFEPATH"] = "1"
     child["PYTHONUTF8"] = "1"
     child["BENCHWARMERS_LAUNCHER"] = env.get("BENCHWARMERS_LAUNCHER") or "pip"
     child["BENCHWARMERS_PROG"] = prog
@@ -171,12 +195,15 @@ def main(argv=None):
     if "say" in step:
         print(step["say"], file=sys.stderr if step.get("stderr") else sys.stdout)
         return step["code"]
+    if "settings" in step:
+        print(settings_screen(step["settings"], os.environ))
+        return 0
     env = child_env(os.environ, prog_name(os.environ, sys.argv[0]))
     home = Path(env["BENCHWARMERS_HOME"])
     if step["first_run"] and not home.exists():
         print(f"First run: making your data folder at {home}", flush=True)  # LN-8
         made = subprocess.run([sys.executable, "-m", SERVERS["init"].module, str(home)], cwd=paths.CODE,
-                              env=env).returncode
+                              env={**env, paths.FIRST_RUN: "1"}).returncode
         if made:
             return made
     child = subprocess.Popen([sys.executable, "-m", step["script"], *step["args"]], cwd=step["cwd"], env=env)

@@ -1,47 +1,96 @@
-"""The errors a request is refused with, each beside the answer it becomes (gateway.md §14, ERR-1).
+"""The errors a request is refused with, each beside the answer it becomes (gateway.md §14, ERR-1, ERR-2).
 
 Every class here names its HTTP `status` (and `retry_after`, the seconds of a `Retry-After` header,
-where a client should wait), and its first argument is the message. `refusal(exc)` reads the answer
-off the exception instead of testing classes in an order that matters. Built-in exceptions a panel
-raises are answered the same way, by the nearest of their classes that `BUILT_IN` names:
+where a client should wait). Its arguments are its messages, one sentence each: the gateway answers
+with the first in the route's format (ERR-1), the dashboard lists them all (`body()`: `{"ok": false,
+"errors": [...]}`, RESP-1, validators report every fault at once). Its keywords are the extra fields a
+dashboard reply carries beside them (a model edit's `changed` and `sync`, a sign-in's `state`).
+
+`planned(exc)` is the one place any exception becomes a refusal. A class here answers with its own
+status; of the rest only two are planned, both from `core.fileio`, which sits below this module: the
+data folder refusing a write, and a file a change would be written over that cannot be read. Anything
+else is a bug, never the caller's fault: a 500 whose message carries a short id, the id its traceback
+is logged under on stderr. Built-in exceptions mean nothing here: a `KeyError` or a `ValueError` a
+handler did not plan is a bug like any other.
 
 | Error | Status | Raised by |
 |---|---|---|
+| `Invalid` (a ValueError) | 400 | the request asks what cannot be done: no prompt, a bad image, an unknown shape, no seat that can see; a verdict's fields; a dashboard form's fields or rules (RESP-3) |
+| `BadBody` (an Invalid) | 400 | the body is no JSON object (GW-3 step 4; the dashboard's `bad request: ...`, RESP-3) |
 | `Unsupported` (a ValueError) | 400 | a format that cannot put the request to a panel (GW-4) |
-| any other `ValueError` | 400 | the panel: a bad image, no prompt, no seat can see, an unknown shape |
+| `Unusable` (a RuntimeError) | 400 | endpoints.json or keys.json cannot be read, or no endpoint is configured (the dashboard's RESP-3, API-4) |
+| `fileio.Unreadable` | 400 | a file a change would be written over cannot be read (RESP-6) |
+| `NotFound` (a LookupError) | 404 | what the request names is not there: a seat, a Discover row, a file, a route |
+| `UnknownCollection` (a NotFound) | 404 | the panel: the collection is not (or no longer) there (IMP-14) |
+| `UnknownCall` (a NotFound, a KeyError) | 404 | a verdict on a call id the offload log does not hold (VRD-1) |
 | `PromptTooLarge` (a ValueError) | 413 | the panel: the prompt does not fit a member's context window |
-| `UnknownCollection` (a LookupError) | 404 | the panel: the collection is not (or no longer) there (IMP-14) |
-| `Broken` (a LookupError) | 503 | collections: collections.json, or the collection named, is broken |
-| any other `LookupError` | 503 | the panel: no seat (a KeyError among them) |
+| `TooLarge` (an Invalid) | 413 | a verdict's note or claim past its bound, or too many claims (issue 29) |
+| `DailyCap` | 429 + Retry-After | a gateway key's verdicts for today are spent (issue 29) |
+| `Refused` | the check's | a check made before the route runs, or a key's scope and rate cap (GUARD, DSP-2, DSP-3) |
+| `TurnFailed` | 429, 502 or the upstream's | route mode: every member failed, or one failed part way (RT-16, RT-17) |
+| `Broken` (a LookupError) | 503 | collections.json, or the collection named, is broken |
+| `NoSeat` (a LookupError) | 503 | the panel: no member sits and no explorer could be seated |
+| `NoMembers` (a LookupError) | 503 | route mode: the collection lists no member (RT-2) |
 | `Busy` | 503 + Retry-After | the panel: too many panels in flight |
-| an `OSError` with an errno (`fileio.WriteFailed`) | 507 or 503 | a refused write (`paths.unwritable`) |
-| anything else | 500 | `the panel failed (<Type>: <message>)` |
+| `fileio.WriteFailed` | 507 or 503 | a write the data folder refused (`paths.unwritable`) |
+| `Bug` | 500 | anything else: `<what> failed (<Type>: <message>); error id <8 hex>` |
+| `Unshown` | 200 | a dashboard view that has nothing to show says why, and the page draws it (OB-6, OB-19) |
 
-`fileio.WriteFailed` stays in fileio: fileio is below this module (which reads the data folder's
-path through `paths`), and its answer is every OSError's. What a seat meets upstream (the client's
-`Stop` and `HTTPError`, the transport's timeouts) is never a refusal: it ends that seat as `error`.
+What a seat meets upstream (the client's `Stop` and `HTTPError`, the transport's timeouts) is never a
+refusal: it ends that seat as `error`.
 """
 
-from collections.abc import Callable
+import secrets
+import traceback
+from collections.abc import Mapping
 from typing import Any
 
-from . import fileio, paths
-
-Answer = tuple[int, str] | tuple[int, str, dict[str, str]]  # status, message[, headers]
+from . import console, fileio, paths
 
 
 class Refusal(Exception):
-    """An error the gateway answers with `status` and its message, plus `Retry-After` when `retry_after` is set."""
+    """A request answered with `status` and the messages given, plus `Retry-After` when `retry_after` is set
+    and any `headers` the raiser adds; keywords are the extra fields of a dashboard reply."""
 
     status = 500
     retry_after = 0
 
-    def answer(self) -> Answer:
-        """`(status, message)`, or `(status, message, headers)` when the answer carries a header."""
-        message = self.args[0] if self.args else str(self)
-        if self.retry_after:
-            return self.status, message, {"Retry-After": str(self.retry_after)}
-        return self.status, message
+    def __init__(self, *messages: str, **details: object) -> None:
+        super().__init__(*messages)
+        self.messages = list(messages)
+        self.details = details
+        self.headers: dict[str, str] = {}
+
+    @property
+    def message(self) -> str:
+        return self.messages[0] if self.messages else ""
+
+    def reply_headers(self) -> dict[str, str]:
+        """`Retry-After` when a client should wait, and the headers the raiser added."""
+        wait = {"Retry-After": str(self.retry_after)} if self.retry_after else {}
+        return {**wait, **self.headers}
+
+    def body(self) -> dict[str, Any]:
+        """The dashboard's reply (ERR-2, RESP-1): every message, and the extra fields the raiser gave."""
+        return {"ok": False, "errors": list(self.messages), **self.details}
+
+
+class Invalid(Refusal, ValueError):
+    """The request asks what cannot be done as asked: its fields, or a rule it breaks."""
+
+    status = 400
+
+
+class BadBody(Invalid):
+    """The body is no JSON object: `message` is the gateway's sentence, `detail` the parser's own words,
+    which the dashboard says after `bad request: ` (RESP-3)."""
+
+    def __init__(self, message: str, detail: str = "") -> None:
+        super().__init__(message, changed=[], sync="")
+        self.detail = detail or message
+
+    def body(self) -> dict[str, Any]:
+        return {**super().body(), "errors": [f"bad request: {self.detail}"]}
 
 
 class Unsupported(Refusal, ValueError):
@@ -50,22 +99,86 @@ class Unsupported(Refusal, ValueError):
     status = 400
 
 
+class Unusable(Refusal, RuntimeError):
+    """A configuration file the request needs cannot be read, or names nothing to use (no endpoint yet).
+    Nothing is written over it; the dashboard says it as a 400 (RESP-3, API-4)."""
+
+    status = 400
+
+
+class NotFound(Refusal, LookupError):
+    """What the request names is not there."""
+
+    status = 404
+
+
+class UnknownCollection(NotFound):
+    """The collection is not (or no longer) in collections.json."""
+
+
+class UnknownCall(NotFound, KeyError):
+    """A call id the offload log does not hold (a KeyError to its readers, as the log is keyed by it)."""
+
+
 class PromptTooLarge(Refusal, ValueError):
     """The prompt does not fit a member's context window."""
 
     status = 413
 
 
-class UnknownCollection(Refusal, LookupError):
-    """The collection is not (or no longer) in collections.json."""
+class TooLarge(Invalid):
+    """A verdict's note or claim past its bound, or too many claims: what a caller sends may not make the
+    offload log grow without bound."""
 
-    status = 404
+    status = 413
+
+
+class DailyCap(Refusal):
+    """A gateway key's verdicts for today are spent; the raiser sets `retry_after` to the seconds left until
+    midnight."""
+
+    status = 429
+
+
+class Refused(Refusal):
+    """A check's refusal, made before the route runs or by a key's scope and rate cap: the check decides the
+    status (`guard` and `gatekeys` answer `(status, message[, headers])`)."""
+
+    def __init__(self, status: int, message: str, headers: Mapping[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.headers.update(headers or {})
+
+
+class TurnFailed(Refusal):
+    """RT-16/RT-17: the turn has no answer: every member tried failed (429 when all were rate-limited,
+    else 502), or the member failed after it had begun to answer (its upstream status, else 502)."""
+
+    def __init__(self, message: str, status: int, retry_after: int = 0, alias: str = "") -> None:
+        super().__init__(message)
+        self.status = status
+        self.retry_after = retry_after
+        self.alias = alias
+        if alias:
+            self.headers["X-Bench-Model"] = alias
 
 
 class Broken(Refusal, LookupError):
     """The configuration a request needs is broken: collections.json cannot be read, or the
     collection named is no object or has a field of the wrong type. Its message names the file and
     the fault; a 404 "none yet" would send the caller after the wrong mistake."""
+
+    status = 503
+
+
+class NoSeat(Refusal, LookupError):
+    """No member of the collection sits and no explorer could be seated."""
+
+    status = 503
+
+
+class NoMembers(Refusal, LookupError):
+    """RT-2: the collection lists no member to route to."""
 
     status = 503
 
@@ -77,19 +190,33 @@ class Busy(Refusal):
     retry_after = 2
 
 
-BUILT_IN: dict[type[BaseException], Callable[[Any], tuple[int, str]]] = {
-    fileio.WriteFailed: paths.unwritable,  # only a write the data folder refused; any other OSError is a 500
-    ValueError: lambda exc: (400, str(exc)),
-    LookupError: lambda exc: (503, exc.args[0] if exc.args else str(exc)),  # a KeyError's str() adds quotes
-}
+class Unshown(Refusal):
+    """A dashboard view with nothing to show: it says why, and is still a 200 so the page draws the reason."""
+
+    status = 200
 
 
-def refusal(exc: BaseException) -> Answer:
-    """`(status, message)`, or `(status, message, headers)`, for any exception a request meets."""
+class Bug(Refusal):
+    """An exception nobody planned for: a 500 naming the id its traceback is logged under on stderr."""
+
+    status = 500
+
+    def __init__(self, exc: BaseException, what: str = "the server") -> None:
+        self.id = secrets.token_hex(4)
+        super().__init__(f"{what} failed ({type(exc).__name__}: {exc}); error id {self.id}")
+        trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        console.say(f"error {self.id}: {what} failed", *trace.splitlines())  # LOG-7: it may quote an upstream
+
+
+def planned(exc: BaseException, what: str = "the server") -> Refusal:
+    """The refusal `exc` is, or stands for: a class here as it is, the data folder refusing a write as its
+    507 or 503, a file a change would overwrite that cannot be read as a 400; any other exception a `Bug`
+    (logged now, with `what` saying what failed)."""
     if isinstance(exc, Refusal):
-        return exc.answer()
-    for kind in type(exc).__mro__:
-        answer = BUILT_IN[kind](exc) if kind in BUILT_IN else None
-        if answer:
-            return answer
-    return 500, f"the panel failed ({type(exc).__name__}: {exc})"
+        return exc
+    if isinstance(exc, fileio.WriteFailed):
+        return Refused(*paths.unwritable(exc))
+    if isinstance(exc, fileio.Unreadable):
+        return Refused(400, str(exc))
+    return Bug(exc, what)
+

@@ -4,6 +4,10 @@
   (each holder opens its own file description).
 - `update(path, change)`: the locked read-change-write for JSON objects.
 - `write_atomic(path, text)`: temp file + replace, so readers never see half a file.
+- Every file these make is the owner's alone (`FILE_MODE`, 0600) from its first byte, temporaries and
+  locks included, and so is every folder they make for one (`FOLDER_MODE`, 0700): secrets
+  and prompts are written here, and a local user watching the folder must never catch one between
+  create and chmod (PATH-7, LOCK-3, issue 29 items 1 and 4).
 - `append_jsonl(path, record)`: one whole line per record, even with many writers; all
   or nothing (a failed write is cut back, a torn tail is ended first).
 - `read_jsonl` / `parse_lines`: readers that skip a torn or corrupt line, say so
@@ -25,6 +29,8 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
+from . import console
+
 if sys.platform == "win32":
     import msvcrt
 else:
@@ -36,6 +42,8 @@ Parsed = tuple[tuple[int, int, int], dict[str, Any], dict[str, Any], str]  # sta
 
 
 LOCK_TIMEOUT = 30
+FILE_MODE = 0o600
+FOLDER_MODE = 0o700
 LOCK_POLL = 0.02
 REPLACE_TRIES = 50
 
@@ -61,11 +69,15 @@ def _unlock(fd: int) -> None:
 
 @contextlib.contextmanager
 def lock(path: PathLike, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
-    """Hold `<path>.lock` exclusively; `TimeoutError` after `timeout` seconds (LOCK-1)."""
+    """Hold `<path>.lock` exclusively; `TimeoutError` after `timeout` seconds (LOCK-1), `WriteFailed` when the
+    lock file cannot be made."""
     path = Path(path)
     lock_path = path.with_name(path.name + ".lock")
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        make_folder(lock_path.parent)
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, FILE_MODE)
+    except OSError as exc:  # the folder refuses even the lock file: the write it guards is refused
+        raise WriteFailed(exc.errno, exc.strerror or str(exc), os.fspath(lock_path)) from exc
     try:
         deadline = time.monotonic() + timeout
         while not _try_lock(fd):
@@ -80,20 +92,38 @@ def lock(path: PathLike, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
         os.close(fd)
 
 
-def write_atomic(path: PathLike, text: str, mode: int | None = None) -> None:
+def opener(path: PathLike, flags: int) -> int:
+    """`open(path, ..., opener=fileio.opener)`: a file it creates is `FILE_MODE` from its first byte (the
+    logs, notes and copies written with plain `open`)."""
+    return os.open(path, flags, FILE_MODE)
+
+
+def make_folder(path: PathLike) -> None:
+    """`path` and any missing parents, each made `FOLDER_MODE` (`parents=True` would make the parents with the
+    default mode)."""
+    path = Path(path)
+    try:
+        path.mkdir(mode=FOLDER_MODE, exist_ok=True)
+    except FileNotFoundError:
+        make_folder(path.parent)
+        path.mkdir(mode=FOLDER_MODE, exist_ok=True)
+
+
+def write_atomic(path: PathLike, text: str, mode: int = FILE_MODE) -> None:
     """Replace `path` with `text` whole (LOCK-3): readers see the old file or the new one.
 
-    `mode` sets the new file's permissions (0o600 for secrets) before it appears.
+    The temporary is created with `mode` (O_EXCL, so never an existing file of someone else's) and
+    holds it from its first byte: a chmod after the write left the secrets of `keys.json` readable
+    by anyone for as long as the write took (issue 29 item 1).
     """
     path = Path(path)
     _looked.__dict__.get("seen", {}).pop(str(path), None)  # this thread's snapshot must see its own write
     temp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.part")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(temp, "w", encoding="utf-8", newline="") as out:
+        make_folder(path.parent)
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), mode)
+        with open(fd, "w", encoding="utf-8", newline="") as out:
             out.write(text)
-        if mode is not None:
-            os.chmod(temp, mode)
         _replace(temp, path)
     except OSError as exc:  # the old file is untouched; the error names the file and the system's reason
         raise refused(path, exc) from exc
@@ -155,7 +185,7 @@ class Unreadable(RuntimeError):
     (RESP-6, RESP-7). Its message names the file and what is wrong with it."""
 
 
-def update(path: PathLike, change: Callable[[dict[str, Any]], T], indent: int = 2, mode: int | None = None,
+def update(path: PathLike, change: Callable[[dict[str, Any]], T], indent: int = 2, mode: int = FILE_MODE,
            **dump: Any) -> T:
     """Locked read-change-write of a JSON object (LOCK-2); returns what `change` returns.
 
@@ -293,10 +323,10 @@ def append_bytes(path: PathLike, data: bytes) -> int:
     path = Path(path)
     try:
         try:
-            fd = os.open(path, APPEND_FLAGS, 0o644)
+            fd = os.open(path, APPEND_FLAGS, FILE_MODE)
         except FileNotFoundError:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, APPEND_FLAGS, 0o644)
+            make_folder(path.parent)
+            fd = os.open(path, APPEND_FLAGS, FILE_MODE)
     except OSError as exc:
         raise refused(path, exc) from exc
     try:
@@ -356,7 +386,7 @@ def append_log(path: PathLike, record: Mapping[str, Any], max_bytes: int, keep: 
         try:
             rotate(path, max_bytes, keep)
         except OSError as exc:
-            print(f"warning: {path} was not rotated: {exc}", file=sys.stderr)
+            console.say(f"warning: {path} was not rotated: {exc}")
     return size
 
 
@@ -399,7 +429,7 @@ _warned: set[str] = set()
 def _warn_once(path: str, what: str) -> None:
     if path not in _warned:
         _warned.add(path)
-        print(f"warning: {path}: skipped {what} (kept reading)", file=sys.stderr)
+        console.say(f"warning: {path}: skipped {what} (kept reading)")
 
 
 def parse_lines(blob: bytes, path: PathLike = "<jsonl>") -> list[dict[str, Any]]:

@@ -14,6 +14,8 @@ import urllib.parse
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from .errors import Invalid
+
 IMAGE_TOKENS = 2500
 PATH_CAP = 200
 
@@ -59,25 +61,25 @@ def _parseable(url: str) -> bool:
 
 
 def validate(messages: object) -> int:
-    """How many images the request carries (IMG-4); ValueError (a 400) for one no seat could be sent.
+    """How many images the request carries (IMG-4); `Invalid` (a 400) for one no seat could be sent.
 
     Also refuses what would otherwise be silently lost or crash later: a part that is
     neither text nor an image (IMP-11), a `content` that is not a string, list or null
     (IMP-12), and an image URL whose host cannot be parsed (IMP-13).
     """
     if not isinstance(messages, list):
-        raise ValueError('"messages" must be a list of message objects')
+        raise Invalid('"messages" must be a list of message objects')
     found = 0
     for number, message in enumerate(messages, 1):
         if not isinstance(message, dict):
-            raise ValueError('"messages" must be a list of message objects')
+            raise Invalid('"messages" must be a list of message objects')
         content = message.get("content")
         if content is None or isinstance(content, str):
             continue
         if not isinstance(content, list):
             named = JSON_TYPES.get(type(content), type(content).__name__)
-            raise ValueError(f'message {number}: "content" must be a string, a list of content parts'
-                             f" or null, not {named}")
+            raise Invalid(f'message {number}: "content" must be a string, a list of content parts'
+                          f" or null, not {named}")
         for part in content:
             if not isinstance(part, dict):
                 continue  # IMG-1: only object parts are inspected
@@ -86,13 +88,13 @@ def validate(messages: object) -> int:
                 url = image_url(part)
                 if not IMAGE_URL.match(url) or not _parseable(url):
                     shown = placeholder(url) if url else "empty"
-                    raise ValueError("an image_url must be an http(s) URL or a data:image/...;base64, URL,"
+                    raise Invalid("an image_url must be an http(s) URL or a data:image/...;base64, URL,"
                                      f" not {shown}")
                 found += 1
             elif kind in OTHER_APIS:
-                raise ValueError(f'a "{kind}" part is another API\'s shape; send each image as {ACCEPTED_FORM}')
+                raise Invalid(f'a "{kind}" part is another API\'s shape; send each image as {ACCEPTED_FORM}')
             elif kind is not None and kind not in TEXT_PARTS:
-                raise ValueError(f'a "{kind}" part cannot be put to a panel: only text and images can be passed;'
+                raise Invalid(f'a "{kind}" part cannot be put to a panel: only text and images can be passed;'
                                  f" send text parts, and each image as {ACCEPTED_FORM}")
     return found
 
@@ -101,7 +103,7 @@ def count(messages: object) -> int:
     """Valid images in the request, or 0 when validation would refuse it (EST-1)."""
     try:
         return validate(messages)
-    except ValueError:
+    except Invalid:
         return 0
 
 
@@ -200,6 +202,12 @@ def _base64_run(match: re.Match[str]) -> str:
     return f"[base64, {_kb(len(match.group()))} KB]"
 
 
+def inline_images(text: str) -> str:
+    """`text` with each inline image (a data URL) as its placeholder: the part of `redact()` that shrinks a
+    text, so a cleaner may run it before cutting a long text short and no image is cut to `…` (issue 30)."""
+    return DATA_URL.sub(_data_url, text) if "64," in text else text
+
+
 def redact(text: object) -> str:
     """`text` fit to be written down (IMG-7): inline images as placeholders, every http(s)
     URL without user:password or query, any other long base64 run as its size.
@@ -213,8 +221,7 @@ def redact(text: object) -> str:
         text = str(text)
     # Each scan runs only where a match could be: a data URL holds `64,` (of `;base64,` in any case),
     # a URL `://`, a base64 run 100 base64 bytes in a row. Most text holds none and costs a few µs.
-    if "64," in text:
-        text = DATA_URL.sub(_data_url, text)
+    text = inline_images(text)
     if "://" in text:
         text = URL.sub(_bare_url, text)
     if BASE64_LEAST in text.encode("utf-8", "replace").translate(BASE64_BYTES):

@@ -14,13 +14,15 @@ Every module asks this one for its paths: `paths.file("config", "gateway.json")`
 import argparse
 import errno
 import os
+import shlex
 import shutil
+import stat
 import sys
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from . import fileio
+from . import fileio, settings
 
 PACKAGE = Path(__file__).resolve().parent.parent  # `metrics/` in a checkout, `benchwarmers/` in an install
 # Where the shipped files (config/, ui/, suite/starter/) are: the checkout's top, or the installed package itself,
@@ -54,7 +56,7 @@ def _pointer_state() -> int | None:
 
 def resolve() -> tuple[Path, str]:
     """Work the data folder out afresh: `(folder, reason)`. Reads env and the pointer file."""
-    env = os.environ.get("BENCHWARMERS_HOME", "").strip()
+    env = settings.env("BENCHWARMERS_HOME").strip()
     if env:
         return Path(os.path.expanduser(env)), REASON_ENV
     try:
@@ -70,7 +72,7 @@ def resolve() -> tuple[Path, str]:
 def located() -> tuple[Path, str]:
     """`(folder, reason)`, cached until the env value or the pointer file changes."""
     global _cached
-    env = os.environ.get("BENCHWARMERS_HOME", "")
+    env = settings.env("BENCHWARMERS_HOME")
     # env wins over the pointer, so while it is set the pointer is not even stat'ed (every paths.file() asks)
     key = (env, None if env.strip() else _pointer_state())
     cached = _cached
@@ -127,11 +129,12 @@ def named_files(folder: str, layout: Mapping[str, tuple[str, ...]]) -> dict[str,
 def make(folder: str | os.PathLike[str]) -> int:
     """Create the layout (DATA-2) and copy shipped defaults that are missing (never overwrite).
 
-    Returns how many files were copied.
+    A folder made here is its owner's alone (0700), and so is every copy (0600): the data folder holds
+    prompts, answers and the gateway keys' hashes (PATH-7). Returns how many files were copied.
     """
     folder = Path(folder)
     for part in LAYOUT:
-        (folder / part).mkdir(parents=True, exist_ok=True)
+        fileio.make_folder(folder / part)
     if folder.resolve() == CODE:
         return 0  # the checkout already holds config/ itself
     copied = 0
@@ -142,10 +145,10 @@ def make(folder: str | os.PathLike[str]) -> int:
             target = folder / "config" / source.relative_to(SHIPPED)
             if target.exists():
                 continue
-            target.parent.mkdir(parents=True, exist_ok=True)
+            fileio.make_folder(target.parent)
             try:
                 # "x" mode: another process copying at the same moment cannot be overwritten
-                with open(source, "rb") as src, open(target, "xb") as dst:
+                with open(source, "rb") as src, open(target, "xb", opener=fileio.opener) as dst:
                     shutil.copyfileobj(src, dst)
                 copied += 1
             except FileExistsError:
@@ -180,6 +183,20 @@ def write_problem() -> str:
     except (OSError, AttributeError):  # a folder not made yet, or no statvfs (Windows)
         pass
     return ""
+
+
+def exposure() -> str:
+    """Why other users of this machine can reach into the data folder, as a warning naming the fix, or ""
+    (PATH-7, issue 29 item 4): a folder made before it was made 0700, or one the user opened, keeps its mode."""
+    folder = located()[0]
+    try:
+        mode = stat.S_IMODE(os.stat(folder).st_mode)
+    except OSError:
+        return ""  # not made yet: it will be made 0700
+    if os.name != "posix" or not mode & 0o077:
+        return ""
+    return (f"the data folder {folder} is open to other users of this machine (mode {mode:04o}), and it holds "
+            f"prompts, answers and the call log; make it yours alone with: chmod 700 {shlex.quote(str(folder))}")
 
 
 def default_home() -> Path:
@@ -225,11 +242,12 @@ def module_command(module: str, *args: object, python: str | None = None) -> lis
 
 
 LAUNCHER_DEFAULT = "BENCHWARMERS_HOME_DEFAULTED"  # set by the launcher when it chose the folder itself
+FIRST_RUN = "BENCHWARMERS_FIRST_RUN"  # set by the launcher for the init it runs before a server's first start
 
 
 def why(reason: str) -> str:
     """`located()`'s reason as a sentence for a person: which setting chose the folder, or that none did."""
-    if reason == REASON_ENV and os.environ.get(LAUNCHER_DEFAULT) == "1":
+    if reason == REASON_ENV and settings.env(LAUNCHER_DEFAULT) == "1":
         return "the default folder for this user: BENCHWARMERS_HOME is not set"
     return {REASON_ENV: "BENCHWARMERS_HOME names it",
             REASON_POINTER: f"{POINTER} names it (BENCHWARMERS_HOME is not set)",

@@ -7,20 +7,19 @@ write by the gateway, a script or another dashboard shows on the next page load.
 
 Decisions where the spec is silent:
 - The Suite column is found/known bugs over the suite's saved answers as `models.history` scores them for the
-  router (RTR-9); the dated suite notes (BM-2) are the Benchmarks page's, another issue.
+  router (RTR-9); the dated suite notes (BM-2) are read by the Benchmarks page (`dashboard.benchmarks`).
 - A model's "last answer" counts answered perf rows and useful offloads; suite outputs are not read
   here (the suite's saved answers are scored by `models.history` for recall only).
-- No scheduler runs in this process yet: `/api/status` reports `config/scheduler.json`'s mode and jobs
-  (`admin.jobs`) so the CLI sees what a scheduler will.
+- `/api/status` reports the scheduler's mode and jobs as `config/scheduler.json` saves them (`admin.jobs`):
+  the loop `serve.py` starts re-reads that file every tick, so the saved state is what runs.
 """
 
 import csv
 import datetime
 import itertools
-import os
 import re
 
-from ..core import changes, fileio, paths, tails
+from ..core import changes, fileio, keys, paths, settings, tails
 from ..models import aliases, catalog, endpoints, history, registry
 from ..calling import client
 from ..panel import collections, offload, roles, roster
@@ -261,7 +260,7 @@ def first_run(found):
 
 def gateway_url(port):
     """SRV-3."""
-    public = os.environ.get("BENCHWARMERS_PUBLIC_URL", "").strip().rstrip("/")
+    public = settings.env("BENCHWARMERS_PUBLIC_URL").strip().rstrip("/")
     if public:
         return public + "/v1"
     bind = guard.bind_address()
@@ -281,7 +280,7 @@ def status_api(port, version):
             "decision_models": sum(1 for e in found.values() if e.get("kind") == "decision"),
             "retired": len(roster.retired().models), "collections": len(collections.load()), "endpoints": len(every),
             "default_endpoint": roster.default_endpoint() if every else None,
-            "client": os.environ.get("BENCH_CLIENT", "").strip() or client.chosen()[0],
+            "client": settings.env("BENCH_CLIENT").strip() or client.chosen()[0],
             "scheduler": mode, "scheduler_jobs": on, "auth": bool(guard.admin_token()),
             "keys_required": guard.keys_required(), "onboarding": {"running": False, "items": 0}}
 
@@ -340,10 +339,9 @@ def access(port, gateway_port):
     """ST-14 / MGMT-7: the server-and-access rows, from the environment, never a secret."""
     bind = guard.bind_address()
     token = bool(guard.admin_token())
-    required_env = os.environ.get("BENCHWARMERS_REQUIRE_KEYS", "").strip().lower() not in guard.FALSE
+    required_env = settings.env("BENCHWARMERS_REQUIRE_KEYS").strip().lower() not in guard.FALSE
     folder, reason = paths.located()
-    env_keys = sorted(n[len("BENCHWARMERS_KEY_"):].lower().replace("_", "-") for n, v in os.environ.items()
-                      if n.startswith("BENCHWARMERS_KEY_") and v.strip())
+    env_keys = sorted(keys.env_keys())
     return [
         ["Listening on", f"{bind}:{port} (dashboard, gateway at /v1) · {bind}:{gateway_port} (gateway.py)",
          "BENCH_BIND, BENCH_PORT, BENCH_GATEWAY_PORT"],
@@ -352,9 +350,9 @@ def access(port, gateway_port):
          "BENCHWARMERS_ADMIN_TOKEN"],
         ["Gateway keys", "asked on every gateway call" if token else
          ("asked on this machine too" if required_env else "not asked"), "BENCHWARMERS_REQUIRE_KEYS"],
-        ["Public address", os.environ.get("BENCHWARMERS_PUBLIC_URL", "").strip() or "none", "BENCHWARMERS_PUBLIC_URL"],
-        ["Other host names", os.environ.get("BENCH_ALLOWED_HOSTS", "").strip() or "none", "BENCH_ALLOWED_HOSTS"],
-        ["Browser apps on other sites", os.environ.get("BENCH_ALLOWED_ORIGINS", "").strip() or "none: same origin only",
+        ["Public address", settings.env("BENCHWARMERS_PUBLIC_URL").strip() or "none", "BENCHWARMERS_PUBLIC_URL"],
+        ["Other host names", settings.env("BENCH_ALLOWED_HOSTS").strip() or "none", "BENCH_ALLOWED_HOSTS"],
+        ["Browser apps on other sites", settings.env("BENCH_ALLOWED_ORIGINS").strip() or "none: same origin only",
          "BENCH_ALLOWED_ORIGINS"],
         ["Data folder", f"{folder} ({reason})", "BENCHWARMERS_HOME"],
         ["Endpoint keys from the environment", ", ".join(env_keys) or "none: all in the llm key store",

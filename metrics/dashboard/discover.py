@@ -25,6 +25,7 @@ import datetime
 import threading
 
 from ..core import fileio, paths
+from ..core.errors import NotFound
 from ..models import catalog, connections, endpoints, registry, sources
 from . import hubroutes
 
@@ -263,13 +264,14 @@ def _extended(row, route):
 
 
 def model(provider, model_id, today=None):
-    """DS-3: `(status, reply)` for one row: its routes and those of every row with the same normalised model."""
+    """DS-3: one row's reply: its routes and those of every row with the same normalised model; `NotFound` for
+    a row Discover does not have."""
     rows = build(today)
     row = next((r for r in rows if r["provider"] == provider and r["model"] == model_id), None)
     if row is None:
-        return 404, {"ok": False, "errors": [f"Discover has no '{model_id}' from '{provider}'; reload the page"]}
+        raise NotFound(f"Discover has no '{model_id}' from '{provider}'; reload the page")
     norm = catalog.norm_model(model_id)
     kin = [row] + [r for r in rows if r is not row and catalog.norm_model(r["model"]) == norm]
     routes = [_extended(r, route) for r in kin for route in r["routes"]]
     live, errors = live_routes(kin)
-    return 200, {"ok": True, "errors": errors, "model": row, "routes": routes + live}
+    return {"ok": True, "errors": errors, "model": row, "routes": routes + live}

@@ -14,6 +14,7 @@ first turns are older than that shows its later turns only (its `When` is then i
 import json
 
 from ..core import paths, tails
+from ..core.errors import Invalid, UnknownCall
 from ..panel import offload, route_mode
 
 PANELS = 30
@@ -131,12 +132,12 @@ def verdict(body):
             continue
         claims[field] = [c for c in (_tidy(c, CLAIM_CHARS) for c in value or []) if c][:CLAIMS]
     if errors:
-        return {"ok": False, "errors": errors}
+        raise Invalid(*errors)
     note = body.get("note")
     note = _tidy(note, NOTE_CHARS) if isinstance(note, str) else ""
     call = body.get("call") if isinstance(body.get("call"), str) else ""
     try:
         entry = offload.verdict(call, useful, note, claims["real"], claims["false"], replace=True)
-    except KeyError as exc:
-        return {"ok": False, "errors": [exc.args[0]]}
+    except UnknownCall as exc:  # a refused write is a 400 on the dashboard (RESP-3), not the gateway's 404
+        raise Invalid(exc.message) from exc
     return {"ok": True, "changed": [f"{entry.model} {'useful' if useful else 'not useful'}"], "sync": ""}

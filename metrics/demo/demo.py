@@ -29,6 +29,8 @@ Model spec keys (all optional):
   echo_auth int: a careless provider that repeats the prompt, then the Authorization header it was
         sent: as its answer when 200, else as the message of an error with that status (KEY-7's tests:
         a key must be hidden before any cut)
+  split int: a stream sends its text (content and reasoning, in every API) in pieces of this many characters
+        instead of words, so a key it echoes straddles two pieces (issue 29 item 2's tests)
   tool_calls [[{"name": str, "arguments": object, "id": str (optional)}, ...], ...]: a scripted agent model
         (chat completions only). A request with a non-empty `tools` list takes step N, N = the assistant
         messages in `messages` that carry a non-empty `tool_calls` (the calls this conversation already
@@ -37,13 +39,20 @@ Model spec keys (all optional):
         to "{result}" (at any depth) becomes the last `tool` message's content, parsed as JSON when it
         parses, so steps chain. Past the last step, or without tools, it answers text: "Tool results: "
         + "; ".join(the `tool` messages' contents since the last user message) when there are any, else
-        the usual answer
+        the usual answer. A string argument value equal to "{authorization}" becomes the Authorization header
+        the request carried (a careless tool-calling upstream that echoes it)
   say str (with tool_calls): text said before a step's calls (streamed as content pieces first)
   parallel bool (with tool_calls): a stream interleaves a step's calls: every call's head, then their
         arguments pieces in turn, each delta with its own index
   late_id bool (with tool_calls): a streamed call's id comes on its second delta (the first arguments
         piece), not on its head
   whole bool: a chat request asking to stream gets a plain JSON chat.completion (tool calls included)
+  agent bool: an agent model (chat completions only) that needs no script: offered tools, it calls the first
+        function tool once per user message, with arguments drawn from that message (`draw()`), then answers
+        "<tool> says: " + the tool results. Listed as tools-capable unless its spec says `tools`
+  schema bool: a chat request whose `response_format` asks for a JSON schema is answered with JSON that fits
+        it, its values drawn from the tool results since the last user message, else from that message
+        (`draw()`); `json_object` gets `{"answer": <the usual answer>}`
   serves_as str: the name the reply's `model` field gives instead of the requested one (a provider that
         silently serves another model: SWAP, the capability probe's `served as`, PROBE-3)
   ratelimit int (issue 19, quota records and pacing): the model allows that many requests (its count since
@@ -139,7 +148,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 from .. import wire
-from ..core import fileio, paths
+from ..core import fileio, paths, settings
 from ..models import endpoints, registry
 from ..panel import collections
 
@@ -160,9 +169,10 @@ DROP_AFTER = 3  # answer chunks (content or tool-call deltas) a dropped stream s
 LOST = b"LOST-WORDS {"  # what a garbled reply sends in place of part of its answer: not JSON
 GARBLED = b"data: " + LOST + b"\n\n"
 CALL_KEYS = {"name", "arguments", "id"}  # what one scripted tool call may say
-SWITCHES = ("parallel", "late_id", "whole", "listed")  # the spec keys that are true or false
+SWITCHES = ("parallel", "late_id", "whole", "listed", "agent", "schema")  # the spec keys that are true or false
 SCRIPTED = ("say", "parallel", "late_id")  # spec keys that only mean something with tool_calls
 RESULT = "{result}"  # an argument value replaced by the last tool result
+AUTHORIZATION = "{authorization}"  # an argument value replaced by the Authorization header sent
 STALLS = {"stall_headers": 0, "stall_after_first": 1}  # writes a stalled stream sends, then nothing more
 KEEPALIVE = b": keep-alive\n\ndata:\n\n"  # what providers send while they think: no event at all
 ROOTS = {"chat": "/v1", "anthropic": "/anthropic/v1", "responses": "/responses/v1", "gemini": "/gemini/v1beta"}
@@ -272,6 +282,11 @@ DEMO_MODELS = {
     "seer": {"persona": "seer", "latency": 0.2, "vision": True, "context_window": 128000, "max_output": 4096},
     "thinker": {"persona": "thinker", "latency": 0.4, "context_window": 200000, "max_output": 32000,
                 "tools": True},
+    # route mode's point (issue 30 item 8): an agent that calls the tool it is given, and one that answers in JSON
+    "fetcher": {"persona": "plain", "latency": 0.05, "context_window": 65536, "max_output": 8192, "agent": True,
+                "schema": True},
+    "clerk": {"persona": "terse", "latency": 0.05, "context_window": 32768, "max_output": 4096, "tools": False,
+              "schema": True},
 }
 
 
@@ -321,6 +336,9 @@ def check_spec(name, spec):
         raise ValueError(f"model {name!r}: serves_as is a model name, not {spec['serves_as']!r}")
     if "say" in spec and not isinstance(spec["say"], str):
         raise ValueError(f"model {name!r}: say is a text, not {spec['say']!r}")
+    if "split" in spec and not (isinstance(spec["split"], int) and not isinstance(spec["split"], bool)
+                                and spec["split"] > 0):
+        raise ValueError(f"model {name!r}: split is a positive number of characters, not {spec['split']!r}")
     for key in SCRIPTED:
         if key in spec and "tool_calls" not in spec:
             raise ValueError(f"model {name!r}: {key} needs tool_calls")
@@ -402,10 +420,17 @@ def fill(templates, name, messages):
     return template.format(model=name, topic=topic, images=describe_images(messages))
 
 
-def answer_text(name, spec, messages):
-    """What the model answers on success: a tool_calls model's tool results, echo, a fixed answer, a notice,
-    N words, or its persona's text."""
-    results = tool_results(messages) if "tool_calls" in spec else []
+def answer_text(name, spec, messages, response_format=None):
+    """What the model answers on success: JSON for a requested schema, a tool_calls model's or an agent's tool
+    results, echo, a fixed answer, a notice, N words, or its persona's text."""
+    wanted = response_format.get("type") if spec.get("schema") and isinstance(response_format, dict) else None
+    if wanted == "json_schema":
+        return json.dumps(shaped(response_format, messages))
+    if wanted == "json_object":
+        return json.dumps({"answer": answer_text(name, spec, messages)})
+    results = tool_results(messages) if "tool_calls" in spec or spec.get("agent") else []
+    if results and spec.get("agent"):
+        return f"{called_last(messages)} says: " + "; ".join(results)
     if results:
         return "Tool results: " + "; ".join(results)
     if spec.get("echo"):
@@ -444,16 +469,17 @@ def calls_made(messages):
                and isinstance(m.get("tool_calls"), list) and m["tool_calls"])
 
 
-def with_result(value, result):
-    """`value` with every string equal to RESULT, at any depth, replaced by `result`."""
+def with_result(value, result, authorization=""):
+    """`value` with every string equal to RESULT, at any depth, replaced by `result`, and every one equal to
+    AUTHORIZATION by `authorization`."""
     if isinstance(value, dict):
-        return {key: with_result(item, result) for key, item in value.items()}
+        return {key: with_result(item, result, authorization) for key, item in value.items()}
     if isinstance(value, list):
-        return [with_result(item, result) for item in value]
-    return result if value == RESULT else value
+        return [with_result(item, result, authorization) for item in value]
+    return {RESULT: result, AUTHORIZATION: authorization}.get(value, value) if isinstance(value, str) else value
 
 
-def script_calls(name, spec, messages, tools):
+def script_calls(name, spec, messages, tools, authorization=""):
     """The calls this request gets from the model's `tool_calls` script: `[{id, name, arguments (JSON text)}]`,
     or [] when the request offers no tools or every step is used."""
     steps, step = spec.get("tool_calls") or [], calls_made(messages)
@@ -468,7 +494,96 @@ def script_calls(name, spec, messages, tools):
         except ValueError:
             pass
     return [{"id": call.get("id") or f"call_{name}_{step}_{i}", "name": call["name"],
-             "arguments": json.dumps(with_result(call["arguments"], result))} for i, call in enumerate(steps[step])]
+             "arguments": json.dumps(with_result(call["arguments"], result, authorization))}
+            for i, call in enumerate(steps[step])]
+
+
+def agent_calls(name, messages, tools):
+    """An `agent` model's call: the first function tool offered, once per user message, its arguments drawn from
+    that message; [] without tools or once a tool has answered since the message."""
+    offered = [t["function"] for t in tools or () if isinstance(t, dict) and isinstance(t.get("function"), dict)
+               and isinstance(t["function"].get("name"), str)]
+    if not offered or tool_results(messages):
+        return []
+    asked = part_text(last_user(messages).get("content"))
+    arguments = draw(offered[0].get("parameters") or {}, asked, words=True)
+    return [{"id": f"call_{name}_{digest(name, asked) % 10**8:08d}", "name": offered[0]["name"],
+             "arguments": json.dumps(arguments if isinstance(arguments, dict) else {})}]
+
+
+def called_last(messages):
+    """The name of the last tool the conversation called, or "the tool"."""
+    for message in reversed(messages):
+        calls = message.get("tool_calls") if isinstance(message, dict) else None
+        if isinstance(calls, list) and calls and isinstance(calls[-1], dict):
+            return (calls[-1].get("function") or {}).get("name") or "the tool"
+    return "the tool"
+
+
+def shaped(response_format, messages):
+    """A JSON value fitting `response_format`'s schema, drawn from the tool results since the last user
+    message, else from that message."""
+    spec = response_format.get("json_schema") if isinstance(response_format.get("json_schema"), dict) else {}
+    source = "; ".join(tool_results(messages)) or part_text(last_user(messages).get("content"))
+    return draw(spec.get("schema") or {}, source)
+
+
+NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+def draw(schema, text, words=False):
+    """A value fitting JSON schema `schema`, its leaves drawn from `text`, the same every time: a string
+    property takes what follows `<its name>:` or `<its name>=` in the text, else (with `words`, tool arguments)
+    the first quoted phrase or the last capitalised word after the first, else the whole text; numbers take the
+    text's numbers in turn (else 1); booleans are true; an array has one item; `enum`, `const`, `anyOf` and
+    `oneOf` take their first choice; `$ref`s are read from `$defs`."""
+    numbers = iter(NUMBER.findall(text))
+    defs = {**(schema.get("definitions") or {}), **(schema.get("$defs") or {})} if isinstance(schema, dict) else {}
+
+    def value(node, key):
+        node = node if isinstance(node, dict) else {}
+        if isinstance(node.get("$ref"), str):
+            node = defs.get(node["$ref"].rsplit("/", 1)[-1], {})
+        if "const" in node:
+            return node["const"]
+        if isinstance(node.get("enum"), list) and node["enum"]:
+            return node["enum"][0]
+        for many in ("anyOf", "oneOf", "allOf"):
+            choices = [c for c in node.get(many) or () if isinstance(c, dict) and c.get("type") != "null"]
+            if choices:
+                return value(choices[0], key)
+        kind = node.get("type")
+        kind = next((k for k in kind if k != "null"), "string") if isinstance(kind, list) else kind
+        if kind == "object" or "properties" in node:
+            return {name: value(sub, name) for name, sub in (node.get("properties") or {}).items()}
+        if kind == "array":
+            return [value(node.get("items"), key)]
+        if kind in ("integer", "number"):
+            found = next(numbers, None)
+            number = float(found) if found is not None else 1
+            return int(number) if kind == "integer" else number
+        if kind == "boolean":
+            return True
+        return phrase(text, key, words)
+
+    return value(schema, "")
+
+
+def phrase(text, key, words):
+    """A string property's value from `text` (see `draw`)."""
+    if key:
+        found = re.search(rf"\b{re.escape(key)}\s*[:=]\s*([^,;.?!\n]+)", text, re.I)
+        if found:
+            return found.group(1).strip().strip("\"'")
+    if words:
+        quoted = re.search(r"[\"']([^\"']+)[\"']", text)
+        if quoted:
+            return quoted.group(1)
+        capitals = [w.strip(".,;:?!") for w in text.split()[1:] if w[:1].isupper()]
+        if capitals:
+            return capitals[-1]
+        return text.split()[-1].strip(".,;:?!") if text.split() else ""
+    return text.strip()
 
 
 def call_deltas(reply):
@@ -501,8 +616,11 @@ def reasoning_text(name, spec, messages):
     return fill(thoughts, name, messages) if thoughts else ""
 
 
-def tokens(text):
-    """Split text into stream tokens (a word plus its trailing space) that join back to the exact text."""
+def tokens(text, split=0):
+    """Split text into stream tokens (a word plus its trailing space, or `split` characters) that join back to
+    the exact text."""
+    if split:
+        return [text[at:at + split] for at in range(0, len(text or ""), split)]
     return re.findall(r"\s*\S+\s*", text or "") or ([text] if text else [])
 
 
@@ -519,7 +637,7 @@ def usage(messages, content, reasoning):
 def listing_row(name, spec):
     """One GET /models row, with each fact under the names OpenRouter and endpoint listings use."""
     inputs = ["text", "image"] if spec.get("vision") else ["text"]
-    tools = spec.get("tools", "tool_calls" in spec)
+    tools = spec.get("tools", "tool_calls" in spec or bool(spec.get("agent")))
     row = {"id": name, "object": "model", "created": CREATED, "owned_by": OWNER,
            "architecture": {"input_modalities": inputs, "output_modalities": ["text"]},
            "input_modalities": inputs, "output_modalities": ["text"],
@@ -531,8 +649,10 @@ def listing_row(name, spec):
         row["max_output_tokens"] = row["max_output_length"] = top["max_completion_tokens"] = spec["max_output"]
     if top:
         row["top_provider"] = top
-    if "tools" in spec or "tool_calls" in spec:
+    if "tools" in spec or "tool_calls" in spec or spec.get("agent"):
         row["supported_features"] = ["tools"] if tools else []
+    if spec.get("schema"):
+        row["supported_parameters"] = row["supported_parameters"] + ["response_format", "structured_outputs"]
     return row
 
 
@@ -690,7 +810,8 @@ class Handler(BaseHTTPRequestHandler):
         if not isinstance(body, dict):
             return self.send_json(400, error_body("The request body must be a JSON object", 400))
         messages = body.get("messages") if isinstance(body.get("messages"), list) else []
-        reply, refusal = self.answer(body.get("model"), messages, requested_max_tokens(body), body.get("tools"))
+        reply, refusal = self.answer(body.get("model"), messages, requested_max_tokens(body), body.get("tools"),
+                                     body.get("response_format"))
         if refusal:
             return self.refuse(*refusal)
         if body.get("stream") and not reply["streams"]:
@@ -701,10 +822,11 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self.plain(reply)
 
-    def answer(self, name, messages, max_tokens, tools=None):
+    def answer(self, name, messages, max_tokens, tools=None, response_format=None):
         """What model `name` says to `messages`, in no API's shape: `(reply, None)`, or
         `(None, (status, OpenAI-shaped error body or None for the HTML 502, headers))`.
-        `tools` (a chat request's) lets a `tool_calls` model answer its script's calls."""
+        `tools` (a chat request's) lets a `tool_calls` or `agent` model answer with calls; `response_format`
+        lets a `schema` model answer JSON."""
         up = self.server.upstream
         spec, count, seq = up.take(name)
         if spec is None:
@@ -730,7 +852,9 @@ class Handler(BaseHTTPRequestHandler):
             return None, (status, payload, limits + retry)
         if fail == "502html":
             return None, (502, None, [])
-        calls = [] if fail in ("empty", "length_empty") else script_calls(name, spec, messages, tools)
+        calls = [] if fail in ("empty", "length_empty") else (
+            agent_calls(name, messages, tools) if spec.get("agent")
+            else script_calls(name, spec, messages, tools, self.headers.get("Authorization") or ""))
         if fail == "empty":
             content = ""
         elif fail == "length_empty":
@@ -738,7 +862,7 @@ class Handler(BaseHTTPRequestHandler):
         elif calls:
             content = spec.get("say") or None  # null beside tool calls, as OpenAI sends it
         else:
-            content = answer_text(name, spec, messages)
+            content = answer_text(name, spec, messages, response_format)
         reasoning = reasoning_text(name, spec, messages)
         if fail == "length_empty" and not reasoning:
             reasoning = fill((DEFAULT_THOUGHT,), name, messages)
@@ -751,7 +875,7 @@ class Handler(BaseHTTPRequestHandler):
                  "pause": spec.get("pause", 1.0) if fail == "stall_mid" else 0,
                  "keepalive": bool(spec.get("keepalive")), "streams": spec.get("streams", True),
                  "parallel": bool(spec.get("parallel")), "late_id": bool(spec.get("late_id")),
-                 "whole": bool(spec.get("whole")), "headers": limits}
+                 "whole": bool(spec.get("whole")), "split": spec.get("split", 0), "headers": limits}
         return reply, None
 
     def decide(self, body):
@@ -831,8 +955,8 @@ class Handler(BaseHTTPRequestHandler):
         def event(delta, finish=None):
             return chunk([{"index": 0, "delta": delta, "finish_reason": finish}])
 
-        said = [{"content": t} for t in tokens(reply["content"])] + call_deltas(reply)
-        deltas = [{"reasoning_content": t} for t in tokens(reply["reasoning"])]
+        said = [{"content": t} for t in tokens(reply["content"], reply["split"])] + call_deltas(reply)
+        deltas = [{"reasoning_content": t} for t in tokens(reply["reasoning"], reply["split"])]
         deltas += said[: DROP_AFTER if reply["drop"] else None]
         sent = [frame(KEEPALIVE) + event(delta) if reply["keepalive"] else event(delta) for delta in deltas]
         if reply["fail"] == "garbled":
@@ -878,7 +1002,7 @@ class Handler(BaseHTTPRequestHandler):
         if refusal:  # error200: the failure comes after the 200, in the API's own way
             reply = {"id": f"demo{int(time.time())}", "created": int(time.time()), "model": name, "content": "",
                      "reasoning": "", "finish": "stop", "usage": usage(messages, "", ""), "latency": 0,
-                     "drop": False, "failed": refusal[1]["error"]["message"]}
+                     "drop": False, "split": 0, "failed": refusal[1]["error"]["message"]}
         sse = parse_qs(urlsplit(self.path).query).get("alt") == ["sse"]
         {"anthropic": self.as_anthropic, "gemini": self.as_gemini, "responses": self.as_responses}[api](reply, stream, sse)
 
@@ -899,8 +1023,9 @@ class Handler(BaseHTTPRequestHandler):
 
     def pieces(self, reply):
         """`(kind, token)` in order, reasoning first; a dropped reply stops a few content tokens in."""
-        found = [("reasoning", t) for t in tokens(reply["reasoning"])]
-        found += [("text", t) for t in tokens(reply["content"])][: DROP_AFTER if reply["drop"] else None]
+        found = [("reasoning", t) for t in tokens(reply["reasoning"], reply["split"])]
+        said = [("text", t) for t in tokens(reply["content"], reply["split"])]
+        found += said[: DROP_AFTER if reply["drop"] else None]
         return found
 
     def as_anthropic(self, reply, stream, sse):
@@ -1340,6 +1465,9 @@ def set_collection(name, members, **fields):
 DEMO_SCOUT = {"persona": "plain", "latency": 0.1, "context_window": 65536, "max_output": 8192, "tools": True}
 DEMO_COLLECTION = {"members": ["terse", "verbose", "contrarian"], "description": "three reviewers and two explorers",
                    "tags": ["demo"]}
+# route mode by default: a request with tools goes to fetcher (clerk calls none); either answers a JSON schema
+AGENTS_COLLECTION = {"members": ["fetcher", "clerk"], "reply": "route", "tags": ["demo"],
+                     "description": "for agents: one member calls your tools, both answer a JSON schema"}
 
 
 def start_demo():
@@ -1353,6 +1481,7 @@ def start_demo():
     up = Upstream({**DEMO_MODELS, feeds.UNREGISTERED: DEMO_SCOUT}).start()
     register(up, aliases={name: name for name in DEMO_MODELS})
     set_collection("demo", **DEMO_COLLECTION)
+    set_collection("agents", **AGENTS_COLLECTION)
     feeds.seed(up.base_url)
     return up
 
@@ -1366,9 +1495,9 @@ def stop_demo(up):
 def snippets(base):
     """What the demo prints: a ready curl command and an OpenAI SDK call."""
     return f"""
-Data folder (thrown away when this stops): {os.environ.get("BENCHWARMERS_HOME", "")}
+Data folder (thrown away when this stops): {settings.env("BENCHWARMERS_HOME")}
 Commands in another terminal read it once it is named there too:
-  export BENCHWARMERS_HOME={os.environ.get("BENCHWARMERS_HOME", "")}
+  export BENCHWARMERS_HOME={settings.env("BENCHWARMERS_HOME")}
 
 Ask the panel with curl:
   curl -s {base}/chat/completions -H 'Content-Type: application/json' \\

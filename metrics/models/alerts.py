@@ -1,6 +1,6 @@
 """Alerts: what is wrong and what to do about it, in `metrics/alerts.json` (models.md §16, AL-1..3, AL-6).
 
-    python metrics/models/alerts.py        # `Nothing wrong.` or each open alert with its age
+    python -m benchwarmers.models.alerts        # `Nothing wrong.` or each open alert with its age
 
 `{"<key>": {"kind", "message", "action", "first_seen", "last_seen", ...extra}}`, sorted keys, indent 2.
 Every write is one locked read-change-write (LOCK-2), so the maintenance scripts, the dashboard and the

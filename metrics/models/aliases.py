@@ -32,7 +32,7 @@ def _load():
 
 def history():
     """`{old alias: new alias}` as the file says (comment keys and non-string values dropped).
-    No caller yet but the tests: the dashboard's model rename (a retired name, TEST-1) will read it."""
+    The dashboard's model rename reads it to refuse an old name (`admin.modeledit`, TEST-1)."""
     return dict(_load()[1])
 
 

@@ -3,7 +3,8 @@
 One record per alias, built from layers where a later one wins:
 
 1. the last catalog refresh, `config/model-catalog.json` (written only by the refresh job);
-2. the serving endpoint's own model listing (CAT-10), held in memory per endpoint;
+2. the serving endpoint's own model listing (CAT-10): the facts of the last one fetched by any process,
+   kept in `runs/cache/listings.json` (this process's own fetch in memory when that file cannot be written);
 3. what providers taught us, `config/model-learned.json` (CAT-1): a context window
    only when it is smaller, a capability only when it was seen working;
 4. the user's `config/model-overrides.json`, which always wins (an override of
@@ -13,9 +14,12 @@ One record per alias, built from layers where a later one wins:
 true, false, or None for unknown.
 
 A listing is fetched only by `listing()` or `warm()`, at most once per endpoint
-per process unless asked to refresh. `info()` reads what is already in memory
+per process unless asked to refresh. `info()` reads what is already known
 and never waits on the network, so the gateway's hot path cannot stall on a
-model list; a server calls `warm()` once at start.
+model list; a server calls `warm()` once at start. Each fetch writes its facts
+to the listings file, so a running gateway learns what another process fetched
+(onboarding a model on a new endpoint, a catalog refresh) at its next request,
+without a restart (issue 30 item 3).
 
 `table()` is what `info()` reads: every registered alias's record, kept until
 one of the files it comes from changes (their stats are checked on each
@@ -86,6 +90,27 @@ def _changed():
         _generation += 1
 
 
+def listings_path():
+    return paths.file("runs", "cache", "listings.json")
+
+
+def _keep(key, rows):
+    """Write a fetched listing's facts for every process; a data folder that refuses keeps them in memory only."""
+    facts = {model: found for model, row in rows.items() if (found := listing_facts(row))}
+    try:
+        fileio.update(listings_path(), lambda data: data.__setitem__(key[0], {"url": key[1], "models": facts}))
+    except (OSError, TimeoutError, fileio.Unreadable):
+        pass
+
+
+def _kept(key):
+    """`{model id: facts}` of the last listing of `key` any process fetched, or None when none is kept."""
+    found = fileio.read_json(listings_path()).get(key[0])
+    if isinstance(found, dict) and found.get("url") == key[1] and isinstance(found.get("models"), dict):
+        return found["models"]
+    return None
+
+
 def _key(name):
     found = endpoints.load().get(name)
     return (name, endpoints.listing_url(found)) if found else None
@@ -105,6 +130,7 @@ def listing(name, refresh=False, timeout=endpoints.LIST_TIMEOUT):
                 _listings[key] = endpoints.models(name, timeout)
             except Exception:
                 _listings[key] = {}
+            _keep(key, _listings[key])
             _changed()
         return _listings[key]
 
@@ -119,8 +145,9 @@ def cached(name):
 
 
 def forget():
-    """Drop every listing held in memory (after endpoints change, or between tests).
-    No caller yet but the tests: the dashboard's endpoint dialog will call it after a change."""
+    """Drop every listing held in memory or kept in the listings file. Only the tests call it: a changed endpoint
+    needs no call, since listings are held by endpoint name and listing URL (`_key`), so a new base is a new entry."""
+    listings_path().unlink(missing_ok=True)
     _listings.clear()
     _changed()
 
@@ -146,6 +173,19 @@ def _date(ev):
     return at[:10] if isinstance(at, str) else "?"
 
 
+def _listed(name, model):
+    """What endpoint `name`'s last listing says of `model`: the kept facts, else this process's fetch."""
+    try:
+        key = _key(name)
+    except RuntimeError:
+        return {}
+    kept = _kept(key) if key else None
+    if kept is not None:
+        found = kept.get(model)
+        return found if isinstance(found, dict) else {}
+    return listing_facts(cached(name).get(model))
+
+
 def _record(alias):
     """`alias`'s record worked out afresh from the layers (CAT-1, CAT-4, CAT-10)."""
     record = dict.fromkeys(FIELDS)
@@ -166,7 +206,7 @@ def _record(alias):
     reg = registry.registration(alias)
     name = endpoints.endpoint_name(reg)
     if name:
-        for field, value in listing_facts(cached(name).get(reg.model_name or alias)).items():
+        for field, value in _listed(name, reg.model_name or alias).items():
             record[field] = value
             sources[field] = f"{name} listing"
 
@@ -237,7 +277,7 @@ def table():
     if files is None:
         files = _sources[folder] = tuple(str(f) for f in (
             paths.file("config", "model-catalog.json"), paths.file("config", "model-learned.json"),
-            paths.file("config", "model-overrides.json"), registry.path(), endpoints.path()))
+            paths.file("config", "model-overrides.json"), registry.path(), endpoints.path(), listings_path()))
     state = (folder, _generation) + tuple(fileio.stamp(f) for f in files)
     found = _table
     if found.state != state:

@@ -218,7 +218,7 @@ def refresh():
         price_watch(alias, served, connection, before.get("cost"), record.get("cost"), facts["paid"])
     stamp = datetime.datetime.now().astimezone().replace(microsecond=0).isoformat()
     where = path()
-    where.parent.mkdir(parents=True, exist_ok=True)
+    fileio.make_folder(where.parent)
     fileio.write_atomic(where, fileio.dumps({"_why": WHY, "refreshed": stamp, "models": models}))
     return models
 

@@ -28,7 +28,8 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..core import fileio, keys, paths, records
+from ..core import console, fileio, keys, paths, records
+from ..core.errors import Invalid, Unusable
 from ..net import transport
 
 KINDS = ("provider", "aggregator", "hub", "local")
@@ -101,7 +102,8 @@ _cache: tuple[object, dict[str, Endpoint]] = (None, {})  # ((path, mtime_ns, siz
 
 
 def load() -> dict[str, Endpoint]:
-    """`{name: Endpoint}` in file order (EP-1): `{}` when missing; RuntimeError when unreadable or not an object.
+    """`{name: Endpoint}` in file order (EP-1): `{}` when missing; `Unusable` (a RuntimeError) when unreadable or
+    not an object.
 
     Cached by the file's stat; callers must not mutate the result.
     """
@@ -112,7 +114,7 @@ def load() -> dict[str, Endpoint]:
     except FileNotFoundError:
         return {}
     except OSError as exc:
-        raise RuntimeError(f"{where} cannot be read: {exc}") from exc
+        raise Unusable(f"{where} cannot be read: {exc}") from exc
     key = (where, st.st_mtime_ns, st.st_size, st.st_ino)
     if _cache[0] == key:
         return _cache[1]
@@ -120,9 +122,9 @@ def load() -> dict[str, Endpoint]:
         with open(where, encoding="utf-8") as f:
             data = json.load(f)
     except (OSError, ValueError, RecursionError) as exc:  # RecursionError: JSON nested past the parser's depth
-        raise RuntimeError(f"{where} cannot be read: {exc}") from exc
+        raise Unusable(f"{where} cannot be read: {exc}") from exc
     if not isinstance(data, dict):
-        raise RuntimeError(f"{where} is not a JSON object of endpoints")
+        raise Unusable(f"{where} is not a JSON object of endpoints")
     found = {name: record(name, entry) for name, entry in data.items()
              if not name.startswith("_") and isinstance(entry, dict)}
     _cache = (key, found)
@@ -138,10 +140,10 @@ def readable() -> dict[str, Endpoint]:
 
 
 def default():
-    """The default endpoint's name (EP-2): the first marked `default`, else the first; RuntimeError with none."""
+    """The default endpoint's name (EP-2): the first marked `default`, else the first; `Unusable` with none."""
     found = load()
     if not found:
-        raise RuntimeError(NO_ENDPOINTS.format(path=path()))
+        raise Unusable(NO_ENDPOINTS.format(path=path()))
     for name, entry in found.items():
         if entry.default:
             return name
@@ -369,7 +371,8 @@ def listing_test(found, secret):
 
 
 def add(name, base, secret="", who="cli"):
-    """Add a new endpoint by the dashboard's rule (EP-4..7): `{"ok", "errors", "served", "note"}`.
+    """Add a new endpoint by the dashboard's rule (EP-4..7): `{"ok", "errors", "served", "note"}`, or `Invalid`
+    with every reason it was not.
 
     Saved only when its model list answers. The key, when there is one, goes to the key store under the
     endpoint's name (never into endpoints.json). Decision: with no add form to choose a kind, the kind is
@@ -377,28 +380,22 @@ def add(name, base, secret="", who="cli"):
     key names none (a local runtime needs none) rather than naming a key that is not there.
     """
     name, base = name.strip().lower(), base.strip().rstrip("/")
-    try:
-        errors = add_problems(name, base)
-    except RuntimeError as exc:  # a damaged endpoints.json is never written over (EP-1)
-        errors = [str(exc)]
+    errors = add_problems(name, base)  # `Unusable` for a damaged endpoints.json, never written over (EP-1)
     if errors:
-        return {"ok": False, "errors": errors, "served": 0, "note": ""}
+        raise Invalid(*errors)
     written = {"base": base, "key": name if secret else "", "kind": inferred_kind(base)}
     count, note = listing_test(record(name, written), secret)
     if count is None:
-        return {"ok": False, "errors": [note], "served": 0, "note": ""}
+        raise Invalid(note)
     if secret and keys.stored().get(name) != secret:
         keys.set_key(name, secret)
 
     def put(data):
-        if name in data:
-            raise ValueError(f"there is already an endpoint named {name}")
+        if name in data:  # added meanwhile, by another process
+            raise Invalid(f"there is already an endpoint named {name}")
         data[name] = written
 
-    try:
-        fileio.update(path(), put)
-    except ValueError as exc:
-        return {"ok": False, "errors": [str(exc)], "served": 0, "note": ""}
+    fileio.update(path(), put)
     fileio.append_jsonl(paths.file("config", "changes.jsonl"),
                         {"at": datetime.datetime.now().astimezone().isoformat(timespec="seconds"), "by": who, "alias": "", "field": "endpoint", "old": None,
                          "new": {"name": name, **written}})
@@ -411,7 +408,7 @@ def main(argv=None):
         found = load()
         default_name = default()
     except RuntimeError as exc:
-        print(exc, file=sys.stderr)
+        console.say(exc)
         return 1
     for name, each in found.items():
         print(describe(name, each, default_name))

@@ -9,8 +9,7 @@ The client runs `hold(call)` in its PREFLIGHT, before pacing: a held call takes 
 Reading the alerts is bookkeeping: any failure there holds nothing.
 """
 
-import os
-
+from ..core import settings
 from . import alerts, connections
 
 EXCERPT = 160
@@ -18,7 +17,7 @@ EXCERPT = 160
 
 def held(alias, served):
     """The `went paid` alert holding `alias` (served as `served`), or None."""
-    if os.environ.get("BENCH_ALLOW_PAID") == "1":
+    if settings.env("BENCH_ALLOW_PAID") == "1":
         return None
     try:
         alert = alerts.active().get(f"model:paid:{served}")

@@ -303,7 +303,7 @@ def learned(alias=None):
 
 def note_limits(alias, limits, where, evidence=""):
     """Limits stated outside message text, e.g. quota bodies (LRN-8): rpm/rpd/tpm/tpd, only tighter.
-    No caller yet but the tests: the quota readers will call it."""
+    The quota observer calls it with the limits a 429 states (`quota.observe`, QUO-8)."""
     limits = {axis: value for axis, value in (limits or {}).items() if axis in AXES}
     if not alias or not limits:
         return {}

@@ -32,6 +32,7 @@ from typing import Any
 import yaml
 
 from ..core import fileio, paths, records
+from ..core.errors import Invalid, Unusable
 from . import endpoints
 
 NAME = "extra-openai-models.yaml"
@@ -41,7 +42,7 @@ TEXT_FIELDS = ("model_name", "api_base", "api_key_name")  # what the client send
 DECISIONS = "decision-models.json"
 
 
-class Broken(ValueError):
+class Broken(Unusable, ValueError):
     """The registrations file is not one llm could read; the text names the file and where."""
 
 
@@ -311,22 +312,22 @@ def _read_text(where):
 def add_registration(alias, served, endpoint_name):
     """Append `alias` → `served` on endpoint `endpoint_name` (REG-1), locked and atomic.
 
-    Raises ValueError for an alias already registered, an unknown endpoint, or a file llm could
-    not read (Broken): a registration is never silently replaced, nor written where llm would not see it.
+    Raises `Invalid` (a ValueError) for an alias already registered or an unknown endpoint, `Broken` for a
+    file llm could not read: a registration is never silently replaced, nor written where llm would not see it.
     """
     entry = endpoints.load().get(endpoint_name)
     if entry is None or not entry.base:
-        raise ValueError(f"no endpoint named '{endpoint_name}'")
+        raise Invalid(f"no endpoint named '{endpoint_name}'")
     where = path()
     with fileio.lock(where):
         text = _read_text(where)
         if alias in parse(text):
-            raise ValueError(f"'{alias}' is already registered")
+            raise Invalid(f"'{alias}' is already registered")
         if text and not text.endswith("\n"):
             text += "\n"
         text += block(alias, served, entry)
         if alias not in _parsed(text)[0]:  # a flow-style list, say: a block appended to it is not part of it
-            raise ValueError(f"{SHOWN} is not written as `- model_id:` blocks; add '{alias}' to it by hand")
+            raise Invalid(f"{SHOWN} is not written as `- model_id:` blocks; add '{alias}' to it by hand")
         fileio.write_atomic(where, text)
 
 
@@ -387,15 +388,15 @@ def _cut(alias, blocks, i, lines):
     a line with another block (a flow-style list): cutting it out as text would take that one too."""
     _, first, last = blocks[i]
     if (i and blocks[i - 1][2] >= first) or (i + 1 < len(blocks) and blocks[i + 1][1] <= last):
-        raise ValueError(f"'{alias}' shares a line of {SHOWN} with another registration; take it out by hand")
+        raise Invalid(f"'{alias}' shares a line of {SHOWN} with another registration; take it out by hand")
     if first and not lines[first - 1].strip():
         first -= 1
     return range(first, last + 1)
 
 
 def remove_registration(alias):
-    """Take every block registered as `alias` out of the file; whether there was one (the dashboard's
-    model popup and auto-retire will call it; tests do today).
+    """Take every block registered as `alias` out of the file; whether there was one. Retiring a model calls
+    it (`admin.modeledit`, which the model popup and auto-retire both go through).
     Blocks are found as YAML reads them; every other line is kept as written."""
     where = path()
     with fileio.lock(where):

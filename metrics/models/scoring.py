@@ -129,7 +129,8 @@ def outcome(text, min_length=DEFAULT_MIN):
 
 def failure_class(text, min_length=DEFAULT_MIN):
     """Why a reply is not an answer, one of FAILURE_CLASSES, or None for an answer (ERR-2, §2.3).
-    No caller yet but the tests: the suite runner, perf and auto-retire (SU-11, SU-12, AR-1) will call it."""
+    Callers: the suite's gap and pacing checks, perf's failure column, the dashboard's retry and auto-retire's
+    confirmation call (SU-11, SU-12, AR-5)."""
     _, head, failure_like = _read(text)
     if TIMEOUT_MARK in head:
         return "timeout"

@@ -1,6 +1,6 @@
 """The two public model feeds, cached for a day (models.md §15, SRC-1..7).
 
-    python metrics/models/sources.py      force-fetch both feeds; one line each
+    python -m benchwarmers.models.sources      force-fetch both feeds; one line each
 
 `fetch(name)` downloads a feed at most every `MAX_AGE_S` (20 h, so a daily job always finds it stale:
 models.md improvement 13) and keeps it in `runs/cache/<name>.json`, replaced atomically (improvement 7).
@@ -21,16 +21,15 @@ Decisions where the spec is silent:
 """
 
 import json
-import os
 import sys
 import time
 
-from ..core import fileio, paths
+from ..core import fileio, paths, settings
 from ..net import transport
 
-FEEDS = {"modelsdev": ("BENCH_MODELSDEV_URL", "https://models.dev/api.json"),
-         "freellmapi": ("BENCH_FREELLMAPI_URL", "https://api.freellmapi.co/v1/latest")}
-OPENROUTER = ("BENCH_OPENROUTER_MODELS_URL", "https://openrouter.ai/api/v1/models")
+# the variable holding each feed's address (its default is the public one, in metrics/core/settings.py)
+FEEDS = {"modelsdev": "BENCH_MODELSDEV_URL", "freellmapi": "BENCH_FREELLMAPI_URL"}
+OPENROUTER = "BENCH_OPENROUTER_MODELS_URL"
 FEED_TIMEOUT = 90
 OPENROUTER_TIMEOUT = 60
 MAX_AGE_S = 20 * 3600
@@ -50,8 +49,7 @@ LIMIT_AXES = ("rpm", "rpd", "tpm", "tpd")
 
 def url(name):
     """Where feed `name` (or `openrouter`) is read: its environment variable, else the public address."""
-    setting, default = OPENROUTER if name == "openrouter" else FEEDS[name]
-    return os.environ.get(setting, "").strip() or default
+    return settings.env(OPENROUTER if name == "openrouter" else FEEDS[name]).strip()
 
 
 def cache_path(name):
@@ -85,7 +83,7 @@ def fetch(name, force=False):
         return cached(name)
     data = download(name)
     where = cache_path(name)
-    where.parent.mkdir(parents=True, exist_ok=True)
+    fileio.make_folder(where.parent)
     fileio.write_atomic(where, json.dumps(data))
     return data
 

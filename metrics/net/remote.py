@@ -14,14 +14,14 @@ without setting `BENCHWARMERS_URL`. A URL given explicitly is never second-guess
 
 import dataclasses
 import json
-import os
 import socket
 import urllib.error
 import urllib.request
 
 from .. import __version__
+from ..core import settings
 
-DEFAULT_TIMEOUT = 900.0
+DEFAULT_TIMEOUT = float(settings.default("BENCHWARMERS_TIMEOUT"))
 GATEWAY_PREFIXES = ("/v1/", "/bench/")  # paths that take a gateway key; every other takes the admin token
 
 
@@ -83,16 +83,16 @@ def base_url(url):
     return url[:-3].rstrip("/") if url.endswith("/v1") else url
 
 
-def local_url(variable, port):
-    """`http://127.0.0.1:<port>`, the port from `variable` when it holds one."""
-    value = os.environ.get(variable, "").strip()
-    return f"http://127.0.0.1:{int(value) if value.isdigit() else port}"
+def local_url(variable):
+    """`http://127.0.0.1:<port>`, the port from `variable` when it holds one, else its default."""
+    value = settings.env(variable).strip()
+    return f"http://127.0.0.1:{int(value) if value.isdigit() else settings.default(variable)}"
 
 
 def env_timeout():
     """`BENCHWARMERS_TIMEOUT` in seconds (a panel can take minutes), else DEFAULT_TIMEOUT."""
     try:
-        value = float(os.environ.get("BENCHWARMERS_TIMEOUT", "").strip())
+        value = float(settings.env("BENCHWARMERS_TIMEOUT").strip())
     except ValueError:
         return DEFAULT_TIMEOUT
     return value if value > 0 else DEFAULT_TIMEOUT
@@ -117,11 +117,11 @@ class Server:
     @classmethod
     def from_env(cls, url=None):
         """§9's environment; `url` (a `--url`) wins over `BENCHWARMERS_URL`, which wins over the default."""
-        given = url or os.environ.get("BENCHWARMERS_URL", "").strip()
-        return cls(base=base_url(given or local_url("BENCH_PORT", 8122)), timeout=env_timeout(),
-                   key=os.environ.get("BENCHWARMERS_KEY", "").strip(),
-                   admin_token=os.environ.get("BENCHWARMERS_ADMIN_TOKEN", "").strip(),
-                   fallback="" if given else local_url("BENCH_GATEWAY_PORT", 8123))
+        given = url or settings.env("BENCHWARMERS_URL").strip()
+        return cls(base=base_url(given or local_url("BENCH_PORT")), timeout=env_timeout(),
+                   key=settings.env("BENCHWARMERS_KEY").strip(),
+                   admin_token=settings.env("BENCHWARMERS_ADMIN_TOKEN").strip(),
+                   fallback="" if given else local_url("BENCH_GATEWAY_PORT"))
 
     def headers(self, path, body):
         """CLI-1: JSON both ways, and the bearer the path takes, only when it is set."""

@@ -18,13 +18,12 @@ COL-10's self-checks (COL-3..5, COL-7) are tests in tests/test_collections.py.
 import dataclasses
 import json
 import math
-import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from ..core import fileio, paths, records
+from ..core import console, fileio, paths, records
 from ..models import connections, registry
 from . import policy
 from ..core.errors import Broken
@@ -39,6 +38,7 @@ LIMITS = ("rpm", "rpd", "tpm", "tpd")
 TEXT_FIELDS = {"merger": "a model alias (a string)", "shape": "a shape name (a string)",
                "description": "text (a string)", "note": "text (a string)"}
 FIX = "fix it in that file or in the dashboard's Collections dialog"
+Named = TypeVar("Named")  # what a client sent as a model name: checked for text at run time
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,7 +70,8 @@ class Collection:
 class Settings:
     """config/gateway.json: `{"max_calls": 5, "max_explorers": 2, ...other keys kept}` (COL-2), with these
     fields' defaults for any key it lacks. `max_panels` / `max_panels_per_key`: panels in flight in one process,
-    and for one gateway key (security review 2); `stop_grace`: seconds a stopping gateway lets panels in flight
+    and for one gateway key (security review 2); `verdicts_per_key_day`: verdict lines one key may add a day, 0 no
+    cap (issue 29 item 3); `stop_grace`: seconds a stopping gateway lets panels in flight
     finish (nothing-lost item 7); `calls_log_*`: the calls log's size before it is rotated (MB, 0 never), rotated
     files kept, and whether it keeps prompts at all (security review 9, PRIVACY.md); `first_byte_timeout` /
     `idle_timeout`: a seat's no-bytes windows in seconds, fractions allowed, 0 for none (GATEWAY.md, Faults);
@@ -83,6 +84,7 @@ class Settings:
     max_explorers: int = 2
     max_panels: int = 128
     max_panels_per_key: int = 32
+    verdicts_per_key_day: int = 1000
     stop_grace: int = 5
     calls_log_max_mb: int = 64
     calls_log_keep: int = 3
@@ -93,8 +95,8 @@ class Settings:
     problems: tuple[str, ...] = ()
 
 
-WHOLE = ("max_calls", "max_explorers", "max_panels", "max_panels_per_key", "stop_grace", "calls_log_max_mb",
-         "calls_log_keep")  # whole numbers of 0 or more
+WHOLE = ("max_calls", "max_explorers", "max_panels", "max_panels_per_key", "verdicts_per_key_day", "stop_grace",
+         "calls_log_max_mb", "calls_log_keep")  # whole numbers of 0 or more
 SECONDS = ("first_byte_timeout", "idle_timeout")  # any number of seconds of 0 or more
 DEFAULTS = Settings()
 
@@ -277,8 +279,8 @@ def settings_fault() -> str:
 
 
 def settings_problems() -> list[str]:
-    """Why `settings()` differs from what gateway.json says, one sentence each. No caller yet but the tests: the
-    dashboard's settings editor will show it."""
+    """Why `settings()` differs from what gateway.json says, one sentence each. Only the tests call it; the
+    gateway says the same problems once on stderr (`_tell`)."""
     fault = settings_fault()
     return ([fault] if fault else []) + list(settings().problems)
 
@@ -294,7 +296,7 @@ def _tell(problems: Iterable[str]) -> None:
             if problem in _told:
                 continue
             _told.add(problem)
-        print(f"warning: {problem}", file=sys.stderr, flush=True)
+        console.say(f"warning: {problem}")
 
 
 def config_problems() -> list[str]:
@@ -335,7 +337,7 @@ def reply_mode(collection: Collection | str, asked: str = "") -> str:
     return asked or (found.reply if found else "") or "all"
 
 
-def split_reply(model: object) -> tuple[object, str]:
+def split_reply(model: Named) -> tuple[Named | str, str]:
     """`(model, mode)` when `model` ends in `:all`, `:merged` or `:route`, else `(model, "")` (COL-5)."""
     if not isinstance(model, str):
         return model, ""

@@ -61,8 +61,9 @@ def key(collection: str, caller: str, messages: list[Any]) -> str:
 
 
 def new_id() -> str:
-    """`r<YYYYmmdd-HHMMSS local>-<4 hex>` (RT-9)."""
-    return "r" + datetime.datetime.now().strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+    """`r<YYYYmmdd-HHMMSS local>-<16 hex>` (RT-9): 64 random bits, as a panel's id carries, so a conversation's
+    call ids (`<conv>.<n>`, which a verdict names) cannot be guessed (issue 29 item 9; they had 4 hex)."""
+    return "r" + datetime.datetime.now().strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(8)
 
 
 def _path(conv_key: str) -> Path:
@@ -92,7 +93,7 @@ def _change(conv_key: str, change: Callable[[Record | None], tuple[T, Record | N
     not parse, which reads as none (the conversation starts afresh; no answer is lost)."""
     path = _path(conv_key)
     with fileio.lock(path):
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, fileio.FILE_MODE)
         try:
             result, record = change(_read(fd))
             if record is not None:

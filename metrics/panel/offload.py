@@ -18,12 +18,19 @@ outcome, so pending need not parse notes: IMP-7); verdicts tidy notes and claims
 check their arguments; appends are serialised in-process (IMP-16); `record()` accepts `core`
 as well as `bench/core` (IMP-6).
 
+The log is the record and is never rotated, so nothing a caller sends may grow it without bound
+(issue 29 item 3): a verdict's note holds at most `NOTE_BYTES`, each claim `CLAIM_BYTES` and a
+verdict `MAX_CLAIMS` claims, measured in UTF-8 once whitespace is collapsed (413 beyond); a gateway
+key adds at most `verdicts_per_key_day` lines a day (config/gateway.json; 429 until midnight), counted
+in `runs/gateway/verdicts.json` across ports and processes; and a verdict's reply (`receipt`) cuts
+what it echoes. Callers without a key (`local`), the dashboard and this CLI are not counted: they can
+write the data folder anyway.
+
     python -m benchwarmers.panel.offload list
     python -m benchwarmers.panel.offload add MODEL TASK [--useful|--not-useful] [--note T] [--real C]... [--false C]...
     python -m benchwarmers.panel.offload verdict CALL (--useful|--not-useful) [--note T] [--real C]... [--false C]...
 
-(`python metrics/panel/offload.py ...`, which the gateway's footer prints, works too where the package is
-installed, as `pip install -e .` does.)
+The gateway's footer prints the `verdict` line, so it works from an install and from a checkout alike.
 """
 
 import argparse
@@ -38,15 +45,24 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
 
-from ..core import fileio, paths, records
+from ..core import console, fileio, paths, records
+from ..core.errors import DailyCap, Invalid, TooLarge, UnknownCall
 from ..models import aliases
+from . import collections
 
 T = TypeVar("T")
 
 ERROR_EXCERPT = 120
+NOTE_BYTES = 4096
+CLAIM_BYTES = 1024  # a one-sentence claim; the dashboard's form keeps 400 characters
+MAX_CLAIMS = 50  # `real` and `false` together
+ECHO_CHARS = 200  # of a note or claim, in a verdict's reply
+LOCAL = "local"  # the caller when keys are not required: no key, so no daily count (as for panels in flight)
 UNKNOWN_CALL = "no offload with call id '{}'; the gateway prints them under each answer"
 BAD_USEFUL = '"useful" must be true or false'
 BAD_CLAIMS = '"real" and "false" must be lists of one-sentence claims'
+DAILY_CAP = ("the gateway key {} has added {:,} verdicts today (verdicts_per_key_day in config/gateway.json); "
+             "try again tomorrow")
 
 _append_lock = threading.Lock()
 _verdict_lock = threading.Lock()
@@ -144,29 +160,71 @@ def _claims(value: object) -> list[str]:
     if value is None:
         return []
     if not isinstance(value, list) or not all(isinstance(claim, str) for claim in value):
-        raise ValueError(BAD_CLAIMS)
+        raise Invalid(BAD_CLAIMS)
     return [tidy for tidy in map(_tidy, value) if tidy]
 
 
+def _bounded(note: str, real: list[str], false: list[str]) -> None:
+    """Issue 29 item 3: raise `TooLarge` for a note or claim past its bound, or too many claims."""
+    size = len(note.encode("utf-8", "surrogatepass"))
+    if size > NOTE_BYTES:
+        raise TooLarge(f'"note" is {size:,} bytes; the limit is {NOTE_BYTES:,}')
+    if len(real) + len(false) > MAX_CLAIMS:
+        raise TooLarge(f'"real" and "false" hold {len(real) + len(false):,} claims; the limit is {MAX_CLAIMS}')
+    for field, claims in (("real", real), ("false", false)):
+        for claim in claims:
+            size = len(claim.encode("utf-8", "surrogatepass"))
+            if size > CLAIM_BYTES:
+                raise TooLarge(f'a claim in "{field}" is {size:,} bytes; the limit is {CLAIM_BYTES:,}')
+
+
+def _count_today(by: str) -> None:
+    """Count one verdict line of gateway key `by` against `verdicts_per_key_day`, across processes; raise
+    `DailyCap` when today's are spent. A day is the local date, as the log's lines carry it."""
+    cap = collections.settings().verdicts_per_key_day
+    if not cap:
+        return
+    target = paths.file("runs", "gateway", "verdicts.json")
+    with fileio.lock(target):
+        today = datetime.date.today().isoformat()
+        data = fileio.read_json(target, comments=False)
+        counts: dict[str, Any] = data["keys"] if data.get("day") == today and isinstance(data.get("keys"), dict) else {}
+        done = counts.get(by, 0) if isinstance(counts.get(by), int) else 0
+        if done >= cap:
+            refusal = DailyCap(DAILY_CAP.format(by, cap))
+            refusal.retry_after = _seconds_to_midnight()
+            raise refusal
+        fileio.write_atomic(target, json.dumps({"day": today, "keys": {**counts, by: done + 1}}) + "\n")
+
+
+def _seconds_to_midnight() -> int:
+    now = datetime.datetime.now()
+    midnight = datetime.datetime.combine(now.date() + datetime.timedelta(days=1), datetime.time())
+    return max(1, int((midnight - now).total_seconds()) + 1)
+
+
 def verdict(call: object, useful: object, note: object = "", real: object = None, false: object = None,
-            replace: bool = False) -> Line:
+            replace: bool = False, by: str | None = None) -> Line:
     """Judge the offload with call id `call` (OFF-4); returns the entry now in force.
 
     Notes and claims are whitespace-collapsed and blank claims dropped (IMP-19). Unless
     `replace`, a blank note or empty claim list keeps the earlier one; with it (the dashboard's
     form) blank clears. The same verdict again writes nothing and returns the target.
-    Raises ValueError for a non-boolean `useful` or claims that are not lists of strings,
-    KeyError for an unknown call, checked in VRD-1's order.
+    `by` names the gateway key judging: each line it adds counts against its day's cap.
+    Raises `Invalid` (a ValueError) for a non-boolean `useful` or claims that are not lists of strings,
+    `TooLarge` past a bound, `UnknownCall` (a KeyError) for an unknown call, `DailyCap` when `by`'s verdicts
+    for today are spent, checked in that order (VRD-1's, then the bounds before the log is read).
     """
     if not isinstance(useful, bool):
-        raise ValueError(BAD_USEFUL)
+        raise Invalid(BAD_USEFUL)
     real_claims, false_claims = _claims(real), _claims(false)
     said = _tidy(note) if isinstance(note, str) else ""
+    _bounded(said, real_claims, false_claims)
     # Two identical verdicts racing in this process must write one line.
     with _verdict_lock:
         target = by_call(call) if isinstance(call, str) else None
         if target is None or not isinstance(call, str):
-            raise KeyError(UNKNOWN_CALL.format(call if isinstance(call, str) else ""))
+            raise UnknownCall(UNKNOWN_CALL.format(call if isinstance(call, str) else ""))
         if not replace:
             said = said or target.note
             real_claims = real_claims or list(target.real)
@@ -174,9 +232,27 @@ def verdict(call: object, useful: object, note: object = "", real: object = None
         if (useful, said, real_claims, false_claims) == (target.useful, target.note, list(target.real),
                                                            list(target.false)):
             return target
+        if by and by != LOCAL:
+            _count_today(by)
         kept = target.stored  # the seat's own fields as written, never those a reader infers from its task
         return add(target.model, target.task, useful, said, call, real_claims, false_claims, kept.get("status"),
                    kept.get("seconds"), kept.get("collection"), kept.get("shape"))
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= ECHO_CHARS else text[:ECHO_CHARS] + "…"
+
+
+def receipt(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """A verdict's reply (VRD-1's `recorded`): the entry without its task, which starts with the prompt (security
+    review 4), its note and each claim cut to `ECHO_CHARS` (issue 29 item 3: the caller has them already)."""
+    shown = {k: v for k, v in entry.items() if k != "task"}
+    if isinstance(shown.get("note"), str):
+        shown["note"] = _cut(shown["note"])
+    for field in ("real", "false"):
+        if isinstance(shown.get(field), list):
+            shown[field] = [_cut(c) if isinstance(c, str) else c for c in shown[field]]
+    return shown
 
 
 def _date(entry: Mapping[str, Any]) -> str:
@@ -760,8 +836,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         try:
             entry = verdict(args.call, args.useful, args.note, args.real, args.false_claims)
-        except KeyError as exc:
-            print(exc.args[0], file=sys.stderr)
+        except (KeyError, TooLarge) as exc:
+            console.say(exc.args[0])
             return 1
         print(f"recorded: {entry.model} — {entry.task} — useful={entry.useful}")
     return 0

@@ -17,9 +17,9 @@ writes them (beyond the reference, which sent the merged answer in one piece);
 if the merger breaks off part way, the every-answer fallback follows its partial
 text in the stream, while the non-streamed reply carries the fallback alone.
 
-Refusals raise before any seat is called: `ValueError` (400), `PromptTooLarge` (413),
-`UnknownCollection` (404), `LookupError` (503; `collections.Broken` among them), `Busy` (503);
-`core.errors` says how each is answered.
+Refusals raise before any seat is called: `Invalid` (400), `PromptTooLarge` (413),
+`UnknownCollection` (404), `Broken` and `NoSeat` (503), `Busy` (503); `core.errors` says how each
+is answered.
 
 Decisions where the spec is silent or improved (gateway.md §20):
 - IMP-3: members past `max_calls` are named in `skipped` (why says the cap).
@@ -31,6 +31,10 @@ Decisions where the spec is silent or improved (gateway.md §20):
 - IMP-5: the explorer count is fixed before the vision skips (the reference's
   vision behaviour); a skipped blind member does not free an explorer seat.
 - IMP-15: every seat error is redacted, not only those of image requests.
+- Issue 29 item 2: every answer is hidden (`keys.hide`: the endpoints' keys, sign-in tokens, the admin
+  token, gateway keys) the moment its seat comes back, so no section, `bench` field, merger prompt or log
+  line holds one; the merger's streamed words go through a `keys.Hider`, which hides a key split across
+  two pieces too. An upstream that echoes its Authorization header hands its key to no caller.
 """
 
 import concurrent.futures
@@ -40,22 +44,19 @@ import dataclasses
 import datetime
 import functools
 import json
-import os
 import queue
 import secrets
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from ..core import fileio, images, keys, paths
+from ..core import console, fileio, images, keys, paths, settings
 from ..wire import notices
 from ..models import aliases, catalog, learn, registry
 from ..calling import client, llm_backend
 from . import collections, offload, policy, roles, roster, route, shape as shapes
-
-from ..core.errors import Busy, PromptTooLarge, UnknownCollection
+from ..core.errors import Busy, Invalid, NoSeat, PromptTooLarge, UnknownCollection
 
 Seat = dict[str, Any]  # a seat's result, then as `bench.seats` lists it: call, seat, alias, status, answer, ...
 OnDelta = Callable[[str, str], None]  # `on_delta(kind, piece)`: a seat's answer ("text") or reasoning as it comes
@@ -246,8 +247,9 @@ def _seat_result(alias: str, started: float, answer: Callable[[], dict[str, Any]
         text, error = "", f"{type(exc).__name__}: {exc}"
     if not error:
         error = notices.as_error(text)  # PN-3: a notice is no answer
+    known = keys.secrets()
     if error:
-        error = keys.clean(error)  # every seat error, not only an image request's (IMP-15)
+        error = keys.clean(error, known=known)  # every seat error, not only an image request's (IMP-15)
         try:
             learn.record(alias, error, "gateway")
         except Exception:
@@ -255,8 +257,8 @@ def _seat_result(alias: str, started: float, answer: Callable[[], dict[str, Any]
     status = "error" if error else ("empty" if not text.strip() else "ok")
     if error:
         text = ""
-    seat = {"status": status, "answer": text, "error": keys.cut(error, SEAT_ERROR_KEPT, last=True),
-            "seconds": round(time.monotonic() - started, 1)}
+    seat = {"status": status, "answer": keys.hide(text, known=known),
+            "error": keys.cut(error, SEAT_ERROR_KEPT, last=True), "seconds": round(time.monotonic() - started, 1)}
     if usage:
         seat["usage"] = usage
     return seat
@@ -280,12 +282,13 @@ DEMO = "BENCHWARMERS_DEMO"  # set by the demo (`serve.py --demo`, `gateway.py --
 
 def footer() -> str:
     """The reply's last lines. In the demo the data folder is a throwaway one another terminal does not know,
-    so the verdict command carries it (issue 16: the footer's command must work from another terminal)."""
-    home = f"BENCHWARMERS_HOME={paths.data()} " if os.environ.get(DEMO) == "1" else ""
+    so the verdict command carries it (issue 16: the footer's command must work from another terminal). The
+    command is the module's (RPL-1's `python metrics/offload.py` is a checkout path an install does not have)."""
+    home = f"BENCHWARMERS_HOME={paths.data()} " if settings.env(DEMO) == "1" else ""
     return ("---\n"
             "Once you have checked an answer against the code, record a verdict for its seat, useful or not.\n"
             "Send `POST /bench/verdict` to this same server (see `bench.verdict`), or run "
-            f'`{home}python metrics/panel/offload.py verdict <call id> --useful|--not-useful --note "..."`.')
+            f'`{home}python -m benchwarmers.panel.offload verdict <call id> --useful|--not-useful --note "..."`.')
 
 
 SHAPE_WORDS = {"no decision model onboarded": "the default: no decision model is onboarded to choose a shape for "
@@ -340,7 +343,7 @@ class Plan:
         self.image_count = images.validate(messages)
         self.system, self.prompt = images.flatten(messages)
         if not self.prompt.strip():
-            raise ValueError("no user message to put to the collection")
+            raise Invalid("no user message to put to the collection")
         collection = collections.get(name)  # collections.Broken (503) when the file or this entry is broken
         if collection is None:
             raise UnknownCollection(collections.choose_message(name))
@@ -486,8 +489,8 @@ class Plan:
                           if any(a in n for a in self.nominees)]
         if not self.seats:
             if self.image_count:
-                raise ValueError(self._blind_message())
-            raise LookupError(f"collection '{self.name}' has no members and no explorer could be seated"
+                raise Invalid(self._blind_message())
+            raise NoSeat(f"collection '{self.name}' has no members and no explorer could be seated"
                               + "".join(f"; {s['alias']} not asked: {s['why']}" for s in self.skipped))
 
     def _blind_message(self) -> str:
@@ -501,11 +504,10 @@ class Plan:
 
 
 def merge_prompt(plan: Plan, answered: list[Seat]) -> str:
-    """What the merger reads: the request redacted, every answer with the endpoints' keys hidden (an answer
-    that echoed the key of its own endpoint must not carry it to the merger's)."""
+    """What the merger reads: the request redacted, every answer (hidden as its seat came back: an answer that
+    echoed the key of its own endpoint must not carry it to the merger's)."""
     request = images.redact(plan.whole)
-    known = keys.secrets()
-    blocks = [f"## {s['seat']} — {s['alias']}\n\n{keys.hide(s['answer'], known=known)}" for s in answered]
+    blocks = [f"## {s['seat']} — {s['alias']}\n\n{s['answer']}" for s in answered]
     return "THE REQUEST\n\n" + request + "\n\nTHE ANSWERS\n\n" + "\n\n".join(blocks)
 
 
@@ -698,11 +700,16 @@ def merged_content(plan: Plan, seats: list[Seat], bench: dict[str, Any], every: 
                    gone: threading.Event | None = None) -> tuple[str, Seat | None]:
     """The merged reply, or every answer with a one-line note when the merge cannot be had (MRG-6..8)."""
     streamed: list[str] = []
-    relay = functools.partial(_relayed, streamed, on_part) if on_part else None
+    hider = keys.Hider()  # the merger's upstream may echo its key in the words it streams (issue 29 item 2)
+    relay = functools.partial(_relayed, streamed, hider, on_part) if on_part else None
     try:
         merger, answer, note = merge(plan, seats, relay, gone)
     except Exception as exc:
         merger, answer, note = None, "", f"the merge failed ({type(exc).__name__}: {exc})"
+    rest = hider.end()  # what it held back, now that the merger has said all
+    if rest and on_part:
+        streamed.append(rest)
+        on_part(rest)
     if merger:
         bench["merger"] = merger
     if answer and merger is not None:  # an answer is its merger's
@@ -722,17 +729,20 @@ def merged_content(plan: Plan, seats: list[Seat], bench: dict[str, Any], every: 
     return content, merger
 
 
-def _relayed(streamed: list[str], on_part: Callable[[str], object], piece: str) -> None:
-    """A merger's words as they come: kept (the fallback knows it must start on a new line) and passed on."""
-    streamed.append(piece)
-    on_part(piece)
+def _relayed(streamed: list[str], hider: keys.Hider, on_part: Callable[[str], object], piece: str) -> None:
+    """A merger's words as they come, each known secret hidden: kept (the fallback knows it must start on a new
+    line) and passed on."""
+    shown = hider.feed(piece)
+    if shown:
+        streamed.append(shown)
+        on_part(shown)
 
 
 def write_call_log(plan: Plan, seats: list[Seat], merger: Seat | None) -> None:
     """One line per panel in runs/gateway/calls.jsonl (CLG-1), after seats and merge.
 
     Answers are written as cleaned as prompts (IMG-8, KEY-7): one may quote a user:password URL,
-    or the key its upstream was sent. The caller got them as they were. Security review 9:
+    or the key its upstream was sent. The caller got them with the keys hidden only. Security review 9:
     `calls_log_prompts: false` keeps the prompt out of it (its length stays), and the log is rotated
     once it reaches `calls_log_max_mb` (`calls.jsonl.1` … `.N`, `calls_log_keep` of them).
     """
@@ -764,7 +774,7 @@ def warm_up() -> None:
         try:
             step()
         except Exception as exc:
-            print(f"warning: warming up {step.__qualname__} failed ({type(exc).__name__}: {exc})", file=sys.stderr)
+            console.say(f"warning: warming up {step.__qualname__} failed ({type(exc).__name__}: {exc})")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -789,7 +799,7 @@ class Done:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Failed:
-    """The panel failed with `exc`; before any `Seated` it is a refusal (`refusal(exc)` gives the status)."""
+    """The panel failed with `exc`; before any `Seated` it is a refusal (`core.errors.planned` gives its status)."""
 
     exc: Exception
 

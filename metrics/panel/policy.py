@@ -21,7 +21,6 @@ imported (a run that must be repeatable: a simulation, a demo); a test calls `se
 needs its own stream (the offline replay) passes its own `random.Random` as `draw`.
 """
 
-import os
 import random
 import threading
 from collections.abc import Iterable, Mapping, Sequence
@@ -29,11 +28,13 @@ from typing import Any
 
 Record = Mapping[str, Mapping[str, Any]]  # `{alias: {"useful", "judged", ...}}`, as `offload` counts verdicts
 
+from ..core import settings
+
 COUNTED, THOMPSON = "counted", "thompson"
 NAMES = (COUNTED, THOMPSON)
 DEFAULT = COUNTED
 
-rng = random.Random(os.environ.get("BENCH_POLICY_SEED") or None)
+rng = random.Random(settings.env("BENCH_POLICY_SEED") or None)
 _rng_lock = threading.Lock()
 
 

@@ -54,6 +54,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..core import fileio, paths
+from ..core.errors import Invalid
 from ..models import aliases, connections, endpoints, history, learn, registry
 from ..providers import renewal
 from . import collections, offload, policy, roles
@@ -279,7 +280,7 @@ def _available(regs: Mapping[str, registry.Registration], folder: str) -> list[s
 
 def available() -> list[str]:
     """Registered aliases the endpoints still list and whose latest perf rows are not all failures (RTR-1).
-    No caller yet but the tests: the dashboard and the `bench` CLI will show it."""
+    Only the tests call it; `pick_seats()` reads the same pool through `_available`."""
     return list(_available(registry.registrations(), str(paths.data())))
 
 
@@ -307,13 +308,13 @@ def cooling() -> set[str]:
 # -- the picks (RTR-3..8) ---------------------------------------------------------------------
 
 def check_shape(shape: str, table: Mapping[str, Any] | None = None) -> list[str]:
-    """The roles `shape` admits; ValueError when the router does not know it (RTR-3, PNL-15).
+    """The roles `shape` admits; `Invalid` (a 400) when the router does not know it (RTR-3, PNL-15).
 
     A panel asks this before any seat starts, so the refusal calls no model (PNL-21).
     """
     known = (table or roles.load())["shapes"]
     if shape not in known:
-        raise ValueError(f"unknown shape '{shape}'; known: {', '.join(sorted(known))}")
+        raise Invalid(f"unknown shape '{shape}'; known: {', '.join(sorted(known))}")
     return known[shape]
 
 
@@ -324,7 +325,7 @@ def pick_seats(shape: str = "general", large: bool = False, nominees: Iterable[s
 
     `members` is the sitting list (then no primary or second is chosen); `explorers`
     the seats to fill (at most 2); `nominees` the request's `with`; `avoid` aliases
-    no explorer seat may go to (nominees ignore it). Raises ValueError for an unknown shape.
+    no explorer seat may go to (nominees ignore it). Raises `Invalid` for an unknown shape.
     """
     table = roles.load()
     admitted = check_shape(shape, table)
@@ -489,7 +490,7 @@ def main(argv: list[str] | None = None) -> None:
     refresh_served()  # a one-shot process: ask the endpoints now rather than show an unfiltered pool
     try:
         result = pick_seats(args.shape, large=not args.small, nominees=args.nominees, avoid=cooling())
-    except ValueError as exc:
+    except Invalid as exc:
         sys.exit(str(exc))
     print(render(result, not args.small))
 

@@ -36,26 +36,27 @@ Decisions where the spec is silent or improved (formats.md §15):
   and ranks on the whole log (RT-6).
 - ROTATE's coin comes from `rotation`, a `random.Random` seeded from `BENCH_POLICY_SEED` when set (a
   simulation's run is then repeatable), as `panel.policy`'s draws are.
+- issue 29 item 2: a member's chunks pass through a `Shield` before anything reads them, so the relay, the
+  assembled turn (every format's reply) and the records hold no known secret, even one an upstream echoes
+  split across two chunks. Tool-call pieces without an `index` are hidden piece by piece only.
 """
 
 import concurrent.futures
 import dataclasses
 import datetime
 import math
-import os
 import queue
 import random
-import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
-from ..core import fileio, images, keys, paths
+from ..core import console, fileio, images, keys, paths, settings
 from ..models import catalog, connections, history, learn
 from ..calling import client
 from . import collections, conversations, offload, panel, policy, roles, roster, route, shape as shapes
-from ..core.errors import Refusal, PromptTooLarge, Unsupported, UnknownCollection
+from ..core.errors import NoMembers, PromptTooLarge, TurnFailed, Unsupported, UnknownCollection
 from ..wire import common
 from ..wire.common import Ask
 from ..wire.turn import Turn
@@ -72,28 +73,11 @@ MESSAGE_KEPT = 200
 RETRY_FALLBACK = 60
 VERDICT_HINT = 'optional, once per conversation: POST /bench/verdict {"call", "useful": true|false, "note"}'
 RATE_LIMITED = ("error code: 429", "rate limit")
-rotation = random.Random(os.environ.get("BENCH_POLICY_SEED") or None)
+rotation = random.Random(settings.env("BENCH_POLICY_SEED") or None)
 
 
 # Turns run on reused threads: starting one per turn cost more than the turn's whole plan.
 _pool = concurrent.futures.ThreadPoolExecutor(max_workers=512, thread_name_prefix="route")
-
-
-class NoMembers(Refusal, LookupError):
-    """RT-2: the collection lists no member to route to."""
-
-    status = 503
-
-
-class TurnFailed(Refusal):
-    """RT-16/RT-17: the turn has no answer: every member tried failed (429 when all were rate-limited,
-    else 502), or the member failed after it had begun to answer (its upstream status, else 502)."""
-
-    def __init__(self, message: str, status: int, retry_after: int = 0, alias: str = "") -> None:
-        super().__init__(message)
-        self.status = status
-        self.retry_after = retry_after
-        self.alias = alias
 
 
 # ---------------------------------------------------------------- the plan (RT-2..6)
@@ -285,19 +269,95 @@ def upstream_body(alias: str, ask: Ask) -> dict[str, Any]:
     return body
 
 
+STREAMED = ("content", "reasoning_content", "reasoning", "refusal")  # a delta's text fields, sent in pieces
+
+
+class Shield:
+    """A member's chunks with every known secret hidden (`keys.hide_all`), made before anything reads them. The
+    text a delta streams (each choice's STREAMED fields, each tool call's arguments by its index) goes through a
+    `keys.Hider` of its own, which holds back an end that could begin a secret: what it holds goes out with its
+    choice's finish, or in `rest()` once the member stops without one."""
+
+    def __init__(self) -> None:
+        self.known = keys.secrets()
+        self.streams: dict[tuple[int, str | int], keys.Hider] = {}  # (choice number, field name or tool-call index): its Hider
+
+    def chunk(self, chunk: dict[str, Any]) -> dict[str, Any]:
+        """`chunk` as it may go out: a new object, the one given untouched."""
+        shown = keys.hide_all(chunk, self.known)
+        choices = chunk.get("choices") if isinstance(chunk, dict) else None
+        for i, choice in enumerate(choices if isinstance(choices, list) else ()):
+            if not isinstance(choice, dict):
+                continue
+            number = choice["index"] if isinstance(choice.get("index"), int) else i
+            # a plain reply's one chunk carries a `message` (STR-12), as `Turn.feed` reads it
+            field = "message" if isinstance(choice.get("message"), dict) and not isinstance(choice.get("delta"), dict) \
+                else "delta"
+            if isinstance(choice.get(field), dict):
+                self._stream(number, choice[field], shown["choices"][i][field])
+            if choice.get("finish_reason"):
+                self._end(number, shown["choices"][i].setdefault(field, {}))
+        return shown
+
+    def _stream(self, number: int, delta: dict[str, Any], out: dict[str, Any]) -> None:
+        for name in STREAMED:
+            if isinstance(delta.get(name), str):
+                out[name] = self._hider(number, name).feed(delta[name])
+        pieces = common.items(delta.get("tool_calls"))
+        for piece, copy in zip(pieces, common.items(out.get("tool_calls"))):
+            function = piece.get("function") if isinstance(piece, dict) else None
+            if isinstance(function, dict) and isinstance(piece.get("index"), int) \
+                    and isinstance(function.get("arguments"), str):
+                copy["function"]["arguments"] = self._hider(number, piece["index"]).feed(function["arguments"])
+
+    def _hider(self, number: int, name: str | int) -> keys.Hider:
+        found = self.streams.get((number, name))
+        if found is None:
+            found = self.streams[(number, name)] = keys.Hider(self.known)
+        return found
+
+    def _end(self, number: int, out: dict[str, Any]) -> None:
+        """What choice `number`'s streams hold, added to its last delta `out`."""
+        for key in [key for key in self.streams if key[0] == number]:
+            held = self.streams.pop(key).end()
+            if not held:
+                continue
+            if isinstance(key[1], str):
+                out[key[1]] = common.string(out.get(key[1])) + held
+            else:
+                calls = common.items(out.get("tool_calls"))
+                out["tool_calls"] = [*calls, {"index": key[1], "function": {"arguments": held}}]
+
+    def rest(self) -> list[dict[str, Any]]:
+        """A chunk per choice whose streams still hold text (the member stopped without a finish)."""
+        numbers = sorted({key[0] for key in self.streams})
+        chunks = []
+        for number in numbers:
+            delta: dict[str, Any] = {}
+            self._end(number, delta)
+            if delta:
+                chunks.append({"choices": [{"index": number, "delta": delta}]})
+        return chunks
+
+
 class Member:
-    """One member's try at the turn: its chunks held until it goes live (RT-13), then passed on."""
+    """One member's try at the turn: its chunks hidden (`Shield`) and held until it goes live (RT-13), then
+    passed on."""
 
     def __init__(self, alias: str, events: queue.Queue[Any]) -> None:
         self.alias = alias
         self.events = events
         self.turn = Turn()
+        self.shield = Shield()
         self.held: list[Chunk] = []
         self.live = False
         self.started = time.monotonic()
         self.reply: dict[str, Any] = {}
 
     def on_chunk(self, chunk: dict[str, Any]) -> None:
+        self.take(self.shield.chunk(chunk))
+
+    def take(self, chunk: dict[str, Any]) -> None:
         text, adds = self.turn.feed(chunk)
         if self.live:
             self.events.put(Chunk(chunk, text))
@@ -319,6 +379,8 @@ class Member:
                                  on_chunk=self.on_chunk, first_token=FIRST_TOKEN, timeout=ROUTE_TIMEOUT,
                                  retries=None if last else 0, purpose="route",
                                  first_byte=limits.first_byte_timeout, idle=limits.idle_timeout)
+        for rest in self.shield.rest():
+            self.take(rest)
         return self.error(last)
 
     def error(self, last: bool) -> str:
@@ -365,7 +427,7 @@ def start(name: str, ask: Ask, caller: str) -> "Started":
     try:
         record = conversations.claim(planned.key, planned.eligible, ranked, ask.messages)
     except OSError as exc:  # the turn is still answered; only its stickiness is not kept
-        print(f"route mode: {exc}", file=sys.stderr, flush=True)
+        console.say(f"route mode: {exc}")
         record = conversations.unstored(ask.messages, ranked())
     panel.admit(caller)
     events: queue.Queue[Any] = queue.Queue()
@@ -397,19 +459,20 @@ def run(planned: Plan, record: conversations.Record, ask: Ask, events: queue.Que
             continue
         if not member.live:
             member.release()  # the last member's empty turn is the answer (RT-15)
-        return finish(planned, record, member, error, tried)
+        return finish(planned, record, member, error, tried, ask.notes)
     return give_up(planned, record, tried)
 
 
 def finish(planned: Plan, record: conversations.Record, member: Member, error: str,
-           tried: list[dict[str, str]]) -> "Done":
-    """RT-16: record the turn of the member that answered (or failed part way), then its event."""
+           tried: list[dict[str, str]], notes: Iterable[str] = ()) -> "Done":
+    """RT-16: record the turn of the member that answered (or failed part way), then its event; `notes` are the
+    reader's about fields it took but the gateway does not honour (issue 30: Responses' `store: true`)."""
     status = "error" if error else ("ok" if member.turn.answered else "empty")
     problems = []
     try:
         call, turn, new = conversations.finish(planned.key, record, member.alias)
     except OSError as exc:
-        print(f"route mode: {exc}", file=sys.stderr, flush=True)
+        console.say(f"route mode: {exc}")
         problems.append(str(exc))
         call, turn, new = conversations.unstored_finish(record, member.alias)
     bench = {"collection": f"bench/{planned.name}", "reply": "route", "conversation": record["conv"], "call": call,
@@ -418,6 +481,8 @@ def finish(planned: Plan, record: conversations.Record, member: Member, error: s
         bench["failed_over"] = tried
     if planned.skipped:
         bench["skipped"] = planned.skipped
+    if notes:
+        bench["notes"] = list(notes)
     if new:
         bench["verdict"] = VERDICT_HINT
         note = f"route conversation; first turn {status} in {member.seconds}s"
@@ -464,7 +529,7 @@ def _written(write: Callable[[], object]) -> list[str]:
     try:
         write()
     except OSError as exc:
-        print(f"route mode: {exc}", file=sys.stderr, flush=True)
+        console.say(f"route mode: {exc}")
         return [str(exc)]
     return []
 

@@ -10,7 +10,7 @@ import json
 import sys
 import time
 
-from ..core import keys
+from ..core import console, keys
 from ..net import transport
 from ..models import endpoints
 from . import renewal
@@ -98,6 +98,6 @@ def main(plan, module, argv=None):
     try:
         print(json.dumps(plan(*argv), indent=2))
     except (ValueError, OSError, RuntimeError) as exc:
-        print(f"{module}: {keys.hide(str(exc))}", file=sys.stderr)
+        console.say(f"{module}: {keys.hide(str(exc))}")
         return 1
     return 0

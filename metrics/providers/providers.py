@@ -16,12 +16,12 @@ Decisions where the spec leaves room:
 """
 
 import json
-import os
 import re
 import uuid
 from urllib.parse import urlsplit
 
-from ..core import fileio, paths
+from ..core import fileio, paths, settings
+from ..core.errors import Unusable
 from ..models import endpoints
 
 OVERRIDE_ENV = "BENCH_CONNECT_PROVIDERS"
@@ -42,16 +42,16 @@ def _read(where):
     try:
         data = json.loads(open(where, encoding="utf-8").read())
     except (OSError, ValueError) as exc:
-        raise RuntimeError(f"{where} cannot be read: {exc}") from None
+        raise Unusable(f"{where} cannot be read: {exc}") from None
     if not isinstance(data, dict):
-        raise RuntimeError(f"{where} is not a JSON object of providers")
+        raise Unusable(f"{where} is not a JSON object of providers")
     return {k: v for k, v in data.items() if not k.startswith("_") and isinstance(v, dict)}
 
 
 def table():
     """`{id: entry}`: the shipped providers overlaid by `BENCH_CONNECT_PROVIDERS` (field by field)."""
     found = _read(shipped_path())
-    override = os.environ.get(OVERRIDE_ENV, "").strip()
+    override = settings.env(OVERRIDE_ENV).strip()
     if override:
         for pid, fields in _read(override).items():
             found[pid] = {**found.get(pid, {}), **fields}

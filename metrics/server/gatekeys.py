@@ -38,8 +38,12 @@ import secrets
 import sys
 import threading
 import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 from ..core import fileio, paths
+from ..core.errors import Invalid
 from ..panel import collections, offload
 
 PREFIX = "bwk_"
@@ -56,59 +60,59 @@ BAD_COLLECTIONS = "collections: names such as core, as they follow bench/"
 BAD_RPM = "requests a minute: a whole number from 1 to 10000, or empty for no cap"
 TAKEN = "there is already a key named {}: revoke it first, or pick another name"
 
-_memory = {}
+_memory: dict[str, list[float]] = {}
 _memory_lock = threading.Lock()
 
 
-def path():
+def path() -> Path:
     return paths.file("config", "gateway-keys.json")
 
 
-def rate_path():
+def rate_path() -> Path:
     return paths.file("runs", "gateway", "rate.json")
 
 
-def now_iso():
+def now_iso() -> str:
     return datetime.datetime.now().astimezone().isoformat(timespec="seconds")
 
 
-def entries():
+def entries() -> dict[str, Any]:
     """The key file as stored (KEY-2): `{name: entry}`; `{}` when missing or not an object. Do not mutate."""
     return fileio.read_json(path(), comments=False)
 
 
-def digest(value):
+def digest(value: str) -> str:
     return hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def _valid_rpm(value):
+def _valid_rpm(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_RPM
 
 
-def make(name, collections=None, rpm=None, by="cli"):
+def make(name: object, collections: list[str] | None = None, rpm: object = None, by: str = "cli") -> str:
     """A new key named `name` (KEY-4, KEY-5): returns the key, which is never stored or shown again.
 
-    Raises ValueError with KEY-4's message for the first rule broken.
+    Raises `Invalid` (a ValueError) with KEY-4's message for the first rule broken.
     """
     if not isinstance(name, str) or not NAME.match(name):
-        raise ValueError(BAD_NAME)
+        raise Invalid(BAD_NAME)
     if name == RESERVED:
-        raise ValueError(BAD_LOCAL)
+        raise Invalid(BAD_LOCAL)
     chosen = sorted(set(collections or []))
     if not all(isinstance(c, str) and NAME.match(c) for c in chosen):
-        raise ValueError(BAD_COLLECTIONS)
+        raise Invalid(BAD_COLLECTIONS)
     if rpm is not None and not _valid_rpm(rpm):
-        raise ValueError(BAD_RPM)
+        raise Invalid(BAD_RPM)
     key = PREFIX + secrets.token_urlsafe(32)
-    entry = {"sha256": digest(key), "hint": key[-4:], "created": now_iso()}
+    entry: dict[str, Any] = {"sha256": digest(key), "hint": key[-4:], "created": now_iso()}
     if chosen:
         entry["collections"] = chosen
     if rpm is not None:
         entry["rpm"] = rpm
 
-    def add(data):
+    def add(data: dict[str, Any]) -> None:
         if name in data:
-            raise ValueError(TAKEN.format(name))
+            raise Invalid(TAKEN.format(name))
         data[name] = entry
 
     fileio.update(path(), add, mode=0o600)
@@ -116,7 +120,7 @@ def make(name, collections=None, rpm=None, by="cli"):
     return key
 
 
-def revoke(name, by="cli"):
+def revoke(name: str, by: str = "cli") -> bool:
     """Remove the key named `name` (KEY-6); True when there was one. Effective on the next request."""
     existed = fileio.update(path(), lambda data: data.pop(name, None) is not None, mode=0o600)
     if existed:
@@ -124,13 +128,13 @@ def revoke(name, by="cli"):
     return existed
 
 
-def _log_change(by, old, new):
+def _log_change(by: str, old: Any, new: Any) -> None:
     """MGMT-3/4's change-log line; it names the key, never holds it."""
     fileio.append_jsonl(paths.file("config", "changes.jsonl"),
                         {"at": now_iso(), "by": by, "alias": "", "field": "gateway key", "old": old, "new": new})
 
 
-def lookup(value):
+def lookup(value: object) -> str | None:
     """The name of the key `value`, or None (KEY-7).
 
     Every entry is compared in constant time, with no early exit, so the time taken does
@@ -148,7 +152,7 @@ def lookup(value):
     return found
 
 
-def touch(name):
+def touch(name: str) -> None:
     """KEY-8: stamp `last_used` when missing, unparsable or a minute old; a busy or broken file skips it."""
     if _recent(entries().get(name)):
         return
@@ -164,19 +168,22 @@ def touch(name):
         pass
 
 
-def _recent(entry):
+def _recent(entry: object) -> bool:
     if not isinstance(entry, dict):
         return True  # a vanished entry is skipped
+    stamp = entry.get("last_used")
+    if not isinstance(stamp, str):
+        return False
     try:
-        last = datetime.datetime.fromisoformat(entry.get("last_used"))
-    except (TypeError, ValueError):
+        last = datetime.datetime.fromisoformat(stamp)
+    except ValueError:
         return False
     if last.tzinfo is None:
         return False
     return abs(time.time() - last.timestamp()) < LAST_USED_EVERY
 
 
-def scope(who):
+def scope(who: str) -> frozenset[str] | None:
     """SCOPE-1: the collections `who` may call as a frozenset, or None for all.
 
     A malformed `collections` (a string, a number, false, a list holding a non-string)
@@ -193,13 +200,13 @@ def scope(who):
     return frozenset()
 
 
-def may_call(who):
+def may_call(who: str) -> Callable[[str], bool] | None:
     """A `name -> bool` filter for `collections.listed()` and `choose_message()`, or None for all."""
     allowed = scope(who)
     return None if allowed is None else allowed.__contains__
 
 
-def rpm(who):
+def rpm(who: str) -> int | None:
     """The requests-a-minute cap of `who`, or None (RATE-1; improvement 10 for a bad value)."""
     entry = entries().get(who)
     if not isinstance(entry, dict) or entry.get("rpm") is None:
@@ -208,7 +215,7 @@ def rpm(who):
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else 1
 
 
-def admit(who, name):
+def admit(who: str, name: str) -> tuple[int, str] | tuple[int, str, dict[str, str]] | None:
     """DSP-2 then DSP-3 for a model-running request on collection `name`, once it has resolved.
 
     Returns None, or the refusal `(status, message[, headers])`: 403 naming what the key may
@@ -221,7 +228,7 @@ def admit(who, name):
     return charge(who)
 
 
-def charge(who):
+def charge(who: str) -> tuple[int, str, dict[str, str]] | None:
     """One request of `who` counted against its cap (RATE-1): None, or the 429 refusal.
 
     Model-running routes are charged, and the `/bench/*` routes too (security review 4), so
@@ -234,7 +241,7 @@ def charge(who):
             {"Retry-After": str(wait)})
 
 
-def _charge(stamps, cap, now):
+def _charge(stamps: list[Any], cap: int, now: float) -> tuple[int | None, list[float]]:
     """RATE-3/4 on one key's timestamps: `(seconds to wait or None, timestamps to keep)`."""
     kept = [t for t in stamps if isinstance(t, (int, float)) and now - WINDOW < t <= now]
     if len(kept) >= cap:
@@ -242,7 +249,7 @@ def _charge(stamps, cap, now):
     return None, kept + [now]
 
 
-def spend(who, cap):
+def spend(who: str, cap: int) -> int | None:
     """Count one request of `who` against `cap` across every process; seconds to wait when over it."""
     target = rate_path()
     try:
@@ -262,7 +269,7 @@ def spend(who, cap):
             return wait
 
 
-def sees_call(who, call):
+def sees_call(who: str, call: object) -> bool:
     """Improvement 12: may `who` judge or read call id `call`? Unknown ids say yes (the route answers 404)."""
     allowed = scope(who)
     if allowed is None or not isinstance(call, str):
@@ -274,13 +281,13 @@ def sees_call(who, call):
     return collection.removeprefix("bench/") in allowed
 
 
-def sees_collection(who, collection):
+def sees_collection(who: str, collection: str) -> bool:
     """Improvement 12 for `/bench/record`: `bench/<c>` or `<c>` is in the scope of `who`."""
     allowed = scope(who)
     return allowed is None or collection.removeprefix("bench/") in allowed
 
 
-def problem(entry):
+def problem(entry: dict[str, Any]) -> str:
     """What is wrong with a hand-edited entry, for listings; `""` when nothing is."""
     value = entry.get("collections")
     if value not in (None, []) and not (isinstance(value, list) and all(isinstance(c, str) for c in value)):
@@ -290,7 +297,7 @@ def problem(entry):
     return ""
 
 
-def listing():
+def listing() -> list[dict[str, Any]]:
     """MGMT-1's rows, sorted by name: never a digest, never a key. `problem` surfaces a bad hand edit."""
     rows = []
     for name, entry in sorted(entries().items()):
@@ -302,7 +309,7 @@ def listing():
     return rows
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchwarmers.server.gatekeys", description="Gateway keys")
     commands = parser.add_subparsers(dest="command", required=True)
     create = commands.add_parser("create", help="make a key (shown once)")
@@ -321,15 +328,15 @@ def main(argv=None):
         name = args.name.strip().lower()
         try:
             key = make(name, chosen, args.rpm)
-        except ValueError as exc:
+        except Invalid as exc:
             sys.exit(str(exc))
         print(f"{key}\nThe key {name} is shown this once and kept only as a hash: copy it now.")
     elif args.command == "list":
         if not listing():
             print("no gateway keys yet: python -m benchwarmers.server.gatekeys create NAME")
         for row in listing():
-            chosen = scope(row["name"])
-            shown = "all" if chosen is None else ", ".join(sorted(chosen)) or "none"
+            allowed = scope(row["name"])
+            shown = "all" if allowed is None else ", ".join(sorted(allowed)) or "none"
             print(f"{row['name']}  bwk_…{row['hint']}  collections: {shown}  rpm: {rpm(row['name']) or '—'}"
                   f"  last used: {row['last_used'] or 'never'}" + (f"  ({row['problem']})" if row["problem"] else ""))
     elif not revoke(args.name):

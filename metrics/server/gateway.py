@@ -3,15 +3,13 @@
     python gateway.py            serve the data folder's collections
     python gateway.py --demo     serve a throwaway demo bench backed by the local upstream
 
-This module holds the route handlers only: the handler parses, checks, dispatches and
-answers. The table of routes lives in `wire.routes`, the errors a request is
-refused with in `core.errors`, the panel in `panel.panel`, the checks in `server.guard`, keys,
-scopes and rate caps in `server.gatekeys`, the server's deadlines and limits in
-`server.httpserver`, every client's own API (chat completions among them) in
-`wire`, the offload log in `panel.offload`.
-
-The handler speaks HTTP/1.0 as the reference does: every response closes its
-connection and a stream ends at the close.
+This module holds the gateway's route handlers, each a plain function from the request to its reply
+(`server.exchange`), and `ROUTES`, the table that gives each of `wire.routes`' rows its handler; the MCP
+server's rows are in it too, and the dashboard extends it. How a request reaches a handler (the checks,
+the body, the refusals) is `server.routing`; the errors a request is refused with are `core.errors`, the
+panel `panel.panel`, the checks `server.guard`, keys, scopes and rate caps `server.gatekeys`, the
+server's deadlines and limits `server.httpserver`, every client's own API (chat completions among them)
+`wire`, the offload log `panel.offload`.
 """
 
 import argparse
@@ -23,30 +21,32 @@ import signal
 import sys
 import threading
 import time
-import urllib.parse
+from collections.abc import Callable
+from typing import Any, NoReturn
 
-from .. import __version__, wire
-from ..core import errors, paths
+from .. import wire
+from ..core import console, errors, keys, paths
 from ..wire import routes
 from ..net import remote
 from ..panel import collections, leaderboard, offload, panel, route_mode
-from . import gatekeys, guard, httpserver, mcp_server
+from . import exchange, gatekeys, guard, httpserver, mcp_server, routing
+from .exchange import Reply, Request, json_reply
 
 STREAM_GRACE = 1.0
 KEEPALIVE = 10.0
 REPLY_WAIT = 2.0  # a stopping gateway's wait for the last replies to be written
 MAX_PENDING = 1000  # ids one `/bench/pending` may ask about (security review 4: no guessing in bulk)
 RECORD_QUERY = "?collection=bench/<name>[&task=<words in the verdicts' notes>]"
-CLIENT_GONE = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, TimeoutError)
+PANEL = "the panel"  # what failed, when a panel meets an exception nobody planned for (IMP-1, STR-8)
 LOOPBACK_HEADERS = ("Authorization", "Host", "x-api-key", "x-goog-api-key")  # MCP-20: what the tools pass on
 
 
-def sse_event(message):
+def sse_event(message: Any) -> bytes:
     """One JSON-RPC message as a server-sent event (MCP-19)."""
     return b"event: message\ndata: " + json.dumps(message).encode("ascii") + b"\n\n"
 
 
-def listing(may_call=None):
+def listing(may_call: Callable[[str], bool] | None = None) -> dict[str, Any]:
     """`GET /v1/models` (LST-1). Google's own SDK lists at this path too (its default API version
     is v1) and reads `models`, so the Gemini listing (FMT-71) rides along beside OpenAI's `data`."""
     rows = [{"id": row["id"], "object": "model", "owned_by": "benchwarmers",
@@ -54,10 +54,10 @@ def listing(may_call=None):
     return {"object": "list", "data": rows, **wire.gemini.models(rows)}
 
 
-def health_report():
+def health_report() -> dict[str, Any]:
     """`/health`: `{"ok": true}`, and what an operator must know: config files read around (by file
     name), the data folder not taking writes (the system's reason, never a path)."""
-    payload = {"ok": True}
+    payload: dict[str, Any] = {"ok": True}
     problems = collections.config_problems()
     if problems:
         payload["problems"] = problems
@@ -67,607 +67,506 @@ def health_report():
     return payload
 
 
-def format_note(ask, name, bench):
-    """FMT-15a: a panel answers in prose whatever `response_format` asks for; a client expecting JSON is told
-    why in `bench.notes`, and where structured output is had (route mode passes the field on)."""
-    if ask.passthrough.get("response_format") not in (None, {"type": "text"}):
-        bench.setdefault("notes", []).append(
-            "response_format is ignored by a panel: several models answer in markdown, so the reply is not JSON; "
-            f"for structured output ask one member with route mode (bench/{name}:route)")
+def format_note(ask: Any, name: str, bench: dict[str, Any]) -> None:
+    """FMT-15a: a panel answers in prose whatever `response_format`, `max_tokens` or `n` ask for; a client is
+    told so in `bench.notes`, and where they are applied (route mode passes them on): `wire.panel_notes`."""
+    notes = wire.panel_notes(ask, name)
+    if notes:
+        bench.setdefault("notes", []).extend(notes)
 
 
-class Handler(httpserver.Handler):
-    """Parse (the route), check (Host, then who is calling; or the write checks), dispatch (the route's
-    handler) — each step one method below, in the order a request meets them."""
+def charge(who: str) -> None:
+    """DSP-3 on the verdict routes: the call counts against the key's rate cap, or is refused (429)."""
+    refusal = gatekeys.charge(who)
+    if refusal:
+        raise errors.Refused(*refusal)
 
-    server_version = f"benchwarmers/{__version__}"
-    route_table = routes.ROUTES  # the dashboard's handler extends it (wire.routes)
 
-    @property
-    def port(self):
-        return self.server.server_address[1]
+def listed_rows(request: Request) -> list[dict[str, Any]]:
+    """The listing's rows the caller may see, which Ollama's and Gemini's listings and cards are built from."""
+    rows: list[dict[str, Any]] = listing(gatekeys.may_call(request.who))["data"]
+    return rows
 
-    def do_GET(self):
-        """GW-2: the Host check, then who is calling, then the route; an open route skips both."""
-        self.parse("GET")
-        if not (self.route and self.route.scope == routes.OPEN):
-            problem = guard.host_problem(self.headers, self.port)
-            if problem:
-                return self.refuse(403, problem)
-            if not self.identify():
-                return
-        self.dispatch("GET")
 
-    def do_POST(self):
-        """GW-3: the write checks (before the body is read), who is calling, the body, then the route."""
-        self.parse("POST")
-        problem = guard.write_problem(self.headers, self.port, routes.is_gateway_route(self.path),
-                                      guard.GATEWAY_CAP)
-        if problem:
-            return self.refuse(*problem)
-        if not self.identify():
-            return
-        body = self.read_body(guard.content_length(self.headers)) if self.route and self.route.raw else self.read_json()
-        if body is None:
-            return
-        self.dispatch("POST", body)
+class Outbox:
+    """A stream writer's bytes, held until the connection takes them: the writers are made before the 200
+    (its Content-Type is theirs), and pieces that queued while the last were written go out in one write."""
 
-    def parse(self, method):
-        """GW-1: the row of `method` that answers this path, and what its `<name>`s read."""
-        self.route, self.arguments = routes.find(self.route_table, method, self.path)
+    def __init__(self) -> None:
+        self.held: list[bytes] = []
 
-    def dispatch(self, method, *body):
-        """The route's handler, or the 404 or 405 when no handler here answers (GW-1..3, §14).
+    def __call__(self, data: bytes) -> None:
+        self.held.append(data)
 
-        A refusal raised on the way (a broken collections.json, a request no format can take) is
-        answered with its status; on a route that writes, so is a write the data folder refused.
-        """
-        if not (self.route and self.route.handler):
-            return self.unrouted(method)
-        try:
-            getattr(self, self.route.handler)(*body, **self.arguments)
-        except errors.Refusal as exc:
-            self.refuse(*errors.refusal(exc))
-        except OSError as exc:
-            if not self.route.writes:
-                raise
-            if not isinstance(exc, CLIENT_GONE):  # say so, never drop the connection
-                self.refuse(*paths.unwritable(exc))
-
-    def unrouted(self, method):
-        """405 with `Allow` when rows of other methods answer the path, else 404 naming the routes to try."""
-        allow = [] if self.route else routes.allowed(self.route_table, self.path)
-        if allow:
-            return self.refuse(405, f"{self.command} is not allowed on {routes.normalized(self.path)}; use "
-                                    f"{routes.spoken(allow)}", {"Allow": ", ".join(allow)})
-        self.refuse(404, f"no such route; try {routes.help_text(self.route_table, method)}")
-
-    # -- GET routes ------------------------------------------------------------
-
-    def health(self):
-        self.send_json(200, health_report())
-
-    def models(self):
-        self.send_json(200, listing(gatekeys.may_call(self.who)))
-
-    def model_row(self, model):
-        """IMP-21: OpenAI's retrieve-model route answers the listing row."""
-        may_call = gatekeys.may_call(self.who)
-        for row in listing(may_call)["data"]:
-            if row["id"] == model or row["id"] == f"bench/{model}":
-                return self.send_json(200, row)
-        self.refuse(404, collections.choose_message(model, may_call))
-
-    def record(self):
-        query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
-        collection = (query.get("collection") or [""])[0]
-        task = (query.get("task") or [""])[0]
-        if not collection:
-            return self.refuse(400, f"name the collection: GET {self.route.path}{RECORD_QUERY}")
-        if not self.charged():
-            return
-        seen = gatekeys.sees_collection(self.who, collection)  # a scoped key reads only its own
-        self.send_json(200, {"collection": collection, "task": task,
-                             "aliases": offload.record(collection, task) if seen else {}})
-
-    def leaderboard(self):
-        """Issue 20: the collection's Bradley–Terry leaderboard from its judged panels, as JSON or CSV.
-
-        Refused and scoped as `/bench/record` is: no collection is a 400; an unknown collection, or one
-        a scoped key may not call, answers an empty board (improvement 12). A bad shape or format is a 400."""
-        query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
-        collection, shape, fmt = ((query.get(k) or [""])[0] for k in ("collection", "shape", "format"))
-        fmt = fmt or "json"
-        refused = leaderboard.problem(self.route.path, collection, shape, fmt)
-        if refused:
-            return self.refuse(400, refused)
-        if not self.charged():
-            return
-        name = leaderboard.named(collection)
-        seen = gatekeys.sees_collection(self.who, name)
-        answer = leaderboard.board(name, shape, entries=None if seen else [])
-        if fmt == "csv":
-            return self.send_text(200, leaderboard.csv_text(answer), "text/csv; charset=utf-8",
-                                  {"Content-Disposition": f'attachment; filename="{leaderboard.filename(answer)}"'})
-        self.send_json(200, answer)
-
-    def listed_rows(self):
-        """The listing's rows the caller may see, which Ollama's and Gemini's listings and cards are built from."""
-        return listing(gatekeys.may_call(self.who))["data"]
-
-    def ollama_tags(self):
-        self.send_json(200, wire.ollama.tags(self.listed_rows()))
-
-    def ollama_version(self):
-        self.send_json(200, {"version": wire.ollama.VERSION})
-
-    def gemini_models(self):
-        self.send_json(200, wire.gemini.models(self.listed_rows()))
-
-    def gemini_model(self, name):
-        entry = wire.gemini.model(self.listed_rows(), name)
-        if entry is None:
-            return self.refuse(404, wire.gemini.not_listed(name))
-        self.send_json(200, entry)
-
-    def mcp_get(self):
-        """MCP-17: no server-initiated stream (and no `Mcp-Session-Id`): every message is a POST."""
-        self.send_json(405, {"error": {"message": f"POST {self.route.path}, one JSON-RPC message per request"}},
-                       {"Allow": "POST"})
-
-    # -- POST routes -----------------------------------------------------------
-
-    def mcp_post(self, body):
-        """MCP-18: one JSON-RPC message per request, answered by `server.mcp_server`; a notification is a 202,
-        a body that does not parse a 400, a tool call from a client that reads event streams an SSE stream."""
-        message = mcp_server.parse(body)  # the raw bytes (the row's `raw`): a parse error is JSON-RPC's own reply
-        if message is None:
-            return self.send_json(400, mcp_server.PARSE_ERROR)
-        conn = mcp_server.Conn(self.loopback())
-        accept = self.headers.get("Accept") or ""
-        if isinstance(message, dict) and message.get("method") == "tools/call" and "id" in message \
-                and "text/event-stream" in accept:
-            return self.mcp_stream(message, conn)
-        reply = mcp_server.answer(message, conn)
-        if reply is None:
-            return self.accepted()
-        self.send_json(200, reply)
-
-    def accepted(self):
-        """MCP-4: a notification's 202, with an empty body."""
-        try:
-            self.send_response(202)
-            self.send_header("Content-Length", "0")
-            self.send_cors()
-            self.end_headers()
-        except CLIENT_GONE:
-            pass
-
-    def mcp_stream(self, message, conn):
-        """MCP-19: the 200 at once, a progress notification (with a token) or a keep-alive comment every
-        KEEPALIVE seconds, then the reply as the last event. A caller who hangs up stops the writing only:
-        the tool's own request to this server goes on, so the panel finishes and every seat is recorded."""
-        token = mcp_server.progress_token(message)
-
-        def tick(seconds):
-            if token is None:
-                return self.write_now(b": keep-alive\n\n")
-            self.write_now(sse_event(mcp_server.progress(token, seconds)))
-
-        try:
-            self.open_stream("text/event-stream")
-            self.write_now(sse_event(mcp_server.answer_waiting(message, conn, tick)))
-        except CLIENT_GONE:
-            pass
-
-    def loopback(self):
-        """MCP-20: this very server, reached on the socket it listens on, with the caller's credentials (and its
-        Host, which the guard already accepted), so a key's scope and rate cap hold as on `/v1`."""
-        host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(self.server.server_address[0],
-                                                                          self.server.server_address[0])
-        host = f"[{host}]" if ":" in host else host
-        forwarded = tuple((name, self.headers[name]) for name in LOOPBACK_HEADERS if self.headers.get(name) is not None)
-        return remote.Server(base=f"http://{host}:{self.port}", timeout=remote.env_timeout(), forwarded=forwarded)
-
-    def read_json(self):
-        """GW-3 (4): exactly Content-Length bytes; `{}` when empty; 400 when not a JSON object."""
-        length = guard.content_length(self.headers)
-        raw = self.read_body(length)
-        if not raw.strip():
-            return {}
-        try:
-            body = json.loads(raw)
-        except (ValueError, RecursionError):
-            self.refuse(400, "body is not JSON")
-            return None
-        if not isinstance(body, dict):
-            self.refuse(400, "body must be a JSON object")
-            return None
-        problem = wire.body_problem(raw, body)  # issue 21: too deep, or text no seat or log can take
-        if problem:
-            self.refuse(400, problem)
-            return None
-        return body
-
-    def verdict(self, body):
-        """VRD-1: judge one seat's answer."""
-        if not self.charged():
-            return
-        useful = body.get("useful")
-        if not isinstance(useful, bool):
-            return self.refuse(400, '"useful" must be true or false')
-        claims = {}
-        for field in ("real", "false"):
-            value = body.get(field) or []
-            if not isinstance(value, list) or not all(isinstance(c, str) for c in value):
-                return self.refuse(400, '"real" and "false" must be lists of one-sentence claims')
-            claims[field] = value
-        note = body.get("note") if isinstance(body.get("note"), str) else ""
-        call = body.get("call") if isinstance(body.get("call"), str) else ""
-        if not call.strip():  # the first-hour issue: a missing id is the caller's slip, not an unknown call
-            return self.refuse(400, '"call" is required: the call id of the answer you judge (a seat\'s "call" in '
-                                    'the reply\'s bench, or the id under its section, such as p20261203-...member1)')
-        if not gatekeys.sees_call(self.who, call):  # another collection's call reads as unknown to a scoped key
-            return self.refuse(404, offload.UNKNOWN_CALL.format(call))
-        try:
-            entry = offload.verdict(call, useful, note, claims["real"], claims["false"])
-        except KeyError as exc:
-            return self.refuse(404, exc.args[0])
-        # the task holds the prompt's first words: a verdict's reply never shows them (security review 4)
-        self.send_json(200, {"ok": True, "recorded": {k: v for k, v in entry.stored.items() if k != "task"}})
-
-    def pending(self, body):
-        if not self.charged():
-            return
-        calls = body.get("calls")
-        if not isinstance(calls, list) or not all(isinstance(c, str) for c in calls):
-            return self.refuse(400, '"calls" must be a list of call ids')
-        if len(calls) > MAX_PENDING:
-            return self.refuse(400, f'"calls" holds {len(calls):,} ids; ask about at most {MAX_PENDING:,} at a time')
-        self.send_json(200, {"pending": offload.pending([c for c in calls if gatekeys.sees_call(self.who, c)])})
-
-    def charged(self):
-        """DSP-3 on the verdict routes: the call counts against the key's rate cap, or is refused (429)."""
-        refusal = gatekeys.charge(self.who)
-        if refusal:
-            self.refuse(*refusal)
-        return not refusal
-
-    def panel(self, body):
-        """FMT-8 steps 6-11: the route's format reads the Ask, then the panel answers in that format."""
-        api = wire.get(self.route.fmt)
-        self.ask_panel(api, api.read(body))
-
-    def anthropic_count(self, body):
-        self.count(body.get("model"), {"input_tokens": wire.anthropic.count(body)})
-
-    def gemini_count(self, body, collection):
-        self.count(collection, {"totalTokens": wire.gemini.count(body)})
-
-    def gemini_generate(self, body, collection):
-        api = wire.get(self.route.fmt)
-        self.ask_panel(api, api.read(body, collection, "generateContent"))
-
-    def gemini_stream(self, body, collection):
-        api = wire.get(self.route.fmt)
-        self.ask_panel(api, api.read(body, collection, "streamGenerateContent"))
-
-    def gemini_method(self, body, collection, method):
-        """FMT-4: a Gemini model path with a method a panel does not answer."""
-        self.refuse(404, wire.gemini.not_allowed(method))
-
-    def count(self, model, payload):
-        """A token count (FMT-9): no model is called and the rate cap is not charged.
-
-        Improvement 3: a named collection that does not resolve, or that the key may not
-        call, is a 404 (the reference counted for any name); an unnamed one still counts.
-        """
-        base = collections.split_reply(model)[0] if isinstance(model, str) else ""
-        may_call = gatekeys.may_call(self.who)
-        name = collections.resolve(base)
-        if base.strip() and (name is None or (may_call is not None and not may_call(name))):
-            return self.refuse(404, collections.choose_message(base, may_call))
-        self.send_json(200, payload)
-
-    def show(self, body):
-        """FMT-31: Ollama's model card for a collection the key may call."""
-        name = wire.ollama.shown_name(body)
-        card = wire.ollama.show(name, self.listed_rows())
-        if card is None:
-            return self.refuse(404, wire.ollama.not_found(name))
-        self.send_json(200, card)
-
-    def ask_panel(self, api, ask):
-        """FMT-11..17: resolve the collection and the reply mode, then answer with a panel in `api`'s shape."""
-        base, suffix = collections.split_reply(ask.model)
-        name = collections.resolve(base)
-        if name is None:
-            return self.refuse(400 if not base.strip() else 404,
-                               collections.choose_message(base, gatekeys.may_call(self.who)))
-        refusal = gatekeys.admit(self.who, name)  # DSP-2 scope, then DSP-3 rate cap
-        if refusal:
-            return self.refuse(*refusal)
-        reply = ask.reply or suffix
-        mode = collections.reply_mode(name, reply)
-        shown = api.shown(name, ask)
-        if ask.load:
-            return self.loaded(api, ask, shown)
-        if mode == "route":
-            return self.route_turn(api, ask, name, shown)
-        if ask.agentic:
-            return self.refuse(400, "the request carries tools, tool calls or tool results, but a panel answers "
-                                    f"with several models' prose, not a tool call; use route mode instead: "
-                                    f'bench/{name}:route or "bench": {{"reply": "route"}} for one model that can '
-                                    "use tools")
-        messages = ask.messages
-        if ask.stream:
-            sse = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query).get("alt") == ["sse"]  # GW-6
-            usage = {"include_usage": True} if ask.include_usage else {}  # only chat completions asks for it
-            writer = api.writer(shown, wire.prompt_tokens(messages), sse, **usage)
-            return self.stream_panel(name, ask, reply, writer)
-        started = time.monotonic()
-        try:
-            content, bench = panel.run(name, messages, ask.nominees, reply, self.who)
-        except Exception as exc:  # IMP-1: every failure is answered, never a dropped connection
-            return self.refuse(*errors.refusal(exc))
-        format_note(ask, name, bench)
-        payload, headers = api.reply(content, shown, bench, wire.usage(messages, content),
-                                     time.monotonic() - started)
-        self.send_json(200, payload, headers)
-
-    def route_turn(self, api, ask, name, shown):
-        """§11: one member answers the turn, tools and all; `X-Bench-Conversation` on every reply (errors too,
-        improvement 13) and `X-Bench-Model` once the member is known."""
-        asked = time.monotonic()
-        try:
-            turn = route_mode.start(name, ask, self.who)
-        except Exception as exc:
-            conversation = route_mode.known(name, ask, self.who)
-            return self.refuse_route(exc, {"X-Bench-Conversation": conversation} if conversation else {})
-        headers = {"X-Bench-Conversation": turn.conversation}
-        tokens_in = wire.prompt_tokens(ask.messages)
-        if not ask.stream:
-            while True:
-                event = turn.events.get()
-                if isinstance(event, route_mode.Live):
-                    headers["X-Bench-Model"] = event.alias
-                elif isinstance(event, route_mode.Done):
-                    payload, extra = api.route_reply(event.turn, shown, event.bench, tokens_in,
-                                                     time.monotonic() - asked, ask.custom)
-                    headers["X-Bench-Model"] = event.bench["alias"]
-                    return self.send_json(200, payload, {**headers, **extra})
-                elif isinstance(event, route_mode.Failed):
-                    return self.refuse_route(event.exc, headers)
-        self.stream_route(api, ask, shown, turn, headers, asked + route_mode.ROUTE_GRACE, tokens_in)
-
-    def stream_route(self, api, ask, shown, turn, headers, grace_ends, tokens_in):
-        """RT-20: the 200 waits for the member's first piece (at most ROUTE_GRACE), then each chunk as it comes
-        in the API's shape, a keep-alive whenever nothing was written for KEEPALIVE. Chunks that queued up while
-        the last were written go out in one write: a busy gateway falls behind by fewer system calls."""
-        event = None
-        try:
-            event = turn.events.get(timeout=max(0.0, grace_ends - time.monotonic()))
-        except queue.Empty:
-            pass
-        if isinstance(event, route_mode.Failed):
-            return self.refuse_route(event.exc, headers)
-        if isinstance(event, route_mode.Live):
-            headers["X-Bench-Model"] = event.alias
-            event = None
-        sse = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query).get("alt") == ["sse"]
-        pending = []
-        writer = api.route_writer(shown, tokens_in, sse, ask.custom)(pending.append)
-        written = time.monotonic()
-        try:
-            self.open_stream(writer.content_type, headers)
-            writer.start()
-            if event is None and pending:  # the grace ran out: the opening goes now, not with the first piece
-                self.write_now(b"".join(pending))
-                pending.clear()
-            while True:
-                if event is None:
-                    try:
-                        event = turn.events.get(timeout=max(0.0, written + KEEPALIVE - time.monotonic()))
-                    except queue.Empty:
-                        writer.keepalive()
-                if isinstance(event, route_mode.Chunk):
-                    writer.chunk(event.chunk, event.text)
-                elif isinstance(event, route_mode.Done):
-                    writer.end(event.turn, event.bench)
-                elif isinstance(event, route_mode.Failed):
-                    writer.error(*errors.refusal(event.exc)[:2])
-                ended = isinstance(event, (route_mode.Done, route_mode.Failed))
-                try:
-                    event = None if ended else turn.events.get_nowait()
-                except queue.Empty:
-                    event = None
-                if event is None:
-                    if not pending and time.monotonic() - written >= KEEPALIVE:
-                        writer.keepalive()  # a run of chunks that rendered to nothing (reasoning, for most APIs)
-                    if pending:
-                        self.write_now(b"".join(pending))
-                        pending.clear()
-                        written = time.monotonic()
-                    if ended:
-                        return
-        except CLIENT_GONE:
-            pass  # RT-18: the member call goes on to its end and the turn is recorded
-
-    def refuse_route(self, exc, headers):
-        """A route refusal: its status and message, its own headers (Retry-After) and the conversation's."""
-        status, message, *extra = errors.refusal(exc)
-        alias = getattr(exc, "alias", "")
-        own = {**headers, **({"X-Bench-Model": alias} if alias else {}), **(extra[0] if extra else {})}
-        self.refuse(status, message, own)
-
-    def loaded(self, api, ask, shown):
-        """Improvement 9: Ollama's "load the model" call (no prompt) gets an empty `done` reply, no panel."""
-        payload = api.loaded(shown)
-        if not ask.stream:
-            return self.send_json(200, payload)
-        try:
-            self.open_stream(api.Stream.content_type)
-            self.write_now(json.dumps(payload).encode() + b"\n")
-        except CLIENT_GONE:
-            pass
-
-    def open_stream(self, content_type, headers=None):
-        """The head of a streamed reply (FMT-1): no Content-Length, the close ends it."""
-        self.send_response(200)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Cache-Control", "no-cache")
-        for header, value in (headers or {}).items():
-            self.send_header(header, value)
-        self.send_cors()
-        self.end_headers()
-
-    def stream_panel(self, name, ask, reply, make_writer):
-        """§10: the 200 once the panel is seated (1 s grace), then each piece as it comes.
-
-        `make_writer(write)` gives the format's stream writer (STR-1), so one loop serves every format.
-        """
-        gone = threading.Event()
-        try:
-            events = panel.start(name, ask.messages, ask.nominees, reply, self.who, gone)
-        except errors.Refusal as exc:  # Busy: the caps, or a stopping gateway
-            return self.refuse(*errors.refusal(exc))
-        try:
-            event = events.get(timeout=STREAM_GRACE)
-        except queue.Empty:
-            event = None
-        if isinstance(event, panel.Failed):
-            return self.refuse(*errors.refusal(event.exc))
-        writer = make_writer(self.write_now)
-        try:
-            self.open_stream(writer.content_type)
-            writer.start()
-            if event is None:
-                writer.keepalive()  # STR-4: the grace ran out, so a keep-alive follows the 200 at once
-            streamed = False
-            while True:
-                if event is None:
-                    try:
-                        event = events.get(timeout=KEEPALIVE)
-                    except queue.Empty:
-                        writer.keepalive()
-                        continue
-                if isinstance(event, panel.Part):
-                    writer.text(event.text)
-                    streamed = True
-                elif isinstance(event, panel.Done):
-                    if not streamed:
-                        writer.text(event.content)
-                    format_note(ask, name, event.bench)
-                    return writer.end(event.bench)
-                elif isinstance(event, panel.Failed):
-                    status, message = errors.refusal(event.exc)[:2]  # headers cannot follow a 200
-                    return writer.error(status, message)
-                # a part is written; `Seated` needs nothing, as the 200 has gone (the heading follows once every
-                # seat's request is out)
-                event = None
-        except CLIENT_GONE:
-            gone.set()  # STR-9: the panel thread goes on and records every seat, but asks no merger
-
-    # -- OPTIONS and the rest ----------------------------------------------
-
-    def do_OPTIONS(self):
-        if not routes.is_gateway_route(self.path):
-            return self.send_error(501, "Unsupported method ('OPTIONS')")
-        problem = guard.host_problem(self.headers, self.port)
-        if problem:
-            return self.refuse(403, problem)
-        if not guard.origin_allowed(self.headers, self.port):
-            origin = (self.headers.get("Origin") or "").strip()
-            shown = repr(origin) if origin else "'(none)'"
-            return self.refuse(403, f"Origin {shown} is not allowed; set BENCH_ALLOWED_ORIGINS or "
-                                    "BENCHWARMERS_PUBLIC_URL to add one")
-        self.send_response(204)
-        for header, value in guard.preflight_headers(self.headers).items():
-            self.send_header(header, value)
-        self.send_cors()
-        self.end_headers()
-
-    # -- answering -----------------------------------------------------------
-
-    def identify(self):
-        """Who is calling (GW-2, GW-3 step 2): sets `self.who`, or refuses and returns False."""
-        who, refusal = guard.identify(self.headers, self.path)
-        if refusal:
-            self.refuse(*refusal)
+    def flush(self, send: exchange.Write) -> bool:
+        """Send what is held; whether there was anything."""
+        if not self.held:
             return False
-        self.who = who
+        send(b"".join(self.held))
+        self.held.clear()
         return True
 
-    def write_now(self, data):
-        self.wfile.write(data)
 
-    def send_cors(self):
-        for header, value in guard.cors_headers(self.headers, self.port).items():
-            self.send_header(header, value)
+# -- GET routes ------------------------------------------------------------
 
-    def send_json(self, status, payload, headers=None):
-        data = json.dumps(payload).encode("ascii")
+
+def health(request: Request) -> Reply:
+    return json_reply(200, health_report())
+
+
+def models(request: Request) -> Reply:
+    return json_reply(200, listing(gatekeys.may_call(request.who)))
+
+
+def model_row(request: Request) -> Reply:
+    """IMP-21: OpenAI's retrieve-model route answers the listing row."""
+    model = request.params["model"]
+    may_call = gatekeys.may_call(request.who)
+    for row in listing(may_call)["data"]:
+        if row["id"] == model or row["id"] == f"bench/{model}":
+            return json_reply(200, row)
+    raise errors.NotFound(collections.choose_message(model, may_call))
+
+
+def response_row(request: Request) -> Reply:
+    """Issue 30: OpenAI's retrieve-response route; nothing is stored, and the 404 says so."""
+    raise errors.NotFound(wire.responses.not_stored(request.params["response_id"]))
+
+
+def record(request: Request) -> Reply:
+    collection, task = request.arg("collection"), request.arg("task")
+    if not collection:
+        raise errors.Invalid(f"name the collection: GET {request.route.path}{RECORD_QUERY}")
+    charge(request.who)
+    seen = gatekeys.sees_collection(request.who, collection)  # a scoped key reads only its own
+    return json_reply(200, {"collection": collection, "task": task,
+                            "aliases": offload.record(collection, task) if seen else {}})
+
+
+def board_query(request: Request) -> tuple[str, str, str]:
+    """Issue 20: the leaderboard's `collection`, `shape` and `format` (`json` unless asked); no collection, a
+    bad shape or a bad format is a 400."""
+    collection, shape, fmt = request.arg("collection"), request.arg("shape"), request.arg("format") or "json"
+    refused = leaderboard.problem(request.route.path, collection, shape, fmt)
+    if refused:
+        raise errors.Invalid(refused)
+    return collection, shape, fmt
+
+
+def board_reply(answer: dict[str, Any], fmt: str, wrapped: Callable[[dict[str, Any]], Any] = dict) -> Reply:
+    """A Bradley–Terry leaderboard as JSON (`wrapped` as the port answers it), or as a CSV download."""
+    if fmt != "csv":
+        return json_reply(200, wrapped(answer))
+    disposition = {"Content-Disposition": f'attachment; filename="{leaderboard.filename(answer)}"'}
+    return exchange.text_reply(200, leaderboard.csv_text(answer), "text/csv; charset=utf-8", disposition)
+
+
+def bench_leaderboard(request: Request) -> Reply:
+    """Issue 20: the collection's leaderboard from its judged panels, refused and scoped as `/bench/record` is:
+    an unknown collection, or one a scoped key may not call, answers an empty board (improvement 12)."""
+    collection, shape, fmt = board_query(request)
+    charge(request.who)
+    name = leaderboard.named(collection)
+    seen = gatekeys.sees_collection(request.who, name)
+    return board_reply(leaderboard.board(name, shape, entries=None if seen else []), fmt)
+
+
+def ollama_tags(request: Request) -> Reply:
+    return json_reply(200, wire.ollama.tags(listed_rows(request)))
+
+
+def ollama_version(request: Request) -> Reply:
+    return json_reply(200, {"version": wire.ollama.VERSION})
+
+
+def gemini_models(request: Request) -> Reply:
+    return json_reply(200, wire.gemini.models(listed_rows(request)))
+
+
+def gemini_model(request: Request) -> Reply:
+    name = request.params["name"]
+    entry = wire.gemini.model(listed_rows(request), name)
+    if entry is None:
+        raise errors.NotFound(wire.gemini.not_listed(name))
+    return json_reply(200, entry)
+
+
+def mcp_get(request: Request) -> Reply:
+    """MCP-17: no server-initiated stream (and no `Mcp-Session-Id`): every message is a POST."""
+    return json_reply(405, {"error": {"message": f"POST {request.route.path}, one JSON-RPC message per request"}},
+                      {"Allow": "POST"})
+
+
+# -- POST routes -----------------------------------------------------------
+
+
+def mcp_post(request: Request) -> Reply:
+    """MCP-18: one JSON-RPC message per request, answered by `server.mcp_server`; a notification is a 202,
+    a body that does not parse a 400, a tool call from a client that reads event streams an SSE stream."""
+    message = mcp_server.parse(request.body)  # the raw bytes (the row's `raw`): a parse error is JSON-RPC's own reply
+    if message is None:
+        return json_reply(400, mcp_server.PARSE_ERROR)
+    conn = mcp_server.Conn(loopback(request))
+    accept = request.headers.get("Accept") or ""
+    if isinstance(message, dict) and message.get("method") == "tools/call" and "id" in message \
+            and "text/event-stream" in accept:
+        return mcp_stream(message, conn)
+    reply = mcp_server.answer(message, conn)
+    if reply is None:
+        return exchange.empty_reply(202)  # MCP-4: a notification's 202, with an empty body
+    return json_reply(200, reply)
+
+
+def mcp_stream(message: dict[str, Any], conn: mcp_server.Conn) -> Reply:
+    """MCP-19: the 200 at once, a progress notification (with a token) or a keep-alive comment every
+    KEEPALIVE seconds, then the reply as the last event. A caller who hangs up stops the writing only:
+    the tool's own request to this server goes on, so the panel finishes and every seat is recorded."""
+    token = mcp_server.progress_token(message)
+
+    def write(send: exchange.Write) -> None:
+        def tick(seconds: int) -> None:
+            send(b": keep-alive\n\n" if token is None else sse_event(mcp_server.progress(token, seconds)))
+
+        send(sse_event(mcp_server.answer_waiting(message, conn, tick)))
+
+    return exchange.stream_reply("text/event-stream", write)
+
+
+def loopback(request: Request) -> remote.Server:
+    """MCP-20: this very server, reached on the socket it listens on, with the caller's credentials (and its
+    Host, which the guard already accepted), so a key's scope and rate cap hold as on `/v1`."""
+    host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(request.host, request.host)
+    host = f"[{host}]" if ":" in host else host
+    forwarded = tuple((name, request.headers[name]) for name in LOOPBACK_HEADERS
+                      if request.headers.get(name) is not None)
+    return remote.Server(base=f"http://{host}:{request.port}", timeout=remote.env_timeout(), forwarded=forwarded)
+
+
+def verdict(request: Request) -> Reply:
+    """VRD-1: judge one seat's answer."""
+    body, who = request.body, request.who
+    charge(who)
+    useful = body.get("useful")
+    if not isinstance(useful, bool):
+        raise errors.Invalid('"useful" must be true or false')
+    claims = {}
+    for field in ("real", "false"):
+        value = body.get(field) or []
+        if not isinstance(value, list) or not all(isinstance(c, str) for c in value):
+            raise errors.Invalid('"real" and "false" must be lists of one-sentence claims')
+        claims[field] = value
+    note = body.get("note") if isinstance(body.get("note"), str) else ""
+    call = body.get("call") if isinstance(body.get("call"), str) else ""
+    if not call.strip():  # the first-hour issue: a missing id is the caller's slip, not an unknown call
+        raise errors.Invalid('"call" is required: the call id of the answer you judge (a seat\'s "call" in the '
+                             'reply\'s bench, or the id under its section, such as p20261203-...member1)')
+    if not gatekeys.sees_call(who, call):  # another collection's call reads as unknown to a scoped key
+        raise errors.UnknownCall(offload.UNKNOWN_CALL.format(call))
+    entry = offload.verdict(call, useful, note, claims["real"], claims["false"], by=who)
+    return json_reply(200, {"ok": True, "recorded": offload.receipt(entry.stored)})
+
+
+def pending(request: Request) -> Reply:
+    charge(request.who)
+    calls = request.body.get("calls")
+    if not isinstance(calls, list) or not all(isinstance(c, str) for c in calls):
+        raise errors.Invalid('"calls" must be a list of call ids')
+    if len(calls) > MAX_PENDING:
+        raise errors.Invalid(f'"calls" holds {len(calls):,} ids; ask about at most {MAX_PENDING:,} at a time')
+    return json_reply(200, {"pending": offload.pending([c for c in calls if gatekeys.sees_call(request.who, c)])})
+
+
+def panel_answer(request: Request) -> Reply:
+    """FMT-8 steps 6-11: the route's format reads the Ask, then the panel answers in that format."""
+    api = wire.get(request.route.fmt)
+    return ask_panel(request, api, api.read(request.body))
+
+
+def anthropic_count(request: Request) -> Reply:
+    return count(request, request.body.get("model"), {"input_tokens": wire.anthropic.count(request.body)})
+
+
+def gemini_count(request: Request) -> Reply:
+    return count(request, request.params["collection"], {"totalTokens": wire.gemini.count(request.body)})
+
+
+def gemini_generate(request: Request) -> Reply:
+    api = wire.get(request.route.fmt)
+    return ask_panel(request, api, wire.gemini.ask(request.body, request.params["collection"], "generateContent"))
+
+
+def gemini_stream(request: Request) -> Reply:
+    api = wire.get(request.route.fmt)
+    return ask_panel(request, api, wire.gemini.ask(request.body, request.params["collection"],
+                                                   "streamGenerateContent"))
+
+
+def gemini_method(request: Request) -> NoReturn:
+    """FMT-4: a Gemini model path with a method a panel does not answer."""
+    raise errors.NotFound(wire.gemini.not_allowed(request.params["method"]))
+
+
+def count(request: Request, model: Any, payload: dict[str, Any]) -> Reply:
+    """A token count (FMT-9): no model is called and the rate cap is not charged.
+
+    Improvement 3: a named collection that does not resolve, or that the key may not
+    call, is a 404 (the reference counted for any name); an unnamed one still counts.
+    """
+    base = collections.split_reply(model)[0] if isinstance(model, str) else ""
+    may_call = gatekeys.may_call(request.who)
+    name = collections.resolve(base)
+    if base.strip() and (name is None or (may_call is not None and not may_call(name))):
+        raise errors.NotFound(collections.choose_message(base, may_call))
+    return json_reply(200, payload)
+
+
+def show(request: Request) -> Reply:
+    """FMT-31: Ollama's model card for a collection the key may call."""
+    name = wire.ollama.shown_name(request.body)
+    card = wire.ollama.show(name, listed_rows(request))
+    if card is None:
+        raise errors.NotFound(wire.ollama.not_found(name))
+    return json_reply(200, card)
+
+
+def ask_panel(request: Request, api: Any, ask: Any) -> Reply:
+    """FMT-11..17: resolve the collection and the reply mode, then answer with a panel in `api`'s shape."""
+    base, suffix = collections.split_reply(ask.model)
+    name = collections.resolve(base)
+    if name is None:
+        message = collections.choose_message(base, gatekeys.may_call(request.who))
+        raise errors.NotFound(message) if base.strip() else errors.Invalid(message)
+    refusal = gatekeys.admit(request.who, name)  # DSP-2 scope, then DSP-3 rate cap
+    if refusal:
+        raise errors.Refused(*refusal)
+    reply = ask.reply or suffix
+    mode = collections.reply_mode(name, reply)
+    shown = api.shown(name, ask)
+    if ask.load:
+        return loaded(api, ask, shown)
+    if mode == "route":
+        return route_turn(request, api, ask, name, shown)
+    if ask.agentic:
+        raise errors.Invalid("the request carries tools, tool calls or tool results, but a panel answers with "
+                             "several models' prose, not a tool call; use route mode instead: "
+                             f'bench/{name}:route or "bench": {{"reply": "route"}} for one model that can use tools')
+    messages = ask.messages
+    if ask.stream:
+        sse = request.query.get("alt") == ["sse"]  # GW-6
+        usage = {"include_usage": True} if ask.include_usage else {}  # only chat completions asks for it
+        writer = api.writer(shown, wire.prompt_tokens(messages), sse, **usage)
+        return stream_panel(request, name, ask, reply, writer)
+    started = time.monotonic()
+    try:
+        content, bench = panel.run(name, messages, ask.nominees, reply, request.who)
+    except errors.Refusal:
+        raise
+    except Exception as exc:  # IMP-1: every failure is answered, never a dropped connection
+        raise errors.planned(exc, PANEL) from exc
+    format_note(ask, name, bench)
+    payload, headers = api.reply(content, shown, bench, wire.usage(messages, bench), time.monotonic() - started)
+    return json_reply(200, payload, headers)
+
+
+def route_turn(request: Request, api: Any, ask: Any, name: str, shown: str) -> Reply:
+    """§11: one member answers the turn, tools and all; `X-Bench-Conversation` on every reply (errors too,
+    improvement 13) and `X-Bench-Model` once the member is known."""
+    asked = time.monotonic()
+    try:
+        turn = route_mode.start(name, ask, request.who)
+    except Exception as exc:
+        conversation = route_mode.known(name, ask, request.who)
+        raise route_refusal(exc, {"X-Bench-Conversation": conversation} if conversation else {}) from exc
+    headers = {"X-Bench-Conversation": turn.conversation}
+    tokens_in = wire.prompt_tokens(ask.messages)
+    if ask.stream:
+        return stream_route(request, api, ask, shown, turn, headers, asked + route_mode.ROUTE_GRACE, tokens_in)
+    while True:
+        event = turn.events.get()
+        if isinstance(event, route_mode.Live):
+            headers["X-Bench-Model"] = event.alias
+        elif isinstance(event, route_mode.Done):
+            payload, extra = api.route_reply(event.turn, shown, event.bench, tokens_in, time.monotonic() - asked,
+                                             ask.custom)
+            headers["X-Bench-Model"] = event.bench["alias"]
+            return json_reply(200, payload, {**headers, **extra})
+        elif isinstance(event, route_mode.Failed):
+            raise route_refusal(event.exc, headers)
+
+
+def route_refusal(exc: BaseException, headers: dict[str, str]) -> errors.Refusal:
+    """A route refusal: its status and message, its own headers (Retry-After, the member's) and the
+    conversation's."""
+    refusal = errors.planned(exc, PANEL)
+    refusal.headers.update({k: v for k, v in headers.items() if k not in refusal.headers})
+    return refusal
+
+
+def stream_route(request: Request, api: Any, ask: Any, shown: str, turn: Any, headers: dict[str, str],
+                 grace_ends: float, tokens_in: int) -> Reply:
+    """RT-20: the 200 waits for the member's first piece (at most ROUTE_GRACE), then each chunk as it comes
+    in the API's shape, a keep-alive whenever nothing was written for KEEPALIVE. Chunks that queued up while
+    the last were written go out in one write: a busy gateway falls behind by fewer system calls."""
+    event = None
+    try:
+        event = turn.events.get(timeout=max(0.0, grace_ends - time.monotonic()))
+    except queue.Empty:
+        pass
+    if isinstance(event, route_mode.Failed):
+        raise route_refusal(event.exc, headers)
+    if isinstance(event, route_mode.Live):
+        headers["X-Bench-Model"] = event.alias
+        event = None
+    outbox = Outbox()
+    writer = api.route_writer(shown, tokens_in, request.query.get("alt") == ["sse"], ask.custom)(outbox)
+
+    def write(send: exchange.Write) -> None:
+        relay_route(send, writer, outbox, turn, event)  # RT-18: a caller gone stops this; the turn goes on
+
+    return exchange.stream_reply(writer.content_type, write, headers)
+
+
+def relay_route(send: exchange.Write, writer: Any, outbox: Outbox, turn: Any, event: Any) -> None:
+    """RT-20's loop, from the first event (None when the grace ran out) to the turn's end."""
+    writer.start()
+    if event is None:  # the grace ran out: the opening goes now, not with the first piece
+        outbox.flush(send)
+    written = time.monotonic()
+    while True:
+        if event is None:
+            try:
+                event = turn.events.get(timeout=max(0.0, written + KEEPALIVE - time.monotonic()))
+            except queue.Empty:
+                writer.keepalive()
+        if isinstance(event, route_mode.Chunk):
+            writer.chunk(event.chunk, event.text)
+        elif isinstance(event, route_mode.Done):
+            writer.end(event.turn, event.bench)
+        elif isinstance(event, route_mode.Failed):
+            refusal = errors.planned(event.exc, PANEL)
+            writer.error(refusal.status, keys.hide(refusal.message))  # TM-9
+        ended = isinstance(event, (route_mode.Done, route_mode.Failed))
         try:
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            for header, value in (headers or {}).items():
-                self.send_header(header, value)
-            self.send_cors()
-            self.end_headers()
-            self.wfile.write(data)
-        except CLIENT_GONE:
-            pass
+            event = None if ended else turn.events.get_nowait()
+        except queue.Empty:
+            event = None
+        if event is None:
+            if not outbox.held and time.monotonic() - written >= KEEPALIVE:
+                writer.keepalive()  # a run of chunks that rendered to nothing (reasoning, for most APIs)
+            if outbox.flush(send):
+                written = time.monotonic()
+            if ended:
+                return
 
-    def send_text(self, status, text, content_type, headers=None):
-        """A reply that is no JSON (the leaderboard's CSV), with the same CORS headers as JSON ones."""
-        data = text.encode("utf-8")
+
+def loaded(api: Any, ask: Any, shown: str) -> Reply:
+    """Improvement 9: Ollama's "load the model" call (no prompt) gets an empty `done` reply, no panel."""
+    payload = api.loaded(shown)
+    if not ask.stream:
+        return json_reply(200, payload)
+    return exchange.stream_reply(api.Stream.content_type, lambda send: send(json.dumps(payload).encode() + b"\n"))
+
+
+def stream_panel(request: Request, name: str, ask: Any, reply: str, make_writer: Callable[..., Any]) -> Reply:
+    """§10: the 200 once the panel is seated (1 s grace), then each piece as it comes.
+
+    `make_writer(write)` gives the format's stream writer (STR-1), so one loop serves every format.
+    A refusal before the 200 (the caps, a stopping gateway, a plan that fails) is answered as such.
+    """
+    gone = threading.Event()
+    events = panel.start(name, ask.messages, ask.nominees, reply, request.who, gone)
+    try:
+        event = events.get(timeout=STREAM_GRACE)
+    except queue.Empty:
+        event = None
+    if isinstance(event, panel.Failed):
+        raise errors.planned(event.exc, PANEL)
+    outbox = Outbox()
+    writer = make_writer(outbox)
+
+    def write(send: exchange.Write) -> None:
         try:
-            self.send_response(status)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(data)))
-            self.send_header("Cache-Control", "no-store")
-            for header, value in (headers or {}).items():
-                self.send_header(header, value)
-            if routes.is_gateway_route(self.path or ""):
-                self.send_cors()  # the dashboard's own download goes to its own page only
-            self.end_headers()
-            self.wfile.write(data)
-        except CLIENT_GONE:
-            pass
+            relay_panel(send, writer, outbox, events, event, lambda bench: format_note(ask, name, bench))
+        except exchange.CLIENT_GONE:
+            gone.set()  # STR-9: the panel thread goes on and records every seat, but asks no merger
+            raise
 
-    def refuse(self, status, message, headers=None):
-        """Every refusal is JSON in the route's format shape, chosen from the path alone (ERR-1, FMT-3).
-
-        OPTIONS refusals always use the chat shape.
-        """
-        fmt = "chat" if self.command == "OPTIONS" else routes.format_of(self.path or "")
-        self.send_json(status, wire.error_body(fmt, status, message), headers)
+    return exchange.stream_reply(writer.content_type, write)
 
 
-class Server(httpserver.Server):
-    """The shared server (deadlines, connection cap, head limits) with the gateway's handler."""
+def relay_panel(send: exchange.Write, writer: Any, outbox: Outbox, events: "queue.Queue[Any]", event: Any,
+                noted: Callable[[dict[str, Any]], None]) -> None:
+    """§10's loop, from the first event (None when the grace ran out) to the panel's end."""
+    writer.start()
+    if event is None:
+        writer.keepalive()  # STR-4: the grace ran out, so a keep-alive follows the 200 at once
+    outbox.flush(send)
+    streamed = False
+    while True:
+        if event is None:
+            try:
+                event = events.get(timeout=KEEPALIVE)
+            except queue.Empty:
+                writer.keepalive()
+                outbox.flush(send)
+                continue
+        if isinstance(event, panel.Part):
+            writer.text(event.text)
+            streamed = True
+        elif isinstance(event, panel.Done):
+            if not streamed:
+                writer.text(event.content)
+            noted(event.bench)
+            writer.end(event.bench)
+            outbox.flush(send)
+            return
+        elif isinstance(event, panel.Failed):
+            refusal = errors.planned(event.exc, PANEL)  # headers cannot follow a 200
+            writer.error(refusal.status, keys.hide(refusal.message))  # TM-9
+            outbox.flush(send)
+            return
+        # a part is written; `Seated` needs nothing, as the 200 has gone (the heading follows once every
+        # seat's request is out)
+        outbox.flush(send)
+        event = None
 
-    def __init__(self, address, handler=Handler):
-        super().__init__(address, handler)
+
+ROUTES = routes.answered(routes.ROUTES, {
+    routes.CHAT: panel_answer, routes.MESSAGES: panel_answer, routes.COUNT_TOKENS: anthropic_count,
+    routes.RESPONSES: panel_answer, routes.COMPLETIONS: panel_answer, routes.OLLAMA_CHAT: panel_answer,
+    routes.OLLAMA_GENERATE: panel_answer, routes.OLLAMA_SHOW: show,
+    routes.GEMINI_COUNT: gemini_count, routes.GEMINI_GENERATE: gemini_generate, routes.GEMINI_STREAM: gemini_stream,
+    routes.GEMINI_METHOD: gemini_method, routes.MODELS: models, routes.MODEL: model_row, routes.RESPONSE: response_row,
+    routes.VERDICT: verdict,
+    routes.RECORD: record, routes.LEADERBOARD: bench_leaderboard, routes.PENDING: pending,
+    routes.OLLAMA_TAGS: ollama_tags, routes.OLLAMA_VERSION: ollama_version, routes.GEMINI_MODELS: gemini_models,
+    routes.GEMINI_MODEL: gemini_model, routes.HEALTH: health, routes.MCP_GET: mcp_get, routes.MCP_POST: mcp_post,
+})
+GATEWAY = routing.Site(ROUTES)
 
 
-def serve(host="127.0.0.1", port=0):
-    """A gateway on a thread (tests, the demo): returns the server; `server.shutdown()` stops it."""
-    server = Server((host, port))
+class Server(routing.Server):
+    """The shared server (deadlines, connection cap, head limits) answering the gateway's routes, or `site`'s."""
+
+    def __init__(self, address: tuple[str, int], site: routing.Site = GATEWAY) -> None:
+        super().__init__(address, site)
+
+
+def serve(host: str = "127.0.0.1", port: int = 0, site: routing.Site = GATEWAY, name: str = "gateway") -> Server:
+    """A server of `site` on a thread (tests, the demo): returns it; `server.shutdown()` stops it."""
+    server = Server((host, port), site)
     # a short poll so shutdown() returns at once (tests start and stop many servers)
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="gateway",
-                     daemon=True).start()
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, name=name, daemon=True).start()
     return server
 
 
-def stop_on_signals(server):
+def stop_on_signals(server: routing.Server) -> None:
     """SIGTERM and SIGINT stop the gateway gently (nothing-lost item 7): no new connections, the panels
     in flight get `stop_grace` seconds to finish, then their seats are ended and logged. A second
     signal ends the grace at once. Forked workers inherit the handlers, so each drains its own."""
     stopping = threading.Event()
 
-    def handle(signum, frame):
+    def handle(signum: int, frame: Any) -> None:
         if stopping.is_set():
             # on its own thread: the main thread may be inside the very locks stop_seats takes (drain)
             threading.Thread(target=panel.stop_seats, name="stop-now", daemon=True).start()
@@ -679,39 +578,39 @@ def stop_on_signals(server):
         signal.signal(signum, handle)
 
 
-def drain(server, grace):
+def drain(server: routing.Server, grace: float) -> None:
     """Wait up to `grace` seconds for the panels in flight, end the seats still asked, then give every
     reply (a stream's error sections and its end in its own format) time to reach its client."""
     if not panel.flight.wait_idle(grace):
-        print(f"stopping: panels still in flight after {grace:g}s; ending their seats", file=sys.stderr, flush=True)
+        console.say(f"stopping: panels still in flight after {grace:g}s; ending their seats")
     panel.stop_seats()  # also refuses a panel whose request was taken before the stop but not yet begun
     panel.flight.wait_idle(panel.STOP_SETTLE + REPLY_WAIT)
     server.wait_closed(REPLY_WAIT)
 
 
-def starting(port, setting, default, demo_wanted):
+def starting(port: int | None, setting: str, demo_wanted: bool) -> tuple[str, int, Any]:
     """What both servers do first (START-1): stdout as UTF-8; the bind address checked before anything is bound or
-    made, its warnings said; the port (`--port`, else the `setting` variable, else `default`); the demo upstream and
+    made, its warnings said; the port (`--port`, else the `setting` variable or its default); the demo upstream and
     its throwaway folder when asked. Returns `(address, port, upstream or None)`."""
-    sys.stdout.reconfigure(encoding="utf-8")
+    sys.stdout.reconfigure(encoding="utf-8")  # type: ignore[union-attr]
     address = guard.bind_address()
     problem = guard.startup_problem(address)
     if problem:
         sys.exit(problem)
     for warning in guard.startup_warnings():
-        print(f"warning: {warning}", file=sys.stderr)
-    port = port if port is not None else guard.port_setting(setting, default)
+        console.say(f"warning: {warning}")
+    port = port if port is not None else guard.port_setting(setting)
     if not demo_wanted:
         return address, port, None
     from ..demo import demo
     return address, port, demo.start_demo()
 
 
-def listen(address, port, handler, setting, upstream=None):
+def listen(address: str, port: int, site: routing.Site, setting: str, upstream: Any = None) -> Server:
     """The server on `address:port`, or exit 1 with one sentence saying why not and how to choose another port
     (`--port`, or the `setting` variable); a demo's upstream and throwaway folder go with it."""
     try:
-        return Server((address, port), handler)
+        return Server((address, port), site)
     except OSError as exc:
         if upstream:
             from ..demo import demo
@@ -720,7 +619,7 @@ def listen(address, port, handler, setting, upstream=None):
         sys.exit(f"port {port} on {address} is {taken}: {exc.strerror}; choose another with --port N or {setting}")
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Benchwarmers panel gateway")
     parser.add_argument("--demo", action="store_true", help="serve a throwaway demo bench on the local upstream")
     parser.add_argument("--port", type=int, default=None, help="port (default BENCH_GATEWAY_PORT or 8123)")
@@ -731,9 +630,9 @@ def main(argv=None):
         parser.error("--workers: at least 1")
     if args.workers > 1 and (args.demo or not hasattr(os, "fork")):
         parser.error("--workers above 1 needs fork (Linux, macOS) and cannot be used with --demo")
-    address, port, upstream = starting(args.port, "BENCH_GATEWAY_PORT", 8123, args.demo)
+    address, port, upstream = starting(args.port, "BENCH_GATEWAY_PORT", args.demo)
     collections.config_problems()  # a broken config file is said on stderr now, once, not at the first request
-    server = listen(address, port, Handler, "BENCH_GATEWAY_PORT", upstream)
+    server = listen(address, port, GATEWAY, "BENCH_GATEWAY_PORT", upstream)
     stop_on_signals(server)
     workers = httpserver.share(server, args.workers - 1) if args.workers > 1 else []
     threading.Thread(target=panel.warm_up, name="warm-up", daemon=True).start()

@@ -1,8 +1,8 @@
 """The HTTP server both ports run on: the stdlib's, with the limits it lacks (security.md §15).
 
 `Server` is a `ThreadingHTTPServer` (one daemon thread per connection, HTTP/1.0, one
-request per connection) and `Handler` the base of the gateway's and the dashboard's
-handlers. What they add, each so that a client cannot hold a thread or bend a reply:
+request per connection) and `Handler` the base of `server.routing.Handler`, which both
+ports run. What they add, each so that a client cannot hold a thread or bend a reply:
 
 - Read deadlines (improvement 1): the request line and headers must arrive within
   `Server.read_timeout` seconds of the connection, however slowly they trickle; a body
@@ -33,7 +33,8 @@ handlers. What they add, each so that a client cannot hold a thread or bend a re
 - The `Server` header only once the caller is identified (`who` set), never on a
   refusal before that or on an open route (improvement 19).
 - A header name or value holding CR or LF raises instead of being written (improvement 5).
-- Access log and diagnostics through `server.guard` (LOG-1..5); the client address with `BENCH_LOG_ADDRESS=1`.
+- Access log and diagnostics through `server.guard` (LOG-1..5); the client address with `BENCH_LOG_ADDRESS=1`;
+  a handler's crash through `core.console`, every control character escaped (issue 29 item 8).
 - Worker processes (`share()`): one Python process cannot use more than about one core (the
   GIL), so `python gateway.py --workers N` forks N-1 copies that accept on the same listening
   socket. Everything they share is in the data folder, written under file locks, as the gateway
@@ -51,15 +52,18 @@ import signal
 import socket
 import threading
 import time
+import traceback
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
+from ..core import console, settings
 from . import guard
 
 READ_TIMEOUT = 30.0
 WRITE_TIMEOUT = 300.0
 MIN_RATE = 50_000
 MAX_CONNECTIONS = 256
-MAX_PER_ADDRESS = 128
+MAX_PER_ADDRESS = int(settings.default("BENCH_MAX_PER_ADDRESS"))
 MAX_REFUSERS = 64
 BUSY_WAIT = 1.0
 LINGER = 1.0
@@ -77,19 +81,19 @@ class _DeadlineReader(io.RawIOBase):
     its thread only while it sends at least that fast on average.
     """
 
-    def __init__(self, sock, seconds):
+    def __init__(self, sock: socket.socket, seconds: float) -> None:
         self.sock = sock
         self.restart(seconds, seconds)
 
-    def restart(self, seconds, idle, rate=0):
+    def restart(self, seconds: float, idle: float, rate: float = 0) -> None:
         self.deadline = time.monotonic() + seconds
         self.idle = idle
         self.rate = rate
 
-    def readable(self):
+    def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer):
+    def readinto(self, buffer: Any) -> int:
         left = min(self.deadline - time.monotonic(), self.idle)
         if left <= 0:
             raise TimeoutError("the client sent too slowly")
@@ -100,33 +104,26 @@ class _DeadlineReader(io.RawIOBase):
         return received
 
 
-class _Discard:
+class _Discard(io.BufferedIOBase):
     """Where a HEAD reply's body goes once its headers are out."""
 
-    closed = False
-
-    def write(self, data):
+    def write(self, data: Any, /) -> int:
         return len(data)
-
-    def flush(self):
-        pass
-
-    def close(self):
-        pass
 
 
 class Handler(BaseHTTPRequestHandler):
+    server: "Server"
     protocol_version = "HTTP/1.0"
     who = "-"
 
-    def setup(self):
+    def setup(self) -> None:
         super().setup()
         self.rfile.close()
         self.reader = _DeadlineReader(self.connection, self.server.read_timeout)
         self.rfile = io.BufferedReader(self.reader)
         self.unread = True  # the client may still be sending: drain before closing (see finish)
 
-    def finish(self):
+    def finish(self) -> None:
         """Close without a TCP reset: a reply sent before the whole request was read (414, 431, a
         refused POST) would otherwise be lost to the reset that closing over unread bytes causes."""
         super().finish()
@@ -142,7 +139,7 @@ class Handler(BaseHTTPRequestHandler):
                     break
                 drained += len(chunk)
 
-    def handle_one_request(self):
+    def handle_one_request(self) -> None:
         """The stdlib's loop step with this module's head limits and deadlines."""
         try:
             self.raw_requestline = self.rfile.readline(MAX_LINE + 1)
@@ -179,7 +176,7 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             self.unread = False  # a slow client is not waited for again
 
-    def read_head(self):
+    def read_head(self) -> tuple[bytes, str]:
         """The header lines up to the blank one: `(bytes, "")`, or `(b"", why)` beyond the limits."""
         lines, size = [], 0
         while True:
@@ -195,7 +192,7 @@ class Handler(BaseHTTPRequestHandler):
             if size > MAX_HEAD:
                 return b"", "Headers too large"
 
-    def read_body(self, length):
+    def read_body(self, length: int) -> bytes:
         """Exactly `length` body bytes, by a deadline that grows with the bytes received (improvement 1)."""
         timeout = self.server.read_timeout
         self.reader.restart(timeout, timeout, MIN_RATE)
@@ -204,25 +201,25 @@ class Handler(BaseHTTPRequestHandler):
         self.connection.settimeout(WRITE_TIMEOUT)
         return data
 
-    def do_HEAD(self):
+    def do_HEAD(self) -> None:
         if not hasattr(self, "do_GET"):
             return self.send_error(501, "Unsupported method ('HEAD')")
         self.do_GET()
 
-    def send_header(self, keyword, value):
+    def send_header(self, keyword: str, value: object) -> None:
         value = str(value)
         if "\r" in keyword or "\n" in keyword or "\r" in value or "\n" in value:
             raise ValueError(f"refusing to write header {keyword!r}: it holds CR or LF")
         super().send_header(keyword, value)
 
-    def send_response(self, code, message=None):
+    def send_response(self, code: int, message: str | None = None) -> None:
         self.log_request(code)
         self.send_response_only(code, message)
         if self.who != "-":
             self.send_header("Server", self.version_string())
         self.send_header("Date", self.date_time_string())
 
-    def end_headers(self):
+    def end_headers(self) -> None:
         self.send_header("X-Content-Type-Options", "nosniff")
         self.send_header("X-Frame-Options", "DENY")
         self.send_header("Content-Security-Policy", "frame-ancestors 'none'")
@@ -230,15 +227,15 @@ class Handler(BaseHTTPRequestHandler):
         if self.command == "HEAD":
             self.wfile = _Discard()
 
-    def address(self):
+    def address(self) -> str:
         """The client's address as the access log and the login backoff know it."""
         return guard.client_address(getattr(self, "headers", None) or {}, self.client_address[0])
 
-    def log_request(self, code="-", size="-"):
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
         address = self.address() if guard.log_address() else ""
         guard.log(guard.access_line(self.command, getattr(self, "path", "") or "", code, self.who, address))
 
-    def log_message(self, format, *args):
+    def log_message(self, format: str, *args: Any) -> None:
         guard.log(f"{self.log_date_time_string()} {guard.mask_secrets(format % args)}")
 
 
@@ -249,11 +246,11 @@ class Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 1024
     allow_reuse_address = True
-    parent_alive = None  # with worker processes: the pipe whose close tells them to stop
+    parent_alive: int | None = None  # with worker processes: the pipe whose close tells them to stop
     read_timeout = READ_TIMEOUT
     max_connections = MAX_CONNECTIONS
 
-    def __init__(self, address, handler):
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
         host = address[0].strip("[]")
         try:
             if ipaddress.ip_address(host).version == 6:  # gateway IMP-18
@@ -262,21 +259,23 @@ class Server(ThreadingHTTPServer):
             pass
         self.open = 0
         self.refusers = 0
-        self.per_address = {}  # address key -> connections open from it
+        self.per_address: dict[str, int] = {}  # address key -> connections open from it
         self.max_per_address = per_address_setting()
         self.count_lock = threading.Condition()  # notified as connections close: a stopping server waits
         super().__init__((host, address[1]), handler)
 
-    def address_key(self, client_address):
-        """What a client's connections are counted under: its address, an IPv6 one by its /64."""
-        if self.address_family != socket.AF_INET6:
-            return client_address[0]
-        found = ipaddress.ip_address(client_address[0].split("%", 1)[0])
-        if found.ipv4_mapped:  # an IPv4 client of a dual-stack socket
-            return str(found.ipv4_mapped)
-        return str(ipaddress.ip_network(f"{found}/64", strict=False))
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A handler's crash on stderr, as the stdlib writes it but through `console.say`: the exception's message
+        may quote a request or an upstream (LOG-7)."""
+        console.say("-" * 40, f"Exception occurred during processing of request from {client_address}",
+                    *traceback.format_exc().splitlines(), "-" * 40)
 
-    def process_request(self, request, client_address):
+    def address_key(self, client_address: Any) -> str:
+        """What a client's connections are counted under: its address, an IPv6 one by its /64 (the login
+        backoff groups clients the same way)."""
+        return guard.client_group(client_address[0])
+
+    def process_request(self, request: Any, client_address: Any) -> None:
         key = self.address_key(client_address)
         with self.count_lock:
             held = self.per_address.get(key, 0)
@@ -298,13 +297,13 @@ class Server(ThreadingHTTPServer):
             self._closed_one(key)
             raise
 
-    def process_request_thread(self, request, client_address):
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:
             super().process_request_thread(request, client_address)
         finally:
             self._closed_one(self.address_key(client_address))
 
-    def _closed_one(self, key):
+    def _closed_one(self, key: str) -> None:
         with self.count_lock:
             self.open -= 1
             left = self.per_address[key] - 1
@@ -314,12 +313,12 @@ class Server(ThreadingHTTPServer):
                 del self.per_address[key]
             self.count_lock.notify_all()
 
-    def wait_closed(self, timeout):
+    def wait_closed(self, timeout: float) -> bool:
         """True once every connection this server took has closed, False after `timeout` seconds."""
         with self.count_lock:
             return self.count_lock.wait_for(lambda: self.open == 0, timeout)
 
-    def busy_body(self, crowded=False):
+    def busy_body(self, crowded: bool = False) -> bytes:
         if crowded:
             message = (f"too many connections from your address ({self.max_per_address} open); "
                        f"try again in {BUSY_RETRY}s")
@@ -327,7 +326,7 @@ class Server(ThreadingHTTPServer):
             message = f"the server is busy ({self.max_connections} connections open); try again in {BUSY_RETRY}s"
         return json.dumps({"error": {"message": message, "type": "bench_gateway", "code": 503}}).encode()
 
-    def turn_away(self, request, client_address, crowded=False):
+    def turn_away(self, request: socket.socket, client_address: Any, crowded: bool = False) -> None:
         """503 + Retry-After for a connection over the cap, without a handler thread's deadlines."""
         try:
             head = b""
@@ -360,11 +359,9 @@ class Server(ThreadingHTTPServer):
                 self.refusers -= 1
 
 
-def per_address_setting():
+def per_address_setting() -> int:
     """`BENCH_MAX_PER_ADDRESS`, read when a server starts: a whole number of at least 1, else the default."""
-    value = os.environ.get("BENCH_MAX_PER_ADDRESS", "").strip()
-    if not value:
-        return MAX_PER_ADDRESS
+    value = settings.env("BENCH_MAX_PER_ADDRESS").strip()
     if value.isascii() and value.isdigit() and int(value) >= 1:
         return int(value)
     guard.log(f"warning: BENCH_MAX_PER_ADDRESS={value!r} is not a whole number of at least 1; "
@@ -372,7 +369,7 @@ def per_address_setting():
     return MAX_PER_ADDRESS
 
 
-def share(server, extra):
+def share(server: Server, extra: int) -> list[int] | None:
     """Fork `extra` processes that serve `server`'s listening socket too.
 
     Returns the children's pids in the parent and None in a child. Call it before any thread
@@ -398,20 +395,20 @@ def share(server, extra):
     return children
 
 
-def _stop_with_parent(server, alive):
+def _stop_with_parent(server: Server, alive: int) -> None:
     while os.read(alive, 1):
         pass
     server.shutdown()
 
 
-def release(server):
+def release(server: Server) -> None:
     """Tell the forked workers to stop (each drains its own work), without waiting for them."""
     if server.parent_alive is not None:
         os.close(server.parent_alive)
         server.parent_alive = None
 
 
-def reap(server, children, timeout=10.0):
+def reap(server: Server, children: list[int], timeout: float = 10.0) -> None:
     """Stop the forked workers and wait for them; any still running after `timeout` seconds is killed."""
     release(server)
     waiters = [threading.Thread(target=os.waitpid, args=(pid, 0), daemon=True) for pid in children]

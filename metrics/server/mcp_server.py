@@ -21,18 +21,20 @@ tool that stays silent for about 300 s.
 
 import dataclasses
 import json
-import os
 import queue
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterable
+from typing import Any, TextIO
 
 from .. import __version__
+from ..core import settings
 from ..net import remote
 from . import mcp_tools
 
 VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")  # newest first (MCP-1)
-KEEPALIVE = 10.0
+KEEPALIVE = float(settings.default("BENCH_MCP_KEEPALIVE"))
 
 INSTRUCTIONS = (
     "Benchwarmers puts one prompt to a panel of models (a collection) and returns every seat's answer. "
@@ -47,6 +49,9 @@ INSTRUCTIONS = (
 )
 
 
+REMINDERS = mcp_tools.Reminders()  # MCP-13: one memory per process, whichever transport a session uses
+
+
 @dataclasses.dataclass
 class Conn:
     """Who the tools speak for: the server they call (with the caller's credentials), and whether a
@@ -57,21 +62,18 @@ class Conn:
     reminders: mcp_tools.Reminders = dataclasses.field(default_factory=lambda: REMINDERS)
 
 
-REMINDERS = mcp_tools.Reminders()  # MCP-13: one memory per process, whichever transport a session uses
-
-
-def error(id_, code, message):
+def error(id_: Any, code: int, message: str) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": id_, "error": {"code": code, "message": message}}
 
 
-def result(id_, value):
+def result(id_: Any, value: Any) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": id_, "result": value}
 
 
 PARSE_ERROR = error(None, -32700, "parse error")
 
 
-def parse(text):
+def parse(text: str | bytes) -> Any:
     """A JSON-RPC message from a line or a body; None when it does not parse (MCP-5: also when it nests
     too deep to parse)."""
     try:
@@ -80,7 +82,7 @@ def parse(text):
         return None
 
 
-def answer(message, conn):
+def answer(message: Any, conn: Conn) -> dict[str, Any] | None:
     """The reply to one parsed JSON-RPC message, or None for a notification (MCP-3..6). Never raises."""
     id_ = message.get("id") if isinstance(message, dict) else None
     if not (isinstance(message, dict) and message.get("jsonrpc") == "2.0" and isinstance(message.get("method"), str)):
@@ -96,7 +98,7 @@ def answer(message, conn):
         return error(id_, -32603, f"{type(exc).__name__}: {exc}")
 
 
-def _method(method, params, id_, conn):
+def _method(method: str, params: dict[str, Any], id_: Any, conn: Conn) -> dict[str, Any]:
     if method == "initialize":
         asked = params.get("protocolVersion")
         return result(id_, {
@@ -116,7 +118,7 @@ def _method(method, params, id_, conn):
     return error(id_, -32601, f"no method {method!r}")
 
 
-def call_tool(name, arguments, conn):
+def call_tool(name: str, arguments: Any, conn: Conn) -> dict[str, Any]:
     """MCP-6: a tool's texts, or its failure as a result with `isError: true`."""
     try:
         if not isinstance(arguments, dict):
@@ -131,11 +133,11 @@ def call_tool(name, arguments, conn):
     return tool_result(texts, False)
 
 
-def tool_result(texts, is_error):
+def tool_result(texts: list[str], is_error: bool) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": text} for text in texts], "isError": is_error}
 
 
-def problem_text(exc):
+def problem_text(exc: remote.Problem) -> str:
     """MCP-14: a server's refusal or absence in words an agent can act on."""
     if isinstance(exc, remote.Refused):
         message = exc.error_message() or exc.text(500) or exc.reason
@@ -146,38 +148,40 @@ def problem_text(exc):
     if isinstance(exc, remote.NoAnswer):
         return (f"no answer from Benchwarmers at {exc.base} in {exc.seconds:g} s; set BENCHWARMERS_TIMEOUT "
                 "for longer panels")
+    assert isinstance(exc, remote.NotJSON)  # the one kind left
     return (f"Benchwarmers at {exc.base} answered {exc.path} with something that is not JSON; is "
             "BENCHWARMERS_URL a Benchwarmers server?")
 
 
-def keepalive():
+def keepalive() -> float:
     """Seconds between progress notifications (KEEPALIVE); `BENCH_MCP_KEEPALIVE` shortens it for a proxy
     that drops idle connections sooner (and for the tests)."""
     try:
-        value = float(os.environ.get("BENCH_MCP_KEEPALIVE", ""))
+        value = float(settings.env("BENCH_MCP_KEEPALIVE"))
     except ValueError:
         return KEEPALIVE
     return value if value > 0 else KEEPALIVE
 
 
-def progress_token(message):
+def progress_token(message: dict[str, Any]) -> str | int | float | None:
     """`params._meta.progressToken` of a request (a string or a number), else None."""
     meta = message.get("params", {}).get("_meta") if isinstance(message.get("params"), dict) else None
     token = meta.get("progressToken") if isinstance(meta, dict) else None
     return token if isinstance(token, (str, int, float)) and not isinstance(token, bool) else None
 
 
-def progress(token, seconds):
+def progress(token: str | int | float, seconds: int) -> dict[str, Any]:
     """MCP-19's progress notification: `progress` is the whole seconds elapsed."""
     return {"jsonrpc": "2.0", "method": "notifications/progress",
             "params": {"progressToken": token, "progress": seconds, "message": f"the panel is running, {seconds} s"}}
 
 
-def answer_waiting(message, conn, tick, daemon=True):
+def answer_waiting(message: dict[str, Any], conn: Conn, tick: Callable[[int], object],
+                   daemon: bool = True) -> dict[str, Any] | None:
     """`answer(message, conn)` on a worker thread; `tick(whole seconds elapsed)` every keepalive() seconds
     while it runs. Returns the reply. A `tick` that raises stops the waiting (its caller is gone), never
     the call: the worker goes on and every seat is still recorded."""
-    replies = queue.Queue(maxsize=1)
+    replies: queue.Queue[dict[str, Any] | None] = queue.Queue(maxsize=1)
     started = time.monotonic()
     threading.Thread(target=lambda: replies.put(answer(message, conn)), name="mcp-call", daemon=daemon).start()
     interval = keepalive()
@@ -191,18 +195,18 @@ def answer_waiting(message, conn, tick, daemon=True):
 class Stdio:
     """The stdio transport: read lines, answer each, write each reply whole under a lock."""
 
-    def __init__(self, conn, out):
+    def __init__(self, conn: Conn, out: TextIO) -> None:
         self.conn = conn
         self.out = out
         self.lock = threading.Lock()
 
-    def write(self, message):
+    def write(self, message: Any) -> None:
         line = json.dumps(message, ensure_ascii=False) + "\n"
         with self.lock:
             self.out.write(line)
             self.out.flush()
 
-    def serve(self, lines):
+    def serve(self, lines: Iterable[str]) -> None:
         """Answer every line until the input ends; calls still running finish on their own threads."""
         for line in lines:
             if not line.strip():
@@ -217,20 +221,20 @@ class Stdio:
                 if reply is not None:
                     self.write(reply)
 
-    def call(self, message):
+    def call(self, message: dict[str, Any]) -> None:
         token = progress_token(message)
         tick = (lambda seconds: self.write(progress(token, seconds))) if token is not None else (lambda seconds: None)
         self.write(answer_waiting(message, self.conn, tick, daemon=False))
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     """`bench mcp`: the stdio server, a thin client of the server at BENCHWARMERS_URL (§11)."""
     if argv and argv[0] in ("-h", "--help"):
         print(__doc__.split("\n\n", 1)[0] + "\n\nRuns until its input ends; configure BENCHWARMERS_URL, "
               "BENCHWARMERS_KEY and BENCHWARMERS_TIMEOUT.")
         return 0
-    sys.stdin.reconfigure(encoding="utf-8", errors="replace")
-    sys.stdout.reconfigure(encoding="utf-8")
+    sys.stdin.reconfigure(encoding="utf-8", errors="replace")  # type: ignore[union-attr]
+    sys.stdout.reconfigure(encoding="utf-8")  # type: ignore[union-attr]
     stdio = Stdio(Conn(remote.Server.from_env(), reads_transcripts=True), sys.stdout)
     try:
         stdio.serve(sys.stdin)

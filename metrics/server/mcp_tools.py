@@ -11,7 +11,9 @@ import collections
 import json
 import re
 import threading
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any, Protocol
 
 from ..net import remote
 
@@ -25,11 +27,18 @@ SESSIONS_KEPT = 1000
 CALL_ID = re.compile(r"\bp\d{8}-\d{6}-[0-9a-f]{4,}\.[a-z]+\d*\b")
 
 
+class Context(Protocol):
+    """What a tool knows of the session it runs for (`mcp_server.Conn`)."""
+
+    reads_transcripts: bool
+    reminders: "Reminders"
+
+
 class ToolError(Exception):
     """A tool's refusal, shown to the agent as `isError: true` with this message (MCP-6)."""
 
 
-def _schema(properties, required=()):
+def _schema(properties: dict[str, Any], required: Sequence[str] = ()) -> dict[str, Any]:
     return {"type": "object", "properties": properties, "required": list(required), "additionalProperties": False}
 
 
@@ -106,11 +115,11 @@ class Reminders:
     """MCP-13: which seats each session was already reminded of, in memory, at most SESSIONS_KEPT
     sessions (a new one beyond that evicts the oldest)."""
 
-    def __init__(self):
-        self.sessions = collections.OrderedDict()
+    def __init__(self) -> None:
+        self.sessions: collections.OrderedDict[str, set[str]] = collections.OrderedDict()
         self.lock = threading.Lock()
 
-    def due(self, session, pending):
+    def due(self, session: str, pending: list[str]) -> list[str]:
         """The ids of `pending` not yet reminded in `session`; they count as reminded from now on."""
         with self.lock:
             seen = self.sessions.setdefault(session, set())
@@ -121,14 +130,14 @@ class Reminders:
             return due
 
 
-def list_collections(server, arguments, context):
+def list_collections(server: remote.Server, arguments: dict[str, Any], context: Context) -> list[str]:
     """MCP-8: one row per collection (the `:<mode>` twins folded), as JSON."""
     reply = remote.call(server, "GET", "/v1/models")
     rows = []
     for entry in reply.get("data") or []:
         if not isinstance(entry, dict) or ":" in str(entry.get("id", "")):
             continue
-        together = entry.get("together") if isinstance(entry.get("together"), dict) else {}
+        together: dict[str, Any] = entry["together"] if isinstance(entry.get("together"), dict) else {}
         rows.append({"name": entry.get("id"), **{k: entry.get(k) for k in (
             "description", "tags", "members", "explorers", "shape", "reply", "merger")},
             **{k: together.get(k) for k in ("context_window", "capabilities", "limits")}})
@@ -138,12 +147,12 @@ def list_collections(server, arguments, context):
     return [json.dumps(rows, indent=1, ensure_ascii=False)]
 
 
-def _text(arguments, name):
+def _text(arguments: dict[str, Any], name: str) -> str:
     value = arguments.get(name)
     return value.strip() if isinstance(value, str) else ""
 
 
-def ask(server, arguments, context):
+def ask(server: remote.Server, arguments: dict[str, Any], context: Context) -> list[str]:
     """MCP-9, MCP-10: the panel's answer, then its seats for the verdicts."""
     collection = _text(arguments, "collection")
     if not collection:
@@ -154,7 +163,8 @@ def ask(server, arguments, context):
     messages = [{"role": "user", "content": prompt}]
     if _text(arguments, "system"):
         messages.insert(0, {"role": "system", "content": arguments["system"]})
-    body = {"model": collection if collection.startswith(PREFIX) else PREFIX + collection, "messages": messages}
+    model = collection if collection.startswith(PREFIX) else PREFIX + collection
+    body: dict[str, Any] = {"model": model, "messages": messages}
     if isinstance(arguments.get("merged"), bool):
         body["bench"] = {"reply": "merged" if arguments["merged"] else "all"}
     if arguments.get("with"):
@@ -165,7 +175,7 @@ def ask(server, arguments, context):
             + json.dumps(seats_summary(reply.get("bench") or {}), indent=1, ensure_ascii=False)]
 
 
-def seats_summary(bench):
+def seats_summary(bench: dict[str, Any]) -> dict[str, Any]:
     """MCP-10's second text: the panel and its seats, without what text 1 already holds."""
     keep = SEAT_KEYS + (("answer",) if bench.get("reply") == "merged" else ())
     seats = []
@@ -180,7 +190,7 @@ def seats_summary(bench):
     return summary
 
 
-def verdict(server, arguments, context):
+def verdict(server: remote.Server, arguments: dict[str, Any], context: Context) -> list[str]:
     """MCP-11."""
     call = _text(arguments, "call")
     if not call:
@@ -195,7 +205,7 @@ def verdict(server, arguments, context):
     return [f"Recorded {call}: {'useful' if useful else 'not useful'}, {len(real)} real, {len(untrue)} false."]
 
 
-def pending_verdicts(server, arguments, context):
+def pending_verdicts(server: remote.Server, arguments: dict[str, Any], context: Context) -> list[str]:
     """MCP-12, MCP-13, improvement 18: only a server on the agent's own machine (stdio) reads a transcript;
     over HTTP a caller could otherwise make the server open any `.jsonl` path, so it says nothing."""
     session, transcript = arguments.get("session"), arguments.get("transcript")
@@ -222,4 +232,6 @@ def pending_verdicts(server, arguments, context):
     return [json.dumps({"hookSpecificOutput": {"hookEventName": "Stop", "additionalContext": text}})]
 
 
-RUN = {"list_collections": list_collections, "ask": ask, "verdict": verdict, "pending_verdicts": pending_verdicts}
+Tool = Callable[[remote.Server, dict[str, Any], Context], list[str]]
+RUN: dict[str, Tool] = {"list_collections": list_collections, "ask": ask, "verdict": verdict,
+                        "pending_verdicts": pending_verdicts}

@@ -32,6 +32,7 @@ body_problem = common.body_problem
 UpstreamError = common.UpstreamError
 prompt_tokens = common.prompt_tokens
 usage = common.usage
+panel_notes = common.panel_notes
 format_of = routes.format_of
 
 FORMATS = {api.name: api for api in (chat.ChatCompletions(), completions.Completions(), anthropic.Messages(),

@@ -18,7 +18,6 @@ import json
 from collections.abc import Callable, Iterable
 from typing import Any, NoReturn
 
-from ..core import images
 from . import common
 from .common import Body, Write
 from .turn import Call, Turn
@@ -174,10 +173,21 @@ def _tools(body: Body) -> Body:
     return upstream
 
 
+def _output_format(body: Body) -> Body:
+    """`upstream`'s response_format from `output_config.format` (or the older top-level `output_format`), as the
+    other readers map their schema field (issue 30: the SDK's `messages.parse` sends it)."""
+    config = common.obj(body.get("output_config"))
+    shape = config.get("format") or body.get("output_format")
+    if isinstance(shape, dict) and shape.get("type") == "json_schema" and isinstance(shape.get("schema"), dict):
+        return {"response_format": {"type": "json_schema", "json_schema": {"name": "response",
+                                                                             "schema": shape["schema"]}}}
+    return {}
+
+
 def ask(body: Body) -> common.Ask:
     """The Ask of a Messages body (§6.1), or `Unsupported` with why.
 
-    Ignored: top_k, thinking, metadata, service_tier, cache_control, container and the rest.
+    Ignored: top_k, thinking, metadata, service_tier, cache_control, container, output_config's effort and the rest.
     """
     messages = []
     if body.get("system"):
@@ -186,7 +196,7 @@ def ask(body: Body) -> common.Ask:
         messages += _message(message)
     stop = body.get("stop_sequences")
     options = common.options(body.get("max_tokens"), body.get("temperature"), body.get("top_p"), stop)
-    return common.make_ask(body, messages, body.get("stream"), options, _tools(body))
+    return common.make_ask(body, messages, body.get("stream"), options, {**_tools(body), **_output_format(body)})
 
 
 def count(body: Body) -> int:
@@ -216,7 +226,6 @@ class _Events:
         self.write = write
         self.shown = shown
         self.prompt_tokens = prompt_tokens
-        self.said: list[str] = []
 
     def _event(self, payload: Body) -> None:
         self.write(common.sse(payload, payload["type"]))
@@ -228,7 +237,6 @@ class _Events:
             "usage": {"input_tokens": self.prompt_tokens, "output_tokens": 0}}})
 
     def text(self, piece: str) -> None:
-        self.said.append(piece)
         self._event({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}})
 
     def error(self, status: int, message: str) -> None:
@@ -247,8 +255,9 @@ class Stream(_Events):
 
     def end(self, bench: Body | None) -> None:
         self._event({"type": "content_block_stop", "index": 0})
+        tokens_in, tokens_out = common.panel_tokens(bench, self.prompt_tokens)
         delta: Body = {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                       "usage": {"output_tokens": images.estimate("".join(self.said))}}
+                       "usage": {"input_tokens": tokens_in, "output_tokens": tokens_out}}
         if bench is not None:
             delta["bench"] = bench
         self._event(delta)

@@ -2,9 +2,8 @@
 
 `ask(body)` reads a request into an Ask; `reply()` and `Stream` write the answer;
 `panel_usage()` is the reply's `usage` (issue 16, beside STR-10/11, which had none: the `llm` CLI and
-other OpenAI clients read it): each seat's and the merger's own token counts where their upstream
-gave them, else estimates (the prompt's for input, the merger's prompt with every answer in it; the
-answer's for output; a failed seat that counted nothing, nothing). With `stream_options.include_usage`
+other OpenAI clients read it): the seats' and the merger's tokens summed, as every API counts a panel
+(`common.panel_tokens`, issue 30). With `stream_options.include_usage`
 the stream ends with the usage-only chunk the OpenAI API sends (empty `choices`) before `[DONE]`;
 `error_body()` is the refusal shape shared with legacy completions. The other
 formats (Anthropic, Responses, Ollama, Gemini, beside this module) provide the
@@ -18,7 +17,6 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..core import images
 from . import common
 from .common import Body, Write
 from .turn import Turn
@@ -46,21 +44,14 @@ def completion_id() -> str:
     return "chatcmpl-" + secrets.token_hex(12)
 
 
+def usage_of(tokens: tuple[int, int]) -> dict[str, int]:
+    """`{prompt_tokens, completion_tokens, total_tokens}` of `(input, output)`."""
+    return {"prompt_tokens": tokens[0], "completion_tokens": tokens[1], "total_tokens": sum(tokens)}
+
+
 def panel_usage(bench: Body, tokens_in: int) -> dict[str, int]:
-    """`{prompt_tokens, completion_tokens, total_tokens}` summed over the seats and the merger (module docstring)."""
-    seats = [s for s in bench.get("seats") or [] if isinstance(s, dict)]
-    answers = sum(images.estimate(s.get("answer") or "") for s in seats)
-    asked = [(s, tokens_in) for s in seats]
-    if isinstance(bench.get("merger"), dict):
-        asked.append((bench["merger"], tokens_in + answers))
-    prompt = completion = 0
-    for seat, estimate in asked:
-        counted = seat.get("usage")
-        given = counted if isinstance(counted, dict) else {}
-        failed = seat.get("status") == "error"
-        prompt += given.get("prompt_tokens", 0 if failed else estimate)
-        completion += given.get("completion_tokens", images.estimate(seat.get("answer") or ""))
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+    """The panel's `usage`, summed over the seats and the merger (`common.panel_tokens`, module docstring)."""
+    return usage_of(common.panel_tokens(bench, tokens_in))
 
 
 def reply(content: str, shown: str, bench: Body, usage: Body) -> Body:
@@ -159,11 +150,7 @@ def route_reply(turn: Turn, shown: str, bench: Body, tokens_in: int) -> Body:
         message["tool_calls"] = [call.chat() for call in turn.calls]
     if turn.reasoning:
         message["reasoning_content"] = turn.reasoning
-    if turn.usage:
-        usage = turn.usage
-    else:
-        tokens = turn.tokens(tokens_in)
-        usage = {"prompt_tokens": tokens[0], "completion_tokens": tokens[1], "total_tokens": sum(tokens)}
+    usage = turn.usage or usage_of(turn.tokens(tokens_in))
     return {"id": completion_id(), "object": "chat.completion", "created": int(time.time()), "model": shown,
             "choices": [{"index": 0, "finish_reason": turn.stop, "message": message}], "usage": usage,
             "bench": bench}
@@ -178,8 +165,8 @@ class ChatCompletions(common.Format):
     error_body = staticmethod(error_body)
 
     def answer(self, content: str, shown: str, bench: Body, tokens: tuple[int, int], seconds: float) -> Body:
-        """The reply with its `usage` (module docstring); `tokens[0]` is the prompt's estimate."""
-        return reply(content, shown, bench, panel_usage(bench, tokens[0]))
+        """The reply with its `usage`: `tokens` are the panel's (`common.panel_tokens`), as every API's are."""
+        return reply(content, shown, bench, usage_of(tokens))
 
     def shown(self, name: str, ask: common.Ask) -> str:
         """FMT-14: always the collection, `bench/<name>`, however it was asked (`core`, `bench/core:all`)."""

@@ -117,7 +117,6 @@ def string(value: object) -> str:
 
 
 def items(value: object) -> list[Any]:
-
     """`value` when it is a JSON list, else `[]`: a field that should hold a list, read."""
     return value if isinstance(value, list) else []
 
@@ -133,9 +132,29 @@ def prompt_tokens(messages: list[Any]) -> int:
     return images.request_estimate(system, prompt, images.count(messages))
 
 
-def usage(messages: list[Any], content: str) -> tuple[int, int]:
-    """(input estimate, output estimate) of a panel reply (FMT-16)."""
-    return prompt_tokens(messages), images.estimate(content)
+def panel_tokens(bench: Body | None, tokens_in: int) -> tuple[int, int]:
+    """`(input, output)` tokens of a panel reply, one rule for every API (FMT-16, issue 30): each seat's and the
+    merger's own counts where their upstream gave them, else estimates (the prompt's, `tokens_in`, for input;
+    the merger's prompt with every answer in it; the answer's for output; a failed seat that counted nothing,
+    nothing), summed. The markdown reply itself is never counted: the seats' tokens are what was spent."""
+    bench = bench or {}
+    seats = [s for s in bench.get("seats") or [] if isinstance(s, dict)]
+    answers = sum(images.estimate(s.get("answer") or "") for s in seats)
+    asked = [(s, tokens_in) for s in seats]
+    if isinstance(bench.get("merger"), dict):
+        asked.append((bench["merger"], tokens_in + answers))
+    prompt = completion = 0
+    for seat, estimate in asked:
+        given = obj(seat.get("usage"))
+        failed = seat.get("status") == "error"
+        prompt += given.get("prompt_tokens", 0 if failed else estimate)
+        completion += given.get("completion_tokens", images.estimate(seat.get("answer") or ""))
+    return prompt, completion
+
+
+def usage(messages: list[Any], bench: Body | None) -> tuple[int, int]:
+    """`(input, output)` of a panel reply to `messages` (`panel_tokens`)."""
+    return panel_tokens(bench, prompt_tokens(messages))
 
 
 # ---------------------------------------------------------------- parts and content
@@ -318,7 +337,8 @@ class Ask:
     - `passthrough`: the other fields route mode forwards, in chat's names: sampling options, response_format,
       parallel_tool_calls (chat: every other field of the body);
     - `custom`: Responses only, the names of its custom tools (§6.2);
-    - `load`: Ollama's "load the model" call, with no prompt and no messages (improvement 9).
+    - `load`: Ollama's "load the model" call, with no prompt and no messages (improvement 9);
+    - `notes`: what the reader took but the gateway does not honour, for `bench.notes` (Responses' `store: true`).
 
     A panel reads the model, messages, stream, nominees and reply mode. Route mode (§11) sends the
     messages, tools, tool choice and pass-through fields on to one member (RT-11) and answers a call to a
@@ -337,6 +357,7 @@ class Ask:
     custom: list = dataclasses.field(default_factory=list)
     load: bool = False
     include_usage: bool = False  # chat completions' stream_options.include_usage: a final usage chunk
+    notes: tuple[str, ...] = ()
 
     @property
     def agentic(self) -> bool:
@@ -377,14 +398,40 @@ def options(max_tokens: object = None, temperature: object = None, top_p: object
 
 
 def make_ask(body: Body, messages: list[Any], stream: object, options: Body, upstream: Body, model: str | None = None,
-             custom: Iterable[str] = (), load: bool = False, include_usage: bool = False) -> Ask:
+             custom: Iterable[str] = (), load: bool = False, include_usage: bool = False,
+             notes: Iterable[str] = ()) -> Ask:
     """The Ask of a reader's results: `options` and `upstream` in chat completions' names, `None` dropped
     (§3.2); `with` and `bench` are checked here for every format."""
     asked, nominees, reply = bench_fields(body)
     fields = {k: v for k, v in {**upstream, **options}.items() if v is not None}
     return Ask(asked if model is None else model, messages, bool(stream), nominees, reply,
                tools=fields.pop("tools", []), tool_choice=fields.pop("tool_choice", None), passthrough=fields,
-               custom=list(custom), load=load, include_usage=include_usage)
+               custom=list(custom), load=load, include_usage=include_usage, notes=tuple(notes))
+
+
+# issue 30: the pass-through fields whose effect a client would miss from a panel's reply (FMT-15a)
+NOT_APPLIED = ("max_tokens", "max_completion_tokens", "n", "stop", "temperature", "top_p", "seed",
+               "presence_penalty", "frequency_penalty", "logit_bias", "logprobs", "top_logprobs")
+
+
+def _asks_for(field: str, value: object) -> bool:
+    """True when `value` asks for something a panel's reply lacks (`n: 1` and `logprobs: false` ask nothing)."""
+    return value is not None and value is not False and not (field == "n" and value == 1)
+
+
+def panel_notes(ask: Ask, name: str) -> list[str]:
+    """What a panel says in `bench.notes` about the fields it does not apply (FMT-15a, issue 30): the reader's own
+    notes, the sampling and shape fields by name, then `response_format`; route mode applies them all."""
+    notes = list(ask.notes)
+    ignored = [field for field in NOT_APPLIED if _asks_for(field, ask.passthrough.get(field))]
+    if ignored:
+        notes.append(f"not applied by a panel: {', '.join(ignored)}; each seat answers once with its own options, so "
+                     f"the reply is one choice of any length; to have them applied ask one member with route mode "
+                     f"(bench/{name}:route)")
+    if ask.passthrough.get("response_format") not in (None, {"type": "text"}):
+        notes.append("response_format is ignored by a panel: several models answer in markdown, so the reply is not "
+                     f"JSON; for structured output ask one member with route mode (bench/{name}:route)")
+    return notes
 
 
 def a_list(value: object, message: str) -> list[Body]:
@@ -453,7 +500,7 @@ class Format:
         text)` per relayed member chunk and the answer text it added, `end(turn, bench)`, `error(status,
         message)`, `keepalive()`. By default the panel's writer carries the text alone (no tool calls)."""
         make = self.writer(shown, tokens_in, sse)
-        return lambda write: TextRoute(make(write))
+        return lambda write: TextRoute(make(write), tokens_in)
 
     def route_reply(self, turn: Any, shown: str, bench: Body, tokens_in: int, seconds: float,
                     custom: Iterable[str] = ()) -> tuple[Body, dict[str, str]]:
@@ -468,8 +515,9 @@ class TextRoute:
     generate): each piece of answer text as it comes, the end with the member's finish (`length` when it ran
     out of output, improvement 4; the reference always said `stop`)."""
 
-    def __init__(self, stream: Any) -> None:
+    def __init__(self, stream: Any, tokens_in: int = 0) -> None:
         self.stream = stream
+        self.tokens_in = tokens_in
         self.content_type = stream.content_type
 
     def start(self) -> None:
@@ -481,7 +529,7 @@ class TextRoute:
 
     def end(self, turn: Any, bench: Body) -> None:
         self.stream.reason = "length" if turn.stop == "length" else "stop"
-        self.stream.end(bench)
+        self.stream.end(bench, turn.tokens(self.tokens_in))  # the member's tokens, not a panel's
 
     def error(self, status: int, message: str) -> None:
         self.stream.error(status, message)

@@ -72,7 +72,8 @@ class Stream:
     def text(self, piece: str) -> None:
         self._chunk(piece)
 
-    def end(self, bench: Body | None) -> None:
+    def end(self, bench: Body | None, tokens: tuple[int, int] | None = None) -> None:
+        """The last chunk; a legacy stream carries no usage, so a route turn's `tokens` are not shown."""
         self._chunk("", self.reason, **({"bench": bench} if bench is not None else {}))
         self.write(b"data: [DONE]\n\n")
 

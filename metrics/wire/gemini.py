@@ -23,7 +23,6 @@ import urllib.parse
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..core import images
 from . import common
 from .common import Body, Write
 from .turn import Turn
@@ -271,7 +270,6 @@ class _Chunks:
         self.content_type = "text/event-stream" if sse else "application/json"
         self.id = common.hex24()
         self.elements = 0
-        self.said: list[str] = []
 
     def _emit(self, obj: Body, last: bool = False) -> None:
         data = common.json_bytes(obj)
@@ -285,7 +283,6 @@ class _Chunks:
         """Nothing opens a Gemini stream: the first chunk does."""
 
     def text(self, piece: str) -> None:
-        self.said.append(piece)
         self._emit(_chunk(piece, self.shown, self.id))
 
     def error(self, status: int, message: str) -> None:
@@ -299,7 +296,7 @@ class Stream(_Chunks):
     """The panel stream: the text as it comes, then a last chunk with the finish and the estimated tokens."""
 
     def end(self, bench: Body | None) -> None:
-        usage = usage_of(self.prompt_tokens, images.estimate("".join(self.said)))
+        usage = usage_of(*common.panel_tokens(bench, self.prompt_tokens))
         self._emit(_chunk("", self.shown, self.id, "STOP", usage), last=True)
 
 

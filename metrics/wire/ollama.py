@@ -23,7 +23,6 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..core import images
 from . import common
 from .common import Body, Write
 from .turn import Turn
@@ -144,7 +143,8 @@ def chat_ask(body: Body) -> common.Ask:
 
 
 def generate_ask(body: Body) -> common.Ask:
-    """The Ask of an `/api/generate` body (§7.2). Ignored: format, suffix, template, raw, keep_alive."""
+    """The Ask of an `/api/generate` body (§7.2); `format` is read as `/api/chat` reads it (issue 30).
+    Ignored: suffix, template, raw, keep_alive."""
     prompt = body.get("prompt")
     if prompt is None:
         prompt = ""
@@ -157,7 +157,7 @@ def generate_ask(body: Body) -> common.Ask:
     user = _content({"content": prompt, "images": body.get("images")}, "user")
     if user:
         messages.append({"role": "user", "content": user})
-    return common.make_ask(body, messages, _stream(body), _options(body), {},
+    return common.make_ask(body, messages, _stream(body), _options(body), _format(body),
                            model=model_name(common.bench_fields(body)[0]), load=not user)
 
 
@@ -205,7 +205,6 @@ class _Lines:
         self.prompt_tokens = prompt_tokens
         self.reason = reason
         self.started = time.monotonic()
-        self.said: list[str] = []
 
     def _line(self, obj: Body) -> None:
         self.write(common.json_bytes(obj) + b"\n")
@@ -217,7 +216,6 @@ class _Lines:
         """Ollama streams have no opening line."""
 
     def text(self, piece: str) -> None:
-        self.said.append(piece)
         self._line(self._piece(piece))
 
     def error(self, status: int, message: str) -> None:
@@ -230,8 +228,9 @@ class _Lines:
 class ChatStream(_Lines):
     """NDJSON, no opening line; `bench` rides on the `done` line; keep-alive is an empty `done: false` line."""
 
-    def end(self, bench: Body | None) -> None:
-        usage = (self.prompt_tokens, images.estimate("".join(self.said)))
+    def end(self, bench: Body | None, tokens: tuple[int, int] | None = None) -> None:
+        """The `done` line: a panel's tokens (`common.panel_tokens`), or a route turn's `tokens` (TextRoute)."""
+        usage = tokens or common.panel_tokens(bench, self.prompt_tokens)
         last = {**self._piece(""), **_done(time.monotonic() - self.started, *usage, self.reason)}
         if bench is not None:
             last["bench"] = bench

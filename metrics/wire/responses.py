@@ -14,6 +14,8 @@ Decisions where the spec is silent or improved:
 - improvement 10: reasoning summaries are kept as reasoning, and a completed
   response finishes `stop`.
 - a custom tool without a description gets the grammar sentence alone.
+- issue 30: `store: true` is answered (the reply says `"store": false`, as every reply does) with a note in
+  `bench.notes`, and `GET /v1/responses/<id>` is a 404 that says why (`not_stored`), not "no such route".
 """
 
 import functools
@@ -22,7 +24,6 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..core import images
 from . import common
 from .common import Body, Write
 from .turn import Call, Turn
@@ -31,6 +32,10 @@ ROLES = ("user", "assistant", "system", "developer")
 CALLS = ("function_call", "custom_tool_call")
 OUTPUTS = ("function_call_output", "custom_tool_call_output")
 FINALS = ("response.completed", "response.failed", "response.incomplete", "error")
+NOT_STORED = ("responses are never stored here, so {} cannot be fetched; keep the reply you were sent, and send the "
+              'whole conversation in "input" to go on')
+STORE_NOTE = ('store: true is not honoured: responses are never stored here (the reply says "store": false), so '
+              'GET /v1/responses/<id> cannot fetch it; keep the reply, and send the whole conversation in "input"')
 CUSTOM_INPUT = {"type": "object", "required": ["input"],
                 "properties": {"input": {"type": "string", "description": "The tool's whole input, as free text."}}}
 
@@ -176,7 +181,8 @@ def _tools(body: Body) -> tuple[Body, list[str]]:
 def ask(body: Body) -> common.Ask:
     """The Ask of a Responses body (§6.2), or `Unsupported` with why.
 
-    Ignored: store (replies always say false), include, reasoning, truncation, metadata, user and the rest.
+    Ignored: include, reasoning, truncation, metadata, user and the rest; `store: true` is noted (replies always
+    say false).
     """
     if body.get("previous_response_id") or body.get("conversation"):
         raise common.Unsupported("responses are never stored here, so previous_response_id and conversations "
@@ -184,7 +190,13 @@ def ask(body: Body) -> common.Ask:
     messages = _messages(body)
     upstream, custom = _tools(body)
     options = common.options(body.get("max_output_tokens"), body.get("temperature"), body.get("top_p"))
-    return common.make_ask(body, messages, body.get("stream"), options, upstream, custom=custom)
+    notes = [STORE_NOTE] if body.get("store") is True else []
+    return common.make_ask(body, messages, body.get("stream"), options, upstream, custom=custom, notes=notes)
+
+
+def not_stored(response_id: str) -> str:
+    """The message of `GET /v1/responses/<id>`'s 404: nothing is stored, so nothing can be fetched."""
+    return NOT_STORED.format(repr(response_id))
 
 
 # ---------------------------------------------------------------- answering
@@ -277,7 +289,7 @@ class Stream(_Events):
         self._event("response.output_text.done", **self._where(), text=text, logprobs=[])
         self._event("response.content_part.done", **self._where(), part=output_text(text))
         self._event("response.output_item.done", output_index=0, item=item)
-        usage = usage_of(self.prompt_tokens, images.estimate(text))
+        usage = usage_of(*common.panel_tokens(bench, self.prompt_tokens))
         self._event("response.completed", response=self._response("completed", [item], usage, bench=bench))
 
 

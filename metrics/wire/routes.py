@@ -1,23 +1,24 @@
-"""Every route the gateway answers, in one table (gateway.md §5, security.md ROUTE-1, ROUTE-5).
+"""Every route the gateway answers, by its path facts, in one table (gateway.md §5, security.md ROUTE-1, ROUTE-5).
 
-A `Route` names a method and a path, the handler method that answers it, the format its refusals
-speak (FMT-3), the credential it takes (`scope`), whether it is a gateway route (ROUTE-1: CORS,
-preflights, the gateway's body cap; the dashboard hands it to the gateway), and whether it writes to
-the data folder (a write the disk refuses is answered 507 or 503, never a dropped connection).
-Everything else that knows a route reads it here: the gateway's dispatch, its 404 help and 405
-`Allow`, GUARD's `is_gateway_route`, FORMATS' `format_of`, the access log's masking. GATEWAY.md's
-routes table mirrors this one.
+A `Route` names a method and a path, the format its refusals speak (FMT-3), the credential it takes
+(`scope`), whether it is a gateway route (ROUTE-1: CORS, preflights, the gateway's body cap; the
+dashboard hands it to the gateway's rows), and, once served, the `handler` that answers it: a function
+taking the request and returning the reply (`server.exchange`). `ROUTES` here holds the gateway's rows
+(the MCP server's among them) without handlers, since the formats come before the server that runs
+them: what needs a path's facts before any handler exists reads them here (FORMATS' `format_of`,
+GUARD's `is_gateway_route`, the access log's masking). `server.gateway` gives each row its handler
+(`answered`, by the row itself, never by a name looked up at run time) and the dashboard adds its own
+rows, handlers and all (`extend`). The dispatch, the 404's help and the 405's `Allow` read the table a
+server was given. GATEWAY.md's routes table mirrors this one.
 
 A path is GW-1's: no query, no trailing `/`. A `<name>` in it stands for one or more characters and
-reaches the handler percent-decoded, as the keyword argument `name`. Within a method the first row
-that matches wins (Gemini's catch-all `<collection>:<method>` follows its three methods); a path's
-format is its first row's whatever the method, so Gemini's model paths come before `/v1/models/<model>`
+reaches the handler percent-decoded, in the request's `params`. Within a method the first row that
+matches wins (Gemini's catch-all `<collection>:<method>` follows its three methods); a path's format is
+its first row's whatever the method, so Gemini's model paths come before `/v1/models/<model>`
 (`/v1/models/x:generateContent` speaks Gemini). The 404's help names the `listed` rows in table order.
 
-`serve.py` (the dashboard) extends this table instead of copying it, and so inherits the MCP rows:
-`extend(ROUTES, Route(...), ...)` keeps every gateway row, and a new row for a method and path the
-table has replaces that one. Its handler subclasses the gateway's, so
-the gateway's handler names still resolve; a `Route` subclass may match paths its own way (the
+`extend(table, Route(...), ...)` keeps every row of `table`, and a new row for a method and path the
+table has replaces that one. A `Route` subclass may match the path as sent its own way (`answers`: the
 dashboard's raw-path quirks, RT-6) and name its own scope (the dashboard's admin login).
 """
 
@@ -25,10 +26,15 @@ import dataclasses
 import functools
 import re
 import urllib.parse
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
+# Scopes: the checks a request passes before its route's handler (GW-2, GW-3, RT-4, RT-5)
 OPEN = "open"  # no Host check and no credential (OPEN-1)
 KEY = "key"  # the Host check, then a gateway key when keys are required (GW-2, §7)
+ADMIN = "admin"  # the Host check, then the admin login when it is on (AUTH-4); a stranger is a 401
+PAGE = "page"  # as ADMIN, but a stranger is sent to /login: a page, not an API (AUTH-4)
+HOST = "host"  # the Host check alone: the login itself, and a sign-in's callback, whose single-use state is the secret
 
 # ROUTE-1: every path under these is a gateway route, known or not; an unknown one is refused in its namespace's format
 NAMESPACES = {"/v1/": "chat", "/v1beta/": "gemini", "/bench/": "chat"}
@@ -36,23 +42,24 @@ NAMESPACES = {"/v1/": "chat", "/v1beta/": "gemini", "/bench/": "chat"}
 SECRET_TAILS = ("/connect/callback/",)
 PLACEHOLDER = re.compile(r"<(\w+)>")
 
+Handler = Callable[[Any], Any]  # the request in, the reply out (`server.exchange`); wire calls none
+
 
 @dataclasses.dataclass(frozen=True)
 class Route:
     method: str
     path: str
-    handler: str | None  # None: named here, answered by another server; this one answers as if unknown
+    handler: Handler | None = None  # None in `ROUTES`, which only names the gateway's routes
     fmt: str = "chat"
     aliases: tuple[str, ...] = ()  # more paths answered the same; outside a namespace no gateway route (ROUTE-4)
     gateway: bool = True
     scope: str = KEY
-    writes: bool = False
     listed: bool = True
     loose: bool = False  # runs of `/` collapsed before matching (MCP, §15.3)
     raw: bool = False  # the handler reads the body itself (MCP: a body that is no JSON is its own JSON-RPC reply)
 
     def match(self, path: str, aliases: bool = True) -> dict[str, str] | None:
-        """The handler's keyword arguments when this row answers `path` (GW-1 form), else None."""
+        """What the `<name>`s read when this row answers `path` (GW-1 form), else None."""
         if self.loose:
             path = re.sub("/+", "/", path)
         for shape in (self.path, *self.aliases) if aliases else (self.path,):
@@ -61,47 +68,68 @@ class Route:
                 return found
         return None
 
-
-ROUTES = (
-    # the panel in every client's format (FMT-8); the unprefixed aliases answer on the gateway's port only
-    Route("POST", "/v1/chat/completions", "panel", aliases=("/chat/completions",), writes=True),
-    Route("POST", "/v1/messages", "panel", fmt="anthropic", writes=True),
-    Route("POST", "/v1/messages/count_tokens", "anthropic_count", fmt="anthropic", listed=False),
-    Route("POST", "/v1/responses", "panel", fmt="responses", aliases=("/responses",), writes=True),
-    Route("POST", "/v1/completions", "panel", fmt="completion", aliases=("/completions",), writes=True),
-    Route("POST", "/api/chat", "panel", fmt="ollama_chat", writes=True),
-    Route("POST", "/api/generate", "panel", fmt="ollama_generate", writes=True),
-    Route("POST", "/api/show", "show", fmt="ollama_chat", listed=False),
-    Route("POST", "/v1beta/models/<collection>:countTokens", "gemini_count", fmt="gemini",
-          aliases=("/v1/models/<collection>:countTokens",), listed=False),
-    Route("POST", "/v1beta/models/<collection>:generateContent", "gemini_generate", fmt="gemini",
-          aliases=("/v1/models/<collection>:generateContent",), writes=True),
-    Route("POST", "/v1beta/models/<collection>:streamGenerateContent", "gemini_stream", fmt="gemini",
-          aliases=("/v1/models/<collection>:streamGenerateContent",), writes=True, listed=False),
-    Route("POST", "/v1beta/models/<collection>:<method>", "gemini_method", fmt="gemini",
-          aliases=("/v1/models/<collection>:<method>",), listed=False),
-    # listings (LST-1, IMP-21)
-    Route("GET", "/v1/models", "models", aliases=("/models",)),
-    Route("GET", "/v1/models/<model>", "model_row", listed=False),
-    # verdicts (§12): each charges the key's rate cap, which is written down
-    Route("POST", "/bench/verdict", "verdict", writes=True),
-    Route("GET", "/bench/record", "record", writes=True),
-    Route("GET", "/bench/leaderboard", "leaderboard", writes=True, listed=False),  # issue 20
-    Route("POST", "/bench/pending", "pending", writes=True, listed=False),
-    # Ollama's and Gemini's listings (§7.3, §7.4, §8.2)
-    Route("GET", "/api/tags", "ollama_tags", fmt="ollama_chat"),
-    Route("GET", "/api/version", "ollama_version", fmt="ollama_chat"),
-    Route("GET", "/v1beta/models", "gemini_models", fmt="gemini"),
-    Route("GET", "/v1beta/models/<name>", "gemini_model", fmt="gemini", listed=False),
-    # open on both ports, before the Host check (OPEN-1, security improvement 21)
-    Route("GET", "/health", "health", gateway=False, scope=OPEN, listed=False),
-    # the MCP server's streamable HTTP transport (suite-cli-mcp.md MCP-15..20): POST one message; a GET is told to
-    Route("GET", "/mcp", "mcp_get", aliases=("/v1/mcp",), listed=False, loose=True),
-    Route("POST", "/mcp", "mcp_post", aliases=("/v1/mcp",), listed=False, loose=True, raw=True),
-)
+    def answers(self, sent: str) -> dict[str, str] | None:
+        """`match` for the path as sent (query and all): a subclass may read it its own way."""
+        return self.match(normalized(sent))
 
 
-def extend(table: Sequence[Route], *rows: Route) -> tuple[Route, ...]:
+Table = Sequence[Route]
+
+# the panel in every client's format (FMT-8); the unprefixed aliases answer on the gateway's port only
+CHAT = Route("POST", "/v1/chat/completions", aliases=("/chat/completions",))
+MESSAGES = Route("POST", "/v1/messages", fmt="anthropic")
+COUNT_TOKENS = Route("POST", "/v1/messages/count_tokens", fmt="anthropic", listed=False)
+RESPONSES = Route("POST", "/v1/responses", fmt="responses", aliases=("/responses",))
+COMPLETIONS = Route("POST", "/v1/completions", fmt="completion", aliases=("/completions",))
+OLLAMA_CHAT = Route("POST", "/api/chat", fmt="ollama_chat")
+OLLAMA_GENERATE = Route("POST", "/api/generate", fmt="ollama_generate")
+OLLAMA_SHOW = Route("POST", "/api/show", fmt="ollama_chat", listed=False)
+GEMINI_COUNT = Route("POST", "/v1beta/models/<collection>:countTokens", fmt="gemini",
+                     aliases=("/v1/models/<collection>:countTokens",), listed=False)
+GEMINI_GENERATE = Route("POST", "/v1beta/models/<collection>:generateContent", fmt="gemini",
+                        aliases=("/v1/models/<collection>:generateContent",))
+GEMINI_STREAM = Route("POST", "/v1beta/models/<collection>:streamGenerateContent", fmt="gemini",
+                      aliases=("/v1/models/<collection>:streamGenerateContent",), listed=False)
+GEMINI_METHOD = Route("POST", "/v1beta/models/<collection>:<method>", fmt="gemini",
+                      aliases=("/v1/models/<collection>:<method>",), listed=False)
+# listings (LST-1, IMP-21)
+MODELS = Route("GET", "/v1/models", aliases=("/models",))
+MODEL = Route("GET", "/v1/models/<model>", listed=False)
+RESPONSE = Route("GET", "/v1/responses/<response_id>", fmt="responses", listed=False)  # issue 30: a 404 that says why
+# verdicts (§12): each charges the key's rate cap, which is written down
+VERDICT = Route("POST", "/bench/verdict")
+RECORD = Route("GET", "/bench/record")
+LEADERBOARD = Route("GET", "/bench/leaderboard", listed=False)  # issue 20
+PENDING = Route("POST", "/bench/pending", listed=False)
+# Ollama's and Gemini's listings (§7.3, §7.4, §8.2)
+OLLAMA_TAGS = Route("GET", "/api/tags", fmt="ollama_chat")
+OLLAMA_VERSION = Route("GET", "/api/version", fmt="ollama_chat")
+GEMINI_MODELS = Route("GET", "/v1beta/models", fmt="gemini")
+GEMINI_MODEL = Route("GET", "/v1beta/models/<name>", fmt="gemini", listed=False)
+# open on both ports, before the Host check (OPEN-1, security improvement 21)
+HEALTH = Route("GET", "/health", gateway=False, scope=OPEN, listed=False)
+# the MCP server's streamable HTTP transport (suite-cli-mcp.md MCP-15..20): POST one message; a GET is told to
+MCP_GET = Route("GET", "/mcp", aliases=("/v1/mcp",), listed=False, loose=True)
+MCP_POST = Route("POST", "/mcp", aliases=("/v1/mcp",), listed=False, loose=True, raw=True)
+
+ROUTES = (CHAT, MESSAGES, COUNT_TOKENS, RESPONSES, COMPLETIONS, OLLAMA_CHAT, OLLAMA_GENERATE, OLLAMA_SHOW,
+          GEMINI_COUNT, GEMINI_GENERATE, GEMINI_STREAM, GEMINI_METHOD, MODELS, MODEL, RESPONSE, VERDICT, RECORD,
+          LEADERBOARD,
+          PENDING, OLLAMA_TAGS, OLLAMA_VERSION, GEMINI_MODELS, GEMINI_MODEL, HEALTH, MCP_GET, MCP_POST)
+
+
+def answered(table: Table, handlers: Mapping[Route, Handler]) -> tuple[Route, ...]:
+    """`table` with each row's handler from `handlers`, keyed by the row itself; a row left without one, or a
+    handler for no row, is a mistake found when the server's module is imported."""
+    strays = set(handlers) - set(table)
+    missing = [row.path for row in table if row not in handlers]
+    if strays or missing:
+        raise LookupError(f"handlers for rows not in the table: {[row.path for row in strays]}; "
+                          f"rows without one: {missing}")
+    return tuple(dataclasses.replace(row, handler=handlers[row]) for row in table)
+
+
+def extend(table: Table, *rows: Route) -> tuple[Route, ...]:
     """`table` with `rows` added; a row for a method and path `table` has replaces that row in place."""
     added = {(row.method, row.path): row for row in rows}
     kept = tuple(added.pop((row.method, row.path), row) for row in table)
@@ -114,11 +142,10 @@ def normalized(path: str) -> str:
 
 
 def find(table: Iterable[Route], method: str, path: str) -> tuple[Route | None, dict[str, str]]:
-    """`(route, arguments)` of the first row of `method` that answers `path`, or `(None, {})`."""
-    path = normalized(path)
+    """`(route, params)` of the first row of `method` that answers `path` (as sent), or `(None, {})`."""
     for route in table:
         if route.method == method:
-            found = route.match(path)
+            found = route.answers(path)
             if found is not None:
                 return route, found
     return None, {}
@@ -126,8 +153,7 @@ def find(table: Iterable[Route], method: str, path: str) -> tuple[Route | None, 
 
 def allowed(table: Iterable[Route], path: str) -> list[str]:
     """The methods whose rows answer `path`, HEAD after GET (it is answered as a GET, improvement 23)."""
-    path = normalized(path)
-    methods = list(dict.fromkeys(route.method for route in table if route.match(path) is not None))
+    methods = list(dict.fromkeys(route.method for route in table if route.answers(path) is not None))
     if "GET" in methods:
         methods.insert(methods.index("GET") + 1, "HEAD")
     return methods
@@ -139,7 +165,7 @@ def help_text(table: Iterable[Route], method: str) -> str:
     return f"{method} {spoken(paths)}"
 
 
-def spoken(items: list[str]) -> str:
+def spoken(items: Sequence[str]) -> str:
     """`a, b or c`."""
     return " or ".join(filter(None, (", ".join(items[:-1]), *items[-1:])))
 
