@@ -35,6 +35,7 @@ from pathlib import Path
 
 from benchwarmers.core import fileio, paths
 from benchwarmers.demo import demo
+from benchwarmers.panel import offload
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -68,7 +69,7 @@ def fill(lines, panels, seed=15):
                          "note": "member; ok in 1.0s", "call": call, "status": "ok", "seconds": 1.0})
         if rng.random() < 0.2:
             offloads.append({**offloads[-1], "useful": True, "note": "checked"})
-    write_lines(paths.file("metrics", "offloads.jsonl"), offloads)
+    write_lines(offload.log_path(), offloads)
     write_lines(paths.file("runs", "gateway", "calls.jsonl"), calls)
 
 
@@ -157,7 +158,7 @@ def main(argv=None):
         dashboard, port = start(folder)
         results = {"at": datetime.datetime.now().astimezone().isoformat(timespec="seconds"), "lines": args.lines,
                    "panels": args.panels,
-                   "offload_log_mb": round(paths.file("metrics", "offloads.jsonl").stat().st_size / 1e6, 1),
+                   "offload_log_mb": round(offload.log_path().stat().st_size / 1e6, 1),
                    "loadavg": os.getloadavg()[0], "card": card(port, args.repeat), "page": page(port)}
         dashboard.terminate()
         dashboard.wait(15)

@@ -54,7 +54,7 @@ from pathlib import Path
 
 from benchwarmers.core import fileio, paths
 from benchwarmers.models import endpoints, registry
-from benchwarmers.panel import collections
+from benchwarmers.panel import collections, offload
 
 CODE = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -315,7 +315,7 @@ def make_data(folder, upstream_base, log_lines=0):
     fileio.update(collections.collections_path(), lambda found: found.__setitem__(
         COLLECTION, {"members": list(MEMBERS), "description": "benchmark: three members and two explorers"}))
     registry.sync_to_llm()  # the llm backend reads llm's own copy of the registrations
-    log = paths.file("metrics", "offloads.jsonl")
+    log = offload.log_path()
     if log_lines:
         log.write_text("\n".join(offload_lines(log_lines)) + "\n", encoding="ascii")
     return folder / "data"

@@ -158,9 +158,9 @@ def make_data(folder, base, policy, prompts):
         "sim", {"base": base, "key": "", "kind": "local", "default": True, "decisions": base + "/{path}"}))
     for alias in present(0, prompts):
         registry.add_registration(alias, alias, "sim")
-    fileio.write_atomic(paths.file("config", "decision-models.json"), json.dumps(
+    fileio.write_atomic(registry.decisions_path(), json.dumps(
         {"picker": {"via": "sim", "served": "picker", "question_types": ["choice"]}}))
-    fileio.write_atomic(paths.file("config", "gateway.json"), json.dumps(
+    fileio.write_atomic(collections.settings_path(), json.dumps(
         {"max_calls": len(MEMBERS) + 3, "max_explorers": 2, "policy": policy}))
     fileio.update(collections.collections_path(), lambda found: found.update({
         PANEL: {"members": list(MEMBERS), "description": "simulated bench: five members, two explorers"},

@@ -72,9 +72,8 @@ def ask(alias, prompt, timeout):
         return client.output(res, timeout), time.monotonic() - started, tokens, res.get("first_token_s")
     res = llm_backend.ask(alias, prompt, timeout=timeout)
     seconds = time.monotonic() - started
-    reg = registry.registration(alias) or {}
     ledger.write(ledger.line(time.time() - seconds, alias, "", registry.endpoint_of(alias) or "",
-                             reg.get("model_name") or "",
+                             registry.names().get(alias, ""),
                              "timeout" if res["timed_out"] else "error" if res["error"] else "ok",
                              res.get("attempts") or 1, res.get("usage") or {}, round(seconds, 1), "benchmark"))
     return client.output(res, timeout), seconds, None, None

@@ -55,7 +55,7 @@ def registered():
     default = endpoints.default()
     found = {}
     for alias, reg in registry.registrations().items():
-        served = reg.get("model_name") or ""
+        served = reg.model_name
         if served:
             ep = endpoints.endpoint_name(reg) or default
             found[alias] = (served, ep, endpoints.snapshot_key(served, ep))

@@ -47,8 +47,7 @@ def listing(args):
     if not found:
         print("no collections yet: python -m benchwarmers.scripts.collection add NAME MEMBER...")
     for name, c in found.items():
-        members = c.get("members") if isinstance(c.get("members"), list) else []
-        print(f"bench/{name}  {', '.join(str(m) for m in members)}  {collections.description(c)}".rstrip())
+        print(f"bench/{name}  {', '.join(str(m) for m in c.members)}  {c.description}".rstrip())
     return 0
 
 

@@ -25,10 +25,10 @@ import re
 import subprocess
 import sys
 
-from ..core import fileio, keys, paths, settings
+from ..core import fileio, keys, paths, records, settings
 from ..models import catalog, connections, endpoints, registry
 from ..providers import renewal
-from ..panel import roles, shape
+from ..panel import roles, roster, shape
 
 CODE = paths.CODE
 PROBE_CAP = 20 * 60
@@ -57,12 +57,10 @@ def taken():
     """Every alias already in use, with the served name it stands for: registrations, decision models and
     retired aliases (a retired alias is never reused, OB-2)."""
     found = {}
-    for alias, record in fileio.read_json(paths.file("config", "retired.json")).items():
-        if isinstance(record, dict):
-            found[alias] = str(record.get("served") or record.get("model_name") or "")
-    for alias, entry in fileio.read_json(paths.file("config", "decision-models.json")).items():
-        if isinstance(entry, dict):
-            found[alias] = str(entry.get("served") or "")
+    for alias, record in roster.retired().models.items():
+        found[alias] = record.served or records.string(record.stored.get("model_name"))
+    for alias, entry in registry.decision_models().items():
+        found[alias] = entry.served
     found.update(registry.names())
     return found
 
@@ -145,7 +143,7 @@ def onboard_decision(alias, served, ep):
         sys.exit(f"STOPPING: a decision model, but {ep}'s Decisions API did not answer: "
                  f"{type(exc).__name__}: {keys.clean(str(exc), 300)}\n  hint: {hint}")
     entry["onboarded"] = datetime.date.today().isoformat()
-    fileio.update(paths.file("config", "decision-models.json"), lambda data: data.__setitem__(alias, entry))
+    fileio.update(registry.decisions_path(), lambda data: data.__setitem__(alias, entry))
     set_role(alias, "decision")
     print("  [2/5] recorded as a decision model (config/decision-models.json), never registered for chat")
     print("  [3/5] role decision in config/model-roles.json")
@@ -158,13 +156,13 @@ def onboard_decision(alias, served, ep):
 def register(alias, served, ep):
     """OB-6: the registration, unless this very served name is already registered on this endpoint."""
     for known, reg in registry.registrations().items():
-        if reg.get("model_name") == served and registry.endpoint_of(known) == ep:
+        if reg.model_name == served and registry.endpoint_of(known) == ep:
             print("  [2/5] already registered — leaving the yaml alone")
             return known
     held = registry.registration(alias)
     if held:
         sys.exit(f"STOPPING: cannot register {served} from {ep} as {alias}: that alias is already registered for "
-                 f"{held.get('model_name') or alias} from {registry.endpoint_of(alias) or 'an unknown endpoint'}. "
+                 f"{held.model_name or alias} from {registry.endpoint_of(alias) or 'an unknown endpoint'}. "
                  "Retire or rename that alias first.")
     registry.add_registration(alias, served, ep)
     print(f"  [2/5] registered as {alias}")

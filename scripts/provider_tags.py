@@ -84,8 +84,8 @@ def main(argv=None):
     tags = {str(e["id"]): tag(e, names) for e in rows or [] if isinstance(e, dict) and e.get("id")}
     for alias, reg in registry.registrations().items():
         where = endpoints.endpoint_name(reg)
-        if where and where != hub and reg.get("model_name"):
-            tags[reg["model_name"]] = where
+        if where and where != hub and reg.model_name:
+            tags[reg.model_name] = where
     fileio.write_atomic(paths.file("config", "provider-tags.json"),
                         json.dumps(tags, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
     counts = collections.Counter(tags.values())

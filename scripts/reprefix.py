@@ -28,7 +28,7 @@ def plan(connection, prefix, hub, tags):
     """RP-2: `[(alias, served, new served)]` in file order."""
     moves = []
     for alias, reg in registry.registrations().items():
-        served = reg.get("model_name") or ""
+        served = reg.model_name
         if not served or (endpoints.endpoint_name(reg) or endpoints.default()) != hub:
             continue
         if str(tags.get(served, "")).split("/", 1)[0] == connection:

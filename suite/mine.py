@@ -93,12 +93,12 @@ def claims(panel):
     """MN-4: `[(text, truth, seat call)]`, each seat's `real` then `false`, de-duplicated case-insensitively."""
     seen, out = set(), []
     for entry in offload.entries():
-        call = entry.get("call")
-        if not isinstance(call, str) or not call.startswith(panel + "."):
+        call = entry.call
+        if not call.startswith(panel + "."):
             continue
-        for truth, field in ((True, "real"), (False, "false")):
-            for text in entry.get(field) or []:
-                if isinstance(text, str) and text.strip() and text.strip().lower() not in seen:
+        for truth, said in ((True, entry.real), (False, entry.false)):
+            for text in said:
+                if text.strip() and text.strip().lower() not in seen:
                     seen.add(text.strip().lower())
                     out.append((text.strip(), truth, call))
     return out
@@ -139,9 +139,8 @@ def task_spec(task_id, claim, truth, call, collection, names):
 def listing(known, loaded):
     """MN-2 without a panel: what can be mined, and the command for each."""
     done = mined_panels(loaded)
-    judged = dict.fromkeys(entry["call"].rsplit(".", 1)[0] for entry in offload.entries()
-                           if isinstance(entry.get("call"), str) and "." in entry["call"]
-                           and (entry.get("real") or entry.get("false")))
+    judged = dict.fromkeys(entry.call.rsplit(".", 1)[0] for entry in offload.entries()
+                           if "." in entry.call and (entry.real or entry.false))
     rows = []
     for panel in judged:
         if panel in done:

@@ -44,9 +44,8 @@ def ask_once(alias, prompt, timeout):
         return client.output(client.chat(alias, prompt, timeout=timeout, purpose="benchmark"), timeout)
     started = time.time()
     text = llm_backend.run_cli(alias, prompt, timeout)
-    reg = registry.registration(alias) or {}
     kind = scoring.outcome(text, 1)
-    ledger.write(ledger.line(started, alias, "", registry.endpoint_of(alias) or "", reg.get("model_name") or "",
+    ledger.write(ledger.line(started, alias, "", registry.endpoint_of(alias) or "", registry.names().get(alias, ""),
                              "ok" if kind is None else kind[0], 1, {}, round(time.time() - started, 1), "benchmark"))
     return text
 

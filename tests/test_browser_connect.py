@@ -38,7 +38,7 @@ def test_sign_in_to_the_fake_provider_from_the_endpoints_page_cn6_cn8_ep2(page, 
     page.wait_for_selector("#cn-onboard")
     assert page.inner_text("#cn-said").startswith("Fake oauth is connected as fakeoauth: it lists 2 models.")
     shoot(page, "connect-done")
-    assert endpoints.load()["fakeoauth"]["connect"]["refreshes"] is True and keys.stored()["fakeoauth.refresh"]
+    assert endpoints.load()["fakeoauth"].connect["refreshes"] is True and keys.stored()["fakeoauth.refresh"]
     with page.expect_navigation():
         page.keyboard.press("Escape")  # closing the dialog after a sign-in reloads the page
     tab(page, "endpoints")

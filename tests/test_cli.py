@@ -41,7 +41,7 @@ def core(bench):
     # a panel the CLI gave up on still ends and writes its seat: wait for it here, while this test's data folder
     # is still the one in force, or it lands in whatever folder the next test leaves behind
     asked = lambda: sum(r["model"] == "slow" for r in bench.requests)  # noqa: E731
-    assert wait_for(lambda: sum(e.get("model") == "slow" for e in offload.lines()) >= asked(), 10)
+    assert wait_for(lambda: sum(e.model == "slow" for e in offload.lines()) >= asked(), 10)
 
 
 def bench_env(url=None, **extra):
@@ -469,8 +469,7 @@ def test_collection_show_save_and_rm(dash, bench_cli):
     code, out, _ = bench_cli("--url", dash, "collection", "save", "second", "--add", "gamma,alpha", "--remove", "beta")
     assert (code, out) == (0, "saved collection second: alpha, gamma\n")
     saved = collections.load()["second"]
-    assert (saved["members"], saved["description"], saved["tags"]) == (["alpha", "gamma"], "second opinions",
-                                                                       ["review", "fast"])
+    assert (saved.members, saved.description, saved.tags) == (("alpha", "gamma"), "second opinions", ("review", "fast"))
     code, out, _ = bench_cli("--url", dash, "collection", "show", "bench/second")
     assert code == 0 and json.loads(out)["members"] == ["alpha", "gamma"] and json.loads(out)["name"] == "second"
     code, out, err = bench_cli("--url", dash, "collection", "show", "nope")
@@ -621,7 +620,7 @@ def test_endpoint_add_test_and_key_read_the_key_from_stdin_only(dash, bench_cli,
     code, out, err = bench_cli("--url", dash, "endpoint", "add", "Prov", "--base", keyed.base_url, "--key-stdin",
                                "--kind", "provider", stdin=SECRET + "\n")
     assert (code, err) == (0, "") and out.startswith("added endpoint prov: it lists 1 models\n")
-    assert keys.stored()["prov"] == SECRET and endpoints.load()["prov"]["kind"] == "provider"
+    assert keys.stored()["prov"] == SECRET and endpoints.load()["prov"].kind == "provider"
     code, out, _ = bench_cli("--url", dash, "endpoints", "--json")
     row = next(r for r in json.loads(out)["endpoints"] if r["name"] == "prov")
     assert code == 0 and row["key_set"] is True and SECRET not in out
@@ -717,7 +716,7 @@ def test_onboard_queue_from_the_shell(dash, bench_cli, other, monkeypatch):
     lines = out.splitlines()
     assert code == 0 and lines[0].split() == ["served", "endpoint", "state", "as", "note"], err
     assert lines[2].split() == ["delta", "other", "done", "delta"] and "  delta: step " in err
-    assert registry.registration("delta")["model_name"] == "delta"
+    assert registry.registration("delta").model_name == "delta"
     code, out, _ = bench_cli("--url", dash, "onboard", "status", "--json")
     assert code == 0 and json.loads(out)["items"][0]["state"] == "done"
     code, _, err = bench_cli("--url", dash, "onboard", "alpha")

@@ -15,6 +15,12 @@ DEFAULTS = {"max_calls": 5, "max_explorers": 2, "max_panels": 128, "max_panels_p
             "calls_log_prompts": True}
 
 
+def settings():
+    """COL-2's limits as `collections.settings()` reads them."""
+    found = collections.settings()
+    return {name: getattr(found, name) for name in DEFAULTS}
+
+
 def write(name, data):
     fileio.write_atomic(paths.file("config", name), data if isinstance(data, str) else fileio.dumps(data))
 
@@ -24,23 +30,23 @@ def write_collections(data):
 
 
 def test_col2_settings_default_to_5_and_2():
-    assert collections.settings() == DEFAULTS  # the shipped gateway.json
+    assert settings() == DEFAULTS  # the shipped gateway.json
     os.unlink(paths.file("config", "gateway.json"))
-    assert collections.settings() == DEFAULTS
+    assert settings() == DEFAULTS
     assert collections.settings_problems() == []
 
 
 def test_col2_file_overlays_only_its_two_keys_and_edits_apply_to_the_next_call():
     write("gateway.json", {"max_calls": 3, "max_explorers": 1, "_why": "x", "extra": 9})
-    assert collections.settings() == {**DEFAULTS, "max_calls": 3, "max_explorers": 1}
+    assert settings() == {**DEFAULTS, "max_calls": 3, "max_explorers": 1}
     write("gateway.json", {"max_calls": 7})
-    assert collections.settings() == {**DEFAULTS, "max_calls": 7}
+    assert settings() == {**DEFAULTS, "max_calls": 7}
 
 
 @pytest.mark.parametrize("bad", ["5", 5.0, True, -1, None, [5]])
 def test_imp9_a_value_that_is_not_a_whole_number_keeps_its_default_and_says_why(bad):
     write("gateway.json", {"max_calls": bad, "max_explorers": bad})
-    assert collections.settings() == DEFAULTS
+    assert settings() == DEFAULTS
     problems = collections.settings_problems()
     assert len(problems) == 2
     assert problems[0].startswith("max_calls must be a whole number of 0 or more; got ")
@@ -50,7 +56,7 @@ def test_imp9_a_value_that_is_not_a_whole_number_keeps_its_default_and_says_why(
 
 def test_imp9_max_explorers_above_2_is_clamped_and_the_editor_is_told():
     write("gateway.json", {"max_calls": 10, "max_explorers": 4})
-    assert collections.settings() == {**DEFAULTS, "max_calls": 10}
+    assert settings() == {**DEFAULTS, "max_calls": 10}
     assert collections.settings_problems() == [
         "max_explorers 4 has no effect above 2 (the router seats at most 2 explorers); using 2"]
     assert collections.explorers_for(0) == 2
@@ -58,25 +64,25 @@ def test_imp9_max_explorers_above_2_is_clamped_and_the_editor_is_told():
 
 def test_imp9_zero_is_allowed():
     write("gateway.json", {"max_calls": 0, "max_explorers": 0})
-    assert collections.settings() == {**DEFAULTS, "max_calls": 0, "max_explorers": 0}
+    assert settings() == {**DEFAULTS, "max_calls": 0, "max_explorers": 0}
     assert collections.settings_problems() == []
 
 
 def test_imp9_a_gateway_json_that_is_not_an_object_reads_as_defaults_with_a_problem():
     write("gateway.json", "[1, 2]")
-    assert collections.settings() == DEFAULTS
+    assert settings() == DEFAULTS
     assert collections.settings_problems() == ["config/gateway.json is not a JSON object; using the defaults"]
 
 
 def test_col3_explorers_for_member_counts():
-    assert [collections.explorers_for(n, DEFAULTS) for n in range(1, 7)] == [2, 2, 2, 1, 0, 0]
-    assert collections.explorers_for(3, {"max_calls": 4, "max_explorers": 2}) == 1
-    assert collections.explorers_for(0, DEFAULTS) == 2  # PNL-18: no members, explorers still sit
+    assert [collections.explorers_for(n, collections.Settings()) for n in range(1, 7)] == [2, 2, 2, 1, 0, 0]
+    assert collections.explorers_for(3, collections.Settings(max_calls=4, max_explorers=2)) == 1
+    assert collections.explorers_for(0, collections.Settings()) == 2  # PNL-18: no members, explorers still sit
     assert [collections.explorers_for(n) for n in (1, 4, 5)] == [2, 1, 0]  # read from gateway.json
 
 
 def test_col3_the_router_clamp_holds_for_hand_made_settings():
-    assert collections.explorers_for(0, {"max_calls": 9, "max_explorers": 5}) == 2
+    assert collections.explorers_for(0, collections.Settings(max_calls=9, max_explorers=5)) == 2
 
 
 def test_col4_resolve():
@@ -110,7 +116,7 @@ def test_fmt13_pnl6_reply_mode_asked_then_the_collections_then_all():
     write_collections({"core": {"members": ["a"], "reply": "merged"}, "plain": {"members": ["a"]}})
     assert collections.reply_mode("core") == "merged" == collections.reply_mode(collections.get("core"))
     assert collections.reply_mode("core", "all") == "all"  # asked in the body or the suffix wins
-    assert collections.reply_mode("plain") == "all" == collections.reply_mode({})
+    assert collections.reply_mode("plain") == "all" == collections.reply_mode(collections.record("bare", {}))
     assert collections.reply_mode("no-such", "route") == "route"
 
 
@@ -121,7 +127,7 @@ def test_load_keeps_file_order_and_drops_entries_that_are_not_objects():
 
 
 def test_col6_described_defaults():
-    assert collections.described("bare", {}, DEFAULTS) == {
+    assert collections.described("bare", collections.record("bare", {}), collections.Settings()) == {
         "description": "", "tags": [], "members": [], "shape": "", "explorers": 2, "reply": "all", "merger": "",
         "together": collections.together([])}
 
@@ -129,12 +135,13 @@ def test_col6_described_defaults():
 def test_col6_imp8_described_falls_back_to_the_legacy_note_and_keeps_members_raw():
     c = {"members": ["a", "a", "", "b", "c"], "note": "old wording", "tags": ["fast"], "shape": "code",
          "reply": "merged", "merger": "m"}
-    row = collections.described("core", c, DEFAULTS)
+    row = collections.described("core", collections.record("core", c), collections.Settings())
     assert row["description"] == "old wording"
     assert row["members"] == ["a", "a", "", "b", "c"]
     assert row["explorers"] == 0  # len of the raw list: 5 of max_calls 5
     assert (row["tags"], row["shape"], row["reply"], row["merger"]) == (["fast"], "code", "merged", "m")
-    assert collections.described("core", {"description": "new", "note": "old"}, DEFAULTS)["description"] == "new"
+    fresh = collections.record("core", {"description": "new", "note": "old"})
+    assert collections.described("core", fresh, collections.Settings())["description"] == "new"
 
 
 def test_col6_group_summary_of_catalog_records():

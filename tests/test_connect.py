@@ -117,8 +117,8 @@ def test_cn_oauth_with_pkce_through_the_redirect_saves_the_endpoint_once(dash, f
     assert status == 200 and done["state"] == "done" and done["endpoint"] == "fakeoauth" and done["served"] == 2
     assert post(dash, "/api/connect/poll", {"id": body["id"]})[1]["state"] == "error"  # told once, then forgotten
     entry = endpoints.load()["fakeoauth"]
-    record = entry["connect"]
-    assert entry["base"] == fake.base + "/v1" and entry["kind"] == "provider" and entry["key"] == "fakeoauth"
+    record = entry.connect
+    assert entry.base == fake.base + "/v1" and entry.kind == "provider" and entry.key == "fakeoauth"
     assert record["provider"] == "fakeoauth" and record["refreshes"] is True and record["client_id"] == "fake-client.1"
     assert 3500 < renewal.left(record) <= 3600
     token, refresh = keys.stored()["fakeoauth"], keys.stored()["fakeoauth.refresh"]
@@ -142,7 +142,7 @@ def test_cn_key_flow_returns_an_api_key_to_the_state_in_the_path(dash, fake):
     assert "Fake key is connected as mykey" in page
     done = post(dash, "/api/connect/poll", {"id": body["id"]})[1]
     assert done["state"] == "done" and done["label"] == "Fake key"
-    record = endpoints.load()["mykey"]["connect"]
+    record = endpoints.load()["mykey"].connect
     assert set(record) == {"provider", "at"} and "mykey.refresh" not in keys.stored()
     sent = fake.posts("/token")[-1]
     assert set(sent) == {"code", "code_verifier", "code_challenge_method"}  # JSON, the verifier checked by hashing
@@ -180,7 +180,7 @@ def test_cn4_device_code_honours_interval_pending_and_slow_down(dash, fake):
     assert done["state"] == "done" and done["endpoint"] == "fakedev" and done["served"] == 2
     assert len(fake.posts("/token")) == asked + 3
     assert fake.posts("/token")[-1]["grant_type"] == connect.DEVICE_GRANT
-    assert endpoints.load()["fakedev"]["connect"]["client_id"] == "fake-client.1"
+    assert endpoints.load()["fakedev"].connect["client_id"] == "fake-client.1"
     # a key/oauth provider with a device URL signs in by code too; one without says so
     status, said = post(dash, "/api/connect/start", {"provider": "fakeoauth", "code": True})
     assert status == 400 and said["errors"] == ["Fake oauth signs in only through a page on the machine the dashboard "
@@ -191,7 +191,7 @@ def test_cn2_local_saves_at_once_and_start_refusals(dash, fake):
     fake.tokens.add("fakelocal")  # the stand-in key a local provider is saved with
     status, body = post(dash, "/api/connect/start", {"provider": "fakelocal"})
     assert status == 200 and body["state"] == "done" and body["note"] == "" and body["endpoint"] == "fakelocal"
-    assert keys.stored()["fakelocal"] == "fakelocal" and endpoints.load()["fakelocal"]["kind"] == "local"
+    assert keys.stored()["fakelocal"] == "fakelocal" and endpoints.load()["fakelocal"].kind == "local"
     rows = {r["id"]: r for r in call(dash, "GET", "/api/connect")[2]["providers"]}
     assert rows["fakelocal"]["suggest"] == "fakelocal"  # a local provider already added keeps its own name
     keys.set_key("taken", "not-ours")
@@ -270,14 +270,14 @@ def test_cn6_renewal_under_the_per_key_lock_renews_once_across_two_processes(das
     _signed_in(dash)
     old_token, old_refresh = keys.stored()["fakeoauth"], keys.stored()["fakeoauth.refresh"]
     _expiring("fakeoauth", 400)
-    assert not renewal.due(endpoints.load()["fakeoauth"]["connect"])  # more than 300 s left: not yet
+    assert not renewal.due(endpoints.load()["fakeoauth"].connect)  # more than 300 s left: not yet
     _expiring("fakeoauth", 120)
     results = _processes("import json; from benchwarmers.providers import renewal; print(json.dumps(renewal.fresh('fakeoauth')))")
     assert results == ["", ""]
     assert fake.refresh[old_refresh] == 1  # two processes, one renewal: the second found it done under the lock
     stored = keys.stored()
     assert stored["fakeoauth"] not in (old_token, "") and stored["fakeoauth.refresh"] != old_refresh
-    record = endpoints.load()["fakeoauth"]["connect"]
+    record = endpoints.load()["fakeoauth"].connect
     assert renewal.left(record) > 3000 and "renewed" in record
     nothing_secret_written(stored["fakeoauth"], stored["fakeoauth.refresh"])
 

@@ -79,7 +79,8 @@ def test_ep6_ep7_test_then_save_keeps_the_key_out_of_the_data_folder(dash, keyed
     assert not endpoints.path().exists() and not keys.stored()
     status, body = post(dash, "/api/endpoint", sent)
     assert status == 200 and body["served"] == len(keyed.listing()) and SECRET not in json.dumps(body)
-    assert endpoints.load() == {"prov": {"key": "prov", "kind": "local", "base": keyed.base_url}}
+    assert {n: e.stored for n, e in endpoints.load().items()} == {
+        "prov": {"key": "prov", "kind": "local", "base": keyed.base_url}}
     assert keys.stored() == {"prov": SECRET}
     assert not [p for p in home.rglob("*") if p.is_file() and SECRET in p.read_text(errors="replace")]
     assert change_lines()[-1]["field"] == "endpoint" and change_lines()[-1]["new"] == f"prov {keyed.base_url}"
@@ -106,9 +107,9 @@ def test_ep5_change_key_and_a_listing_without_a_key(dash, keyed, open_up):
     status, body = post(dash, "/api/endpoint", {"name": "open", "base": open_up.base_url, "key": "sk-anything-123",
                                                 "kind": "aggregator", "new": True})
     assert status == 200 and body["note"].startswith("It lists models without a key")
-    assert endpoints.load()["open"]["kind"] == "aggregator"
+    assert endpoints.load()["open"].kind == "aggregator"
     local = post(dash, "/api/endpoint", {"name": "runtime", "base": open_up.base_url, "new": True})
-    assert local[0] == 200 and endpoints.load()["runtime"]["key"] == ""
+    assert local[0] == 200 and endpoints.load()["runtime"].key == ""
     registry.add_registration("alpha", "alpha", "prov")
     moved = post(dash, "/api/endpoint", {"name": "prov", "base": open_up.base_url})[1]
     assert moved["errors"] == ["1 model(s) are registered on prov at its current URL; a new URL would strand them. "
@@ -129,7 +130,7 @@ def test_ep8_ep9_remove_with_models_and_make_default_test6(dash, keyed, open_up)
     assert post(dash, "/api/endpoint/default", {"name": "prov"})[1]["note"] == "prov is already the default"
     status, body = post(dash, "/api/endpoint/default", {"name": "open"})
     assert status == 200 and body["note"] == "open is the default endpoint now (was prov)"
-    assert endpoints.default() == "open" and endpoints.load()["open"]["default"] is True
+    assert endpoints.default() == "open" and endpoints.load()["open"].stored["default"] is True
     assert set(fileio.read_json(paths.file("config", "dismissed.json"))) == {"beta@prov", "alpha"}
     post(dash, "/api/endpoint/default", {"name": "prov"})
     status, body = post(dash, "/api/endpoint/remove", {"name": "open", "with_models": True})
@@ -220,7 +221,7 @@ def test_ob13_ob16_the_queue_runs_the_real_script_one_at_a_time_test11(dash, ope
     items = {i["served"]: i for i in done["items"] if i["state"] != "skipped"}
     assert (items["alpha"]["state"], items["alpha"]["alias"], items["alpha"]["exit"]) == ("done", "alpha", 0)
     assert items["blank"]["state"] == "no answer" and items["blank"]["note"].startswith("tiny: empty")
-    assert registry.registration("alpha")["model_name"] == "alpha"
+    assert registry.registration("alpha").model_name == "alpha"
     log = get(dash, "/api/onboard?log=" + items["alpha"]["log"])
     assert log["done"] and log["exit"] == 0 and "[4/5]" in log["tail"] and onboarding.EXIT_MARK not in log["tail"]
     assert onboarding.step_of(log["tail"]) == 5

@@ -3,16 +3,26 @@ place turns any exception into the reply; an exception nobody planned for is a 5
 with its traceback on stderr, never a 503 and never a 400 that blames the caller."""
 
 import errno
-import json
 import re
 
 import pytest
 
-from benchwarmers.core import errors, fileio, paths
+from benchwarmers.core import errors, fileio
 from benchwarmers.dashboard import serve
+from benchwarmers.panel import roster
 from test_serve import call
 
-JUDGE = {"judge": {"served": "judge", "via": "demo", "question_types": 5}}  # a number where a list belongs
+
+def directory():
+    """The model directory with a bug in it: a hand-edited `question_types` of 5 once made the real one fail
+    so (`roster.directory`, before `registry.decision_models()` read a value of the wrong type as absent)."""
+    return list(5)
+
+
+@pytest.fixture
+def buggy(monkeypatch):
+    """Every route that reads the model directory meets the bug, as every one met that hand-edited file."""
+    monkeypatch.setattr(roster, "directory", directory)
 
 
 @pytest.fixture
@@ -34,11 +44,10 @@ def logged(err, said):
     return bug
 
 
-def test_a_bug_met_by_a_write_is_a_500_with_the_id_its_traceback_is_logged_under(dash, capfd):
-    """A hand-edited decision-models.json whose `question_types` is a number: reading the model directory fails
-    on it. The dashboard answered a model edit `400 bad request: 'int' object is not iterable`, as if the
-    caller had sent a bad body; it is the server's bug, a 500 whose id the log has, with where it failed."""
-    fileio.write_atomic(paths.file("config", "decision-models.json"), json.dumps(JUDGE))
+def test_a_bug_met_by_a_write_is_a_500_with_the_id_its_traceback_is_logged_under(dash, buggy, capfd):
+    """Reading the model directory fails on a bug. The dashboard answered a model edit `400 bad request: 'int'
+    object is not iterable`, as if the caller had sent a bad body; it is the server's bug, a 500 whose id the
+    log has, with where it failed."""
     capfd.readouterr()
     status, _, body = call(dash, "POST", "/api/model", {"alias": "alpha", "new_role": "code"})
     assert status == 500 and body["ok"] is False and len(body["errors"]) == 1
@@ -47,10 +56,9 @@ def test_a_bug_met_by_a_write_is_a_500_with_the_id_its_traceback_is_logged_under
     assert "TypeError: 'int' object is not iterable" in err and "in directory" in err  # where it failed
 
 
-def test_a_bug_met_by_a_page_is_a_500_too_and_each_has_its_own_id(dash, capfd):
-    """The same file under a GET route: a 500 with an id, not a 400 or a dropped connection (IMP-3); two
+def test_a_bug_met_by_a_page_is_a_500_too_and_each_has_its_own_id(dash, buggy, capfd):
+    """The same bug under a GET route: a 500 with an id, not a 400 or a dropped connection (IMP-3); two
     requests, two ids, each logged once."""
-    fileio.write_atomic(paths.file("config", "decision-models.json"), json.dumps(JUDGE))
     capfd.readouterr()
     first = call(dash, "GET", "/api/models")
     second = call(dash, "POST", "/api/remove", {"alias": "judge"})

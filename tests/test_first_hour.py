@@ -132,7 +132,7 @@ def test_ob_onboard_probe_and_the_first_panel(home, llmdir, endpoint):
     assert "    ## claim-label-prefers-regex — " in out and "alpha" in out.split("[5/5]")[1]
     assert (home / "suite" / "tasks" / "list-refusal-markers" / "output" / "alpha.md").exists()
     assert "Where it lands:" in out and "wrote " in out
-    assert registry.registration("alpha")["model_name"] == "alpha"
+    assert registry.registration("alpha").model_name == "alpha"
     assert (llmdir / "extra-openai-models.yaml").read_text() == registry.path().read_text()
     rows = list(csv.DictReader(open(home / "perf" / "history.csv", encoding="utf-8")))
     assert [(r["model"], r["prompt"], r["answered"]) for r in rows] == [("alpha", "tiny", "2"), ("alpha", "large", "2")]

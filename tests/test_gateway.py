@@ -58,7 +58,7 @@ def ask(members, **fields):
 
 
 def seats_logged():
-    return offload.entries()
+    return [e.stored for e in offload.entries()]
 
 
 def call_log():

@@ -45,12 +45,12 @@ def test_key6_refresh_token_is_a_plain_entry(llmdir):
 
 def test_key8_admin_key(llmdir, monkeypatch):
     keys.set_key("hub", "own")
-    assert keys.admin_key({"key": "hub"}) == "own"
-    assert keys.admin_key({"key": "hub"}, fallback=False) == ""
+    assert keys.admin_key("hub") == "own"
+    assert keys.admin_key("hub", fallback=False) == ""
     monkeypatch.setenv("BENCHWARMERS_KEY_HUB_ADMIN", "adm")
-    assert keys.admin_key({"key": "hub"}) == "adm"
+    assert keys.admin_key("hub") == "adm"
     keys.set_key("special", "sp")
-    assert keys.admin_key({"key": "hub", "admin_key": "special"}) == "sp"
+    assert keys.admin_key("hub", "special") == "sp"
 
 
 def test_key5_set_key_creates_llm_folder(monkeypatch, tmp_path):

@@ -77,8 +77,9 @@ def test_issue20_bt_recovers_a_known_ranking_from_synthetic_panels():
     for n in range(600):
         for i, model in enumerate(draw.sample(sorted(truth), 3)):
             useful = draw.random() < 1 / (1 + math.exp(-truth[model]))
-            entries.append({"model": model, "useful": useful, "call": f"p{n}.member{i + 1}",
-                            "collection": "bench/core", "shape": "review", "task": "t (bench/core, review)"})
+            entries.append(offload.line({"model": model, "useful": useful, "call": f"p{n}.member{i + 1}",
+                                         "collection": "bench/core", "shape": "review",
+                                         "task": "t (bench/core, review)"}))
     answer = leaderboard.board("bench/core", entries=entries, resamples=60)
     assert [row["model"] for row in answer["models"]] == sorted(truth, key=truth.get, reverse=True)
     fitted = {row["model"]: row["score"] for row in answer["models"]}

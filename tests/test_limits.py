@@ -599,7 +599,7 @@ def test_a_collection_named_in_the_prompt_counts_for_nothing(port, bench, keyed)
     call = reply["bench"]["seats"][0]["call"]
     assert keyed("/bench/verdict", {"call": call, "useful": True}, key)[0] == 200
     entry = offload.by_call(call)
-    assert entry["collection"] == "bench/other" and "(bench/core, review)" in entry["task"]
+    assert entry.collection == "bench/other" and "(bench/core, review)" in entry.task
     assert offload.record("bench/core") == {}
     assert offload.record("bench/other")["beta"]["judged"] == 1
 

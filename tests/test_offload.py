@@ -32,6 +32,11 @@ def write_log(records):
     path.write_bytes(b"".join(json.dumps(r).encode() + b"\n" for r in records))
 
 
+def stored(entries):
+    """The entries as their lines hold them."""
+    return [entry.stored for entry in entries]
+
+
 def rename(links):
     fileio.write_atomic(paths.file("config", "alias-history.json"), json.dumps(links))
 
@@ -52,12 +57,14 @@ def test_off1_line_key_order_ascii_and_optional_fields():
     assert "\\u00e9" in lines[0] and "é" not in lines[0]
     first = json.loads(lines[0])
     assert list(first) == ["date", "model", "task", "useful", "note", "call", "status", "seconds"]
-    assert first == entry
+    assert first == entry.stored
     assert first["date"] == datetime.date.today().isoformat()
-    assert list(json.loads(lines[1])) == ["date", "model", "task", "useful", "note"] and json.loads(lines[1]) == bare
+    assert list(json.loads(lines[1])) == ["date", "model", "task", "useful", "note"]
+    assert json.loads(lines[1]) == bare.stored
     claims = offload.add("m3", "t", False, "n", "c", ["r1"], ["f1"], "ok", 1.0)
-    assert list(claims) == ["date", "model", "task", "useful", "note", "call", "real", "false", "status", "seconds"]
-    assert "real" not in offload.add("m3", "t", None, "", "c2", [], [])
+    assert list(claims.stored) == ["date", "model", "task", "useful", "note", "call", "real", "false", "status",
+                                   "seconds"]
+    assert "real" not in offload.add("m3", "t", None, "", "c2", [], []).stored
 
 
 def test_off_n1_note_for():
@@ -97,9 +104,9 @@ def test_off2_entries_oldest_first_call_replaced_in_place_torn_lines_skipped(cap
         json.dumps(seat).encode() + b"\n{\"date\": \"2026-10-17\", \"mod\n\n   \n"
         + b"".join(json.dumps(r).encode() + b"\n" for r in (other, loose, loose, judged))
     )
-    assert offload.entries() == [judged, other, loose, loose]
+    assert stored(offload.entries()) == [judged, other, loose, loose]
     assert "skipped a torn or corrupt line" in capsys.readouterr().err
-    assert offload.by_call("c1") == judged
+    assert offload.by_call("c1").stored == judged
     assert offload.by_call("nope") is None
 
 
@@ -109,7 +116,7 @@ def test_off2_a_line_still_being_written_waits_for_its_newline():
     fileio.append_bytes(path, line[:30].encode())
     assert offload.entries() == []
     fileio.append_bytes(path, (line[30:] + "\n").encode())
-    assert [e["call"] for e in offload.entries()] == ["c1"]
+    assert [e.call for e in offload.entries()] == ["c1"]
 
 
 # --- OFF-4, VRD-1, IMP-19: verdicts ---
@@ -137,19 +144,19 @@ def test_off4_verdict_copies_target_keeps_or_clears_and_same_verdict_writes_noth
     rename({"old": "new"})
     offload.add("old", "fix it (bench/core, code)", None, "member; ok in 2.0s", "c1", status="ok", seconds=2.0)
     first = offload.verdict("c1", True, "  right \n about   the lock ", ["  the lock is held ", "", "   "], None)
-    assert first["model"] == "new" and first["task"] == "fix it (bench/core, code)"
-    assert first["note"] == "right about the lock" and first["real"] == ["the lock is held"]
-    assert (first["call"], first["status"], first["seconds"]) == ("c1", "ok", 2.0)
-    assert "false" not in first
+    assert first.model == "new" and first.task == "fix it (bench/core, code)"
+    assert first.note == "right about the lock" and first.real == ("the lock is held",)
+    assert (first.call, first.status, first.seconds) == ("c1", "ok", 2.0)
+    assert "false" not in first.stored
     assert len(log_lines()) == 2
     assert offload.verdict("c1", True, "right about the lock", ["the lock is held"]) == first
     assert offload.verdict("c1", True) == first  # TST-3: blank keeps the earlier note and claims
     assert len(log_lines()) == 2
     flipped = offload.verdict("c1", False)
-    assert flipped["useful"] is False
-    assert (flipped["note"], flipped["real"]) == ("right about the lock", ["the lock is held"])
+    assert flipped.useful is False
+    assert (flipped.note, flipped.real) == ("right about the lock", ("the lock is held",))
     cleared = offload.verdict("c1", False, "", [], None, replace=True)  # TST-2: a blank form clears
-    assert cleared["note"] == "" and "real" not in cleared
+    assert cleared.note == "" and "real" not in cleared.stored
     assert len(log_lines()) == 4
     assert len(offload.entries()) == 1 and offload.by_call("c1") == cleared
 
@@ -158,7 +165,7 @@ def test_issue29_item3_bounds_checked_after_tidying_before_the_log_is_read_and_t
     """Issue 29 item 3 at the module: the bounds count UTF-8 bytes of what would be written (whitespace collapsed),
     come before the unknown-call check, hold for the CLI too, and `receipt` cuts what a reply echoes."""
     offload.add("a", "the prompt's first words", None, "member; ok in 1.0s", "c1")
-    assert offload.verdict("c1", True, "x" + " \n" * 5_000 + "y", ["y"] * 50)["note"] == "x y"  # 3 bytes kept
+    assert offload.verdict("c1", True, "x" + " \n" * 5_000 + "y", ["y"] * 50).note == "x y"  # 3 bytes kept
     for note, real, false, why in (("é" * 2_049, None, None, '"note" is 4,098 bytes; the limit is 4,096'),
                                    ("", ["z" * 1_025], None, 'a claim in "real" is 1,025 bytes; the limit is 1,024'),
                                    ("", ["a"] * 25, ["b"] * 26, '"real" and "false" hold 51 claims; the limit is 50')):
@@ -168,10 +175,10 @@ def test_issue29_item3_bounds_checked_after_tidying_before_the_log_is_read_and_t
     assert len(log_lines()) == 2
     too_long = cli("verdict", "c1", "--useful", "--note", "n" * 5_000)
     assert too_long.returncode == 1 and too_long.stderr.strip() == '"note" is 5,000 bytes; the limit is 4,096'
-    shown = offload.receipt(offload.verdict("c1", False, "n" * 300, ["r" * 150], ["f" * 201]))
+    shown = offload.receipt(offload.verdict("c1", False, "n" * 300, ["r" * 150], ["f" * 201]).stored)
     assert "task" not in shown and shown["note"] == "n" * 200 + "…"
     assert shown["real"] == ["r" * 150] and shown["false"] == ["f" * 200 + "…"]
-    assert offload.by_call("c1")["note"] == "n" * 300
+    assert offload.by_call("c1").note == "n" * 300
 
 
 def test_off4_two_racing_identical_verdicts_write_one_line():
@@ -240,7 +247,7 @@ def test_ali1_a_rename_applies_to_the_index_without_rebuilding():
     assert offload.last_used() == {"new": "2026-10-05"}
     assert offload.record("bench/core") == {"new": {"useful": 1, "notUseful": 1, "judged": 2, "lastAt": "2026-10-05"}}
     assert offload.shape_record("code") == {"new": {"useful": 1, "judged": 2}}
-    assert [e["model"] for e in offload.entries()] == ["new", "new"]
+    assert [e.model for e in offload.entries()] == ["new", "new"]
     assert offload.index().builds == builds
 
 
@@ -309,13 +316,13 @@ def test_off6_cli_list_add_verdict():
     assert empty.returncode == 0 and "No offloads recorded yet" in empty.stdout and "real work" in empty.stdout
     added = cli("add", "alpha", "read the scheduler", "--useful", "--note", "good", "--real", "a claim")
     assert added.returncode == 0 and added.stdout.strip() == "recorded: alpha — read the scheduler"
-    assert offload.entries()[0]["real"] == ["a claim"] and offload.entries()[0]["useful"] is True
+    assert offload.entries()[0].real == ("a claim",) and offload.entries()[0].useful is True
     offload.add("beta", "y", None, "member; ok in 1.0s", "c1")
     offload.add("beta", "x" * 60, None, "member; ok in 1.0s", "c2")
     judged = cli("verdict", "c1", "--not-useful", "--note", "wrong line", "--false", "it said 12")
     assert judged.returncode == 0
     assert judged.stdout.strip() == "recorded: beta — y — useful=False"
-    assert offload.by_call("c1")["false"] == ["it said 12"]
+    assert offload.by_call("c1").false == ("it said 12",)
     listed = cli("list").stdout.splitlines()
     assert listed[0].split() == ["model", "used", "helped", "last"]
     assert listed[1].split()[:3] == ["beta", "2", "0/1"] and listed[2].split()[:3] == ["alpha", "1", "1/1"]
@@ -433,7 +440,7 @@ def test_index_matches_a_literal_reading_of_the_spec_as_the_log_grows(monkeypatc
         fileio.append_bytes(offload.log_path(), b'{"not": "an offload"}\n[1, 2]\n')
         asked = calls + ["unknown"] + calls[:5]
         entries, summary, last_used, pending = literal_answers(records, asked)
-        assert offload.entries() == entries
+        assert stored(offload.entries()) == entries
         assert offload.summary() == summary
         assert offload.last_used() == last_used
         assert offload.pending(asked) == pending
@@ -516,17 +523,17 @@ def test_index_keeps_no_lines_only_a_few_numbers_per_entry():
     finally:
         tracemalloc.stop()
     assert held < 300 * 10_000
-    assert offload.by_call("p20261017-140312-00005.member1") == records[7]  # read back whole, verdict in force
+    assert offload.by_call("p20261017-140312-00005.member1").stored == records[7]  # read back whole, in force
     assert offload.record("core")["vendor-model-5"]["judged"] == 250
 
 
 def test_index_notices_a_rewrite_in_place_when_it_reads_a_line_back():
     first = {"date": "2026-10-01", "model": "aa", "task": "t", "useful": None, "note": "", "call": "c1"}
     write_log([first, dict(first, call="c2")])
-    assert offload.by_call("c1")["model"] == "aa"
+    assert offload.by_call("c1").model == "aa"
     builds = offload.index().builds
     with open(offload.log_path(), "r+b") as f:  # same inode, same size: only reading the line back tells
         f.write(json.dumps(dict(first, model="bb")).encode())
-    assert offload.by_call("c1")["model"] == "bb"
+    assert offload.by_call("c1").model == "bb"
     assert offload.last_used() == {"bb": "2026-10-01", "aa": "2026-10-01"}
     assert offload.index().builds == builds + 1

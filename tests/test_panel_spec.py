@@ -192,7 +192,7 @@ def test_section1_constants():
     assert (gateway.STREAM_GRACE, gateway.KEEPALIVE) == (1.0, 10.0)
     assert (shape.CONFIDENT, shape.INPUT_CAP, shape.TIMEOUT, shape.RATE_LIMIT_WAITS) == (0.6, 20000, 60, (5, 15))
     assert (panel.SEAT_ERROR_KEPT, panel.SECTION_ERROR, panel.TASK_CHARS, offload.ERROR_EXCERPT) == (500, 300, 90, 120)
-    assert {k: collections.DEFAULTS[k] for k in ("max_calls", "max_explorers")} == {"max_calls": 5, "max_explorers": 2}
+    assert (collections.DEFAULTS.max_calls, collections.DEFAULTS.max_explorers) == (5, 2)
     assert route.EXPLORER_CLAMP == 2
 
 
@@ -225,7 +225,7 @@ def test_gwid1_clg1_call_ids_and_the_call_log_line(gw, bench):
         assert list(seat) == ["call", "seat", "alias", "status", "answer", "error", "seconds"]
     assert line["seats"][-1]["seat"] == "merger" and line["seats"][-1]["answer"] == field["merger"]["answer"]
     assert "system" not in field and "prompt" not in field
-    notes = {e["call"]: e["note"] for e in offload.entries()}  # OFF-N1: the label, then the outcome
+    notes = {e.call: e.note for e in offload.entries()}  # OFF-N1: the label, then the outcome
     assert notes[calls[3]].startswith("explorer 2; ok in ") and notes[calls[4]].startswith("merger; ok in ")
     merge_text = seat_requests(bench, "merger")[0]["body"]["messages"][-1]["content"]
     assert "## explorer 2 — seer\n\nSeer: " in merge_text  # MRG-2 labels the seats as the reply does
@@ -238,7 +238,7 @@ def test_off2_a_verdict_replaces_the_seat_in_place(gw, bench):
     collection(["alpha", "beta"])
     _, reply = chat(gw)
     first, second = [s["call"] for s in reply["bench"]["seats"]]
-    order = [e["call"] for e in offload.entries()]
+    order = [e.call for e in offload.entries()]
     status, _, raw = request(gw, "POST", "/bench/verdict",
                              {"call": second, "useful": False, "note": "  wrong   about the loop, café ",
                               "real": ["", "  the loop starts at 1 "], "false": []})
@@ -246,9 +246,9 @@ def test_off2_a_verdict_replaces_the_seat_in_place(gw, bench):
     recorded = json.loads(raw)["recorded"]
     assert recorded["note"] == "wrong about the loop, café" and recorded["real"] == ["the loop starts at 1"]
     entries = offload.entries()
-    assert [e["call"] for e in entries] == order  # one entry per call, at the first one's position
-    judged = next(e for e in entries if e["call"] == second)
-    assert judged["model"] == "beta" and judged["useful"] is False and judged["status"] == "ok"
+    assert [e.call for e in entries] == order  # one entry per call, at the first one's position
+    judged = next(e for e in entries if e.call == second)
+    assert judged.model == "beta" and judged.useful is False and judged.status == "ok"
     lines = paths.file("metrics", "offloads.jsonl").read_bytes().decode("ascii").splitlines()
     assert len(lines) == 3 and "caf\\u00e9" in lines[-1]
     assert list(json.loads(lines[-1])) == ["date", "model", "task", "useful", "note", "call", "real", "status",
@@ -258,7 +258,7 @@ def test_off2_a_verdict_replaces_the_seat_in_place(gw, bench):
     _, _, bare = request(gw, "GET", "/bench/record?collection=core")
     aliases = json.loads(with_prefix)["aliases"]
     assert aliases == json.loads(bare)["aliases"] == {
-        "beta": {"useful": 0, "notUseful": 1, "judged": 1, "lastAt": judged["date"]}}
+        "beta": {"useful": 0, "notUseful": 1, "judged": 1, "lastAt": judged.date}}
     assert json.loads(request(gw, "GET", "/bench/record?collection=bench/other")[2])["aliases"] == {}
     assert json.loads(request(gw, "POST", "/bench/pending", {"calls": [second, first]})[2]) == {"pending": [first]}
 
@@ -286,7 +286,7 @@ def test_imp16_concurrent_panels_lose_no_line(gw, bench):
         thread.join()
     assert [status for status, _ in replies] == [200] * 8
     calls = {s["call"] for _, reply in replies for s in reply["bench"]["seats"]}
-    assert len(calls) == 24 and {e["call"] for e in offload.entries()} == calls
+    assert len(calls) == 24 and {e.call for e in offload.entries()} == calls
     assert len(paths.file("metrics", "offloads.jsonl").read_text().splitlines()) == 24
     assert sorted(line["panel"] for line in call_log()) == sorted(r["bench"]["panel"] for _, r in replies)
 
@@ -476,10 +476,10 @@ def test_pnl20_a_seat_is_logged_before_slower_seats_finish(gw, bench):
     response = conn.getresponse()
     while b"Alpha: the loop" not in (line := response.fp.readline()):
         assert line, "the stream ended before alpha's section"
-    assert [e["model"] for e in offload.entries()] == ["alpha"]
+    assert [e.model for e in offload.entries()] == ["alpha"]
     rest = response.read()
     conn.close()
-    assert b"Slow: I agree" in rest and sorted(e["model"] for e in offload.entries()) == ["alpha", "slow"]
+    assert b"Slow: I agree" in rest and sorted(e.model for e in offload.entries()) == ["alpha", "slow"]
 
 
 def test_pnl3_members_that_are_not_a_list_are_no_members(gw, bench):
@@ -682,8 +682,8 @@ def test_seat3_imp15_seat_errors_are_redacted_before_they_are_written(gw, bench)
     [seat] = reply["bench"]["seats"]
     assert seat["status"] == "error" and "[image: data URL, 1 KB]" in seat["error"]
     assert call_log()[-1]["seats"][0]["error"] == seat["error"]
-    stored = {e["call"]: e for e in offload.entries()}[seat["call"]]
-    assert stored["note"] == "member; error in " + f"{seat['seconds']:.1f}s: " + seat["error"][:120]  # OFF-N1
+    stored = {e.call: e for e in offload.entries()}[seat["call"]]
+    assert stored.note == "member; error in " + f"{seat['seconds']:.1f}s: " + seat["error"][:120]  # OFF-N1
     base64_head = PNG.split(",")[1][:24]
     for text in (json.dumps(reply), json.dumps(call_log())):
         assert "SECRET123" not in text and "u:pw" not in text and base64_head not in text
@@ -1125,4 +1125,4 @@ def test_rpl1_footer_names_both_ways_to_record_a_verdict_and_both_work(gw, bench
     done = subprocess.run([*paths.module_command("panel.offload"), "verdict", call, "--useful", "--note", "ok"],
                           cwd=paths.CODE, capture_output=True, text=True, timeout=30)
     assert done.returncode == 0, done.stderr
-    assert offload.by_call(call)["useful"] is True
+    assert offload.by_call(call).useful is True

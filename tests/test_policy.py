@@ -51,18 +51,17 @@ def judged(model, useful, times, shape="general"):
 
 def test_issue20_policy_setting_defaults_to_counted_and_says_a_bad_value(capsys):
     """The key is read like the file's other values: absent → counted; a bad value keeps the default and is said."""
-    assert collections.chosen_policy() == "counted"  # no gateway.json at all
+    assert collections.settings().policy == "counted"  # no gateway.json at all
     use_policy()
-    assert collections.chosen_policy() == "counted" and collections.settings_problems() == []
+    assert collections.settings().policy == "counted" and collections.settings_problems() == []
     use_policy("thompson")
-    assert collections.chosen_policy() == "thompson" and collections.settings_problems() == []
+    assert collections.settings().policy == "thompson" and collections.settings_problems() == []
     for bad, shown in (("bandit", '"bandit"'), (3, "3"), (None, "null")):
         use_policy(max_calls=5, **{"policy": bad})
-        assert collections.chosen_policy() == "counted"
+        assert collections.settings().policy == "counted"
         assert collections.settings_problems() == [
             f'policy must be "counted" or "thompson"; got {shown}, using "counted"']
     assert 'config/gateway.json: policy must be "counted" or "thompson"; got "bandit"' in capsys.readouterr().err
-    assert "policy" not in collections.settings()  # COL-2's settings keep their own keys only
 
 
 def test_co10_issue20_settings_editor_sets_the_policy():
@@ -73,9 +72,9 @@ def test_co10_issue20_settings_editor_sets_the_policy():
         collectionedit.gateway_settings({"max_calls": 5, "max_explorers": 2, "policy": "greedy"}, "admin")
     assert refused.value.body() == {"ok": False, "errors": [
         "policy must be counted or thompson (the merger choice and route mode's order)"]}
-    assert collections.chosen_policy() == "counted"
+    assert collections.settings().policy == "counted"
     assert collectionedit.gateway_settings({"max_calls": 5, "max_explorers": 2, "policy": "thompson"}, "admin")["ok"]
-    assert collections.chosen_policy() == "thompson"
+    assert collections.settings().policy == "thompson"
     line = fileio.read_jsonl(changes.path())[-1]
     assert line["old"]["policy"] == "counted" and line["new"]["policy"] == "thompson"
     assert collectionedit.gateway_settings({"max_calls": 4, "max_explorers": 1}, "admin")["ok"]
@@ -202,20 +201,20 @@ def test_rt6_issue20_thompson_route_turn_draws_on_its_shape_and_logs_it(routed):
         policy.seed(1)
         turns = [route_turn(port, f"[code] write parser {i}") for i in range(4)]
     assert {t["alias"] for t in turns} == {"plain"}
-    lines = {e["call"]: e for e in offload.entries() if e.get("call")}
+    lines = {e.call: e.stored for e in offload.entries() if e.call}
     assert [lines[t["call"]].get("shape") for t in turns] == ["code"] * 4
     assert lines[turns[0]["call"]]["collection"] == "bench/core"
-    first = [e for e in offload.entries() if "write the parser" in e.get("task", "")]
+    first = [e.stored for e in offload.entries() if "write the parser" in e.task]
     assert len(first) == 1 and "shape" not in first[0]  # the default's line is RT-22's, unchanged
 
 
 def test_rtr6_issue20_thompson_explorer_ties_go_to_the_least_seen(home):
     """RTR-6 counts staleness in whole days: models used today all tie. The default seats the first in
     registration order (every time, all day); Thompson's policy breaks the tie towards the fewest offloads."""
-    from benchwarmers.models import registry
+    from benchwarmers.models import endpoints, registry
     from benchwarmers.panel import route
 
-    endpoint = {"base": "http://127.0.0.1:9/v1", "key": "", "kind": "local", "default": True}
+    endpoint = endpoints.Endpoint("local", "http://127.0.0.1:9/v1", kind="local", default=True)
     paths.file("config", registry.NAME).write_text(
         "".join(registry.block(a, a, endpoint) for a in ("ant", "bee", "cat", "dog")), encoding="utf-8")
     for alias, times in (("ant", 3), ("bee", 2), ("cat", 1), ("dog", 1)):  # all today

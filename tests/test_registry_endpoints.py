@@ -1,5 +1,6 @@
 """Registrations (REG), endpoints (EP) and connections (CONN), with real files and a real upstream."""
 
+import dataclasses
 import http.server
 import json
 import re
@@ -53,10 +54,10 @@ def test_registration_format_reg1():
         '  api_base: "http://127.0.0.1:11434/v1"\n'
         '  api_key_name: ""\n'
     )
-    assert registry.registrations()["free-m"] == {
-        "model_name": "vendor/m:free", "api_base": "https://openrouter.example/api/v1/",
-        "api_key_name": "openrouter", "headers": {"HTTP-Referer": "https://bench.example", "X-Title": "bench"}}
-    assert registry.registrations()["plain"]["api_key_name"] == ""
+    assert registry.registrations()["free-m"] == registry.Registration(
+        "free-m", "vendor/m:free", "https://openrouter.example/api/v1/", "openrouter",
+        {"HTTP-Referer": "https://bench.example", "X-Title": "bench"})
+    assert registry.registrations()["plain"].api_key_name == ""
     with pytest.raises(ValueError, match="already registered"):
         registry.add_registration("plain", "other", "local")
     with pytest.raises(ValueError, match="no endpoint named 'nope'"):
@@ -100,16 +101,16 @@ LLM_READS = """\
 - model_id: numbered
   model_name: 3.5
 """
+Registration = registry.Registration
 READ_AS = {
-    "gpt-3.5-turbo-0613": {"aliases": ["0613"], "headers": {}},
-    "orca-openai-compat": {"model_name": "orca-mini-3b.ggmlv3", "api_base": "http://localhost:8080", "headers": {}},
-    "claude": {"model_name": "anthropic/claude-2", "api_base": "https://openrouter.ai/api/v1",
-               "api_key_name": "openrouter",
-               "headers": {"HTTP-Referer": "https://llm.datasette.io/", "X-Title": "LLM"}},
-    "flow": {"model_name": "vendor/flow: the sequel", "api_base": "https://flow.example/v1", "api_key_name": "flow",
-             "headers": {"X-Title": "bench: a panel", "HTTP-Referer": "https://bench.example"},
-             "aliases": ["fl", "flo"], "can_stream": False, "supports_tools": True, "vision": True},
-    "numbered": {"model_name": "3.5", "headers": {}},
+    "gpt-3.5-turbo-0613": Registration("gpt-3.5-turbo-0613", extra={"aliases": ["0613"]}),
+    "orca-openai-compat": Registration("orca-openai-compat", "orca-mini-3b.ggmlv3", "http://localhost:8080"),
+    "claude": Registration("claude", "anthropic/claude-2", "https://openrouter.ai/api/v1", "openrouter",
+                           {"HTTP-Referer": "https://llm.datasette.io/", "X-Title": "LLM"}),
+    "flow": Registration("flow", "vendor/flow: the sequel", "https://flow.example/v1", "flow",
+                         {"X-Title": "bench: a panel", "HTTP-Referer": "https://bench.example"},
+                         {"aliases": ["fl", "flo"], "can_stream": False, "supports_tools": True, "vision": True}),
+    "numbered": Registration("numbered", "3.5"),
 }
 
 
@@ -118,7 +119,7 @@ def test_the_file_is_read_as_llm_reads_it_reg2():
     assert registry.parse(LLM_DOCS + LLM_READS) == READ_AS
     merged = registry.parse(LLM_READS + "- model_id: claude\n  api_key_name: other\n- model_name: no-id\n- 7\n")
     assert list(merged) == ["claude", "flow", "numbered"]
-    assert merged["claude"] == {**READ_AS["claude"], "api_key_name": "other"}
+    assert merged["claude"] == dataclasses.replace(READ_AS["claude"], api_key_name="other")
     assert registry.parse("") == {} and registry.parse("# only a comment\n") == {}
 
 
@@ -129,8 +130,7 @@ def test_llm_itself_reads_those_shapes_the_same(llmdir):
     (llmdir / "extra-openai-models.yaml").write_text(LLM_READS, encoding="utf-8")
     for alias in ("claude", "flow"):
         model, ours = llm.get_model(alias), READ_AS[alias]
-        assert (model.model_name, model.api_base, model.headers) == (
-            ours["model_name"], ours["api_base"], ours["headers"])
+        assert (model.model_name, model.api_base, model.headers) == (ours.model_name, ours.api_base, ours.headers)
     assert llm.get_model("flo").model_id == "flow" and llm.get_model("flow").can_stream is False
     assert llm.get_model("flow").supports_tools and llm.get_model("flow").vision
 
@@ -181,7 +181,7 @@ def test_readers_reg3_reg4_reg5_and_the_stat_cache():
     write_endpoints({"p": {"base": "https://p.example/v1", "key": "p"}})
     registry.add_registration("m1", "p/one", "p")
     fileio.write_atomic(registry.path(), registry.path().read_text() + registry.block(
-        "m2", "two", {"base": "https://elsewhere.example/v1", "key": "e"}))
+        "m2", "two", endpoints.Endpoint("e", "https://elsewhere.example/v1", "e")))
     first = registry.registrations()
     assert registry.registrations() is first  # unchanged file: not parsed again
     assert registry.registered_models() == ["m1", "m2"]
@@ -231,7 +231,7 @@ def test_load_ep1():
     write_endpoints("[1, 2]")
     with pytest.raises(RuntimeError, match=r"endpoints\.json is not a JSON object of endpoints"):
         endpoints.load()
-    assert registry.entry_of("anything") == {} and endpoints.find_hub("litellm") is None
+    assert registry.entry_of("anything") == endpoints.Endpoint("") and endpoints.find_hub("litellm") is None
     write_endpoints({"_why": "a comment", "a": {"base": "https://a.example/v1"}})
     assert list(endpoints.load()) == ["a"]
 
@@ -280,15 +280,16 @@ def test_auth_headers_and_names_ep7_ep8():
 def test_endpoint_of_a_registration_ep9_ep10():
     write_endpoints({"or-1": {"base": "https://or.example/v1", "key": "or-1"},
                      "or-2": {"base": "https://or.example/v1/", "key": "or-2"}})
-    reg = {"api_base": "https://or.example/v1/", "api_key_name": "or-2"}
+    reg = registry.Registration("m", api_base="https://or.example/v1/", api_key_name="or-2")
     assert endpoints.endpoint_name(reg) == "or-2"
-    assert endpoints.endpoint_name({"api_base": "https://or.example/v1", "api_key_name": "x"}) == "or-1"
-    assert endpoints.endpoint_name({"api_base": "https://else.example/v1"}) is None
+    assert endpoints.endpoint_name(registry.Registration("m", api_base="https://or.example/v1", api_key_name="x")) \
+        == "or-1"
+    assert endpoints.endpoint_name(registry.Registration("m", api_base="https://else.example/v1")) is None
     assert endpoints.endpoint_name(None) is None
     registry.add_registration("m", "served", "or-2")
     assert registry.endpoint_of("m") == "or-2" and registry.endpoint_of("unknown") is None
-    assert registry.entry_of("m") == {"base": "https://or.example/v1/", "key": "or-2"}
-    assert registry.entry_of("unknown") == {}
+    assert registry.entry_of("m").stored == {"base": "https://or.example/v1/", "key": "or-2"}
+    assert registry.entry_of("unknown") == endpoints.Endpoint("")
 
 
 def test_list_models_ep11_ep12(up, monkeypatch):
@@ -300,7 +301,8 @@ def test_list_models_ep11_ep12(up, monkeypatch):
     asked = up.requests[-1]
     assert asked["path"] == "/v1/models" and asked["headers"]["authorization"] == f"Bearer {SECRET}"
     assert asked["headers"]["x-title"] == "bench"
-    rows = endpoints.rows_of({}, [{"id": "x"}, {"id": "y", "visibility": "hidden"}, "junk", {"name": "no id"}])
+    listed = [{"id": "x"}, {"id": "y", "visibility": "hidden"}, "junk", {"name": "no id"}]
+    rows = endpoints.rows_of(endpoints.Endpoint("e"), listed)
     assert list(rows) == ["x"]
 
 
@@ -351,16 +353,16 @@ def listing():
 
 def test_gemini_bare_list_and_redirects_ep11_improvement4(listing):
     here, other = listing
-    gemini = {"base": here + "/gemini", "api": "gemini"}
+    gemini = endpoints.Endpoint("g", here + "/gemini", api="gemini")
     assert list(endpoints.list_models(gemini, SECRET)) == ["gemini-x"]
     path, headers = Listing.seen[-1]
     assert path == "/gemini/models?pageSize=1000" and headers["x-goog-api-key"] == SECRET
     assert "Authorization" not in headers
-    anthropic = {"base": here + "/x", "api": "anthropic", "models_url": here + "/bare"}
+    anthropic = endpoints.Endpoint("a", here + "/x", api="anthropic", models_url=here + "/bare")
     assert list(endpoints.list_models(anthropic, SECRET)) == ["listed"]
     assert Listing.seen[-1][1]["anthropic-version"] == "2023-06-01" and Listing.seen[-1][1]["x-api-key"] == SECRET
     with pytest.raises(client.HTTPError) as failed:
-        endpoints.list_models({"base": here + "/moved"}, SECRET)
+        endpoints.list_models(endpoints.Endpoint("m", here + "/moved"), SECRET)
     assert failed.value.code == 307
     assert [p for p, _ in Listing.seen if p == "/steal"] == []  # the key never reached the other origin
 
@@ -447,20 +449,20 @@ def test_reg1_reg8_reg9_what_is_synced_is_what_llm_calls(up, llmdir, monkeypatch
 
 def test_endpoint_helpers_ep_kinds_headers_names_listings():
     """EP-3 kinds by address, each API's auth header, EP-2 names, listing URLs and rows, hub version notes."""
-    assert endpoints._inferred_kind("http://10.0.0.5:3000/api/") == "hub"
-    assert endpoints._inferred_kind("http://127.0.0.1:11434/v1") == "local"
-    assert endpoints._inferred_kind("https://api.example.com/v1") == "provider"
+    assert endpoints.inferred_kind("http://10.0.0.5:3000/api/") == "hub"
+    assert endpoints.inferred_kind("http://127.0.0.1:11434/v1") == "local"
+    assert endpoints.inferred_kind("https://api.example.com/v1") == "provider"
     assert endpoints.auth_headers("anthropic", "s") == {"x-api-key": "s"}
     assert endpoints.auth_headers("gemini", "s") == {"x-goog-api-key": "s"}
     assert endpoints.auth_headers("chat", "s") == {"Authorization": "Bearer s"}
     assert endpoints.valid_name("my-hub") and not any(map(endpoints.valid_name, ("a", "-x", "A1")))
-    gemini_base = {"base": "https://g.example/v1beta/", "api": "gemini"}
+    gemini_base = endpoints.Endpoint("g", "https://g.example/v1beta/", api="gemini")
     assert endpoints.listing_url(gemini_base).endswith("/models?pageSize=1000")
     rows = {"data": [{"id": "a"}, {"id": "b", "visibility": "hidden"}, {"id": ""}]}
-    assert endpoints.rows_of({}, rows) == {"a": {"id": "a"}}
+    assert endpoints.rows_of(endpoints.Endpoint("e"), rows) == {"a": {"id": "a"}}
     gemini = {"models": [{"name": "models/g", "supportedGenerationMethods": ["generateContent"]},
                          {"name": "models/e", "supportedGenerationMethods": ["embedContent"]}]}
-    assert list(endpoints.rows_of({"api": "gemini"}, gemini)) == ["g"]
+    assert list(endpoints.rows_of(endpoints.Endpoint("g", api="gemini"), gemini)) == ["g"]
     assert endpoints.version_note("litellm", "v1.74.3", ["1.74"]) == ""
     assert "1.80.0" in endpoints.version_note("litellm", "1.80.0", ["1.74"])
     assert "did not report" in endpoints.version_note("openwebui", "", ["0.6"])

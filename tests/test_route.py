@@ -12,7 +12,7 @@ import time
 import pytest
 
 from benchwarmers.core import fileio, paths
-from benchwarmers.models import history, learn, registry
+from benchwarmers.models import endpoints, history, learn, registry
 from benchwarmers.panel import offload, route
 from benchwarmers.demo.demo import Upstream
 
@@ -29,7 +29,7 @@ def register(*models, endpoint=ENDPOINT):
     text = ""
     for model in models:
         alias, served = (model, model) if isinstance(model, str) else model
-        text += registry.block(alias, served, endpoint)
+        text += registry.block(alias, served, endpoints.record("main", endpoint))
     paths.file("config", registry.NAME).write_text(text, encoding="utf-8")
 
 
@@ -213,7 +213,10 @@ def test_rtr1_served_names_filter_through_the_seam(monkeypatch):
     """TST-0: the served-names lookup is a seam; the default failing means no filtering at all."""
     write_json("config", "endpoints.json", data={"main": {"base": "http://127.0.0.1:9/v1", "default": True},
                                                  "other": {"base": "http://127.0.0.1:10/v1"}})
-    main, other = {"base": "http://127.0.0.1:9/v1", "key": ""}, {"base": "http://127.0.0.1:10/v1", "key": ""}
+    main = endpoints.Endpoint("main", "http://127.0.0.1:9/v1")
+    other = endpoints.Endpoint("other", "http://127.0.0.1:10/v1")
+
+
     text = registry.block("a", "m/a", main) + registry.block("gone", "m/gone", main) + registry.block("b", "o/b", other)
     paths.file("config", registry.NAME).write_text(text, encoding="utf-8")
     listings = {"main": {"m/a"}, "other": {"o/b"}}

@@ -371,10 +371,10 @@ def test_rt22_rt24_routes_jsonl_one_offload_per_model_and_ledger_purpose(gw, rou
     assert [line["turn"] for line in lines] == [1, 2] and lines[0]["tried"][0]["alias"] == "limited"
     assert lines[0]["tokens_out"] > 0 and lines[0]["tool_calls"] == 0 and lines[0]["key"] == "local"
     assert all("secret" not in json.dumps(line) and "messages" not in line for line in lines)
-    entries = [e for e in offload.entries() if e.get("call", "").startswith(first["conversation"])]
-    assert len(entries) == 1 and entries[0]["useful"] is None and entries[0]["call"] == first["call"]
-    assert entries[0]["task"] == f"{PROMPT} (bench/core:route)"
-    assert entries[0]["note"].startswith("route conversation; first turn ok in")
+    entries = [e for e in offload.entries() if e.call.startswith(first["conversation"])]
+    assert len(entries) == 1 and entries[0].useful is None and entries[0].call == first["call"]
+    assert entries[0].task == f"{PROMPT} (bench/core:route)"
+    assert entries[0].note.startswith("route conversation; first turn ok in")
     assert not paths.file("runs", "gateway", "calls.jsonl").exists()
     rows = list(ledger.rows(0))
     assert {row["purpose"] for row in rows} == {"route"} and len(rows) == 3  # the 429 is a ledger line too (RT-23)

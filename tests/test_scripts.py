@@ -280,7 +280,7 @@ def test_rp_registrations_follow_a_new_connection_prefix_keeping_their_aliases(h
     assert "scripts.sync_config" in applied.stdout and "scripts.provider_tags" in applied.stdout
     text = registry.path().read_text(encoding="utf-8")
     assert "  model_name: llm7.codestral-latest\n" in text and '  model_name: "llm7.m/with:colon"\n' in text
-    assert {a: r["model_name"] for a, r in registry.registrations().items()} == {
+    assert registry.names() == {
         "cod": "llm7.codestral-latest", "kept": "other-model", "done": "llm7.x", "odd": "llm7.m/with:colon"}
     assert snapshot() == {"updated": "2026-10-15", "first_missing": {},
                           "last_seen": {"llm7.codestral-latest": "2026-10-11", "other-model": "2026-10-15"}}

@@ -7,7 +7,7 @@ each is logged to the change log with the caller.
 
 import re
 
-from ..core import changes, fileio
+from ..core import changes, fileio, records
 from ..core.errors import Invalid
 from ..models import catalog, connections, registry
 from ..panel import collections, policy, roles, roster
@@ -52,17 +52,13 @@ def view():
     model_roles = roles.load()
     every = chat_models()
     return {"ok": True, "errors": [], "collections": listed,
-            "settings": {"max_calls": s["max_calls"], "max_explorers": s["max_explorers"],
-                         "policy": collections.chosen_policy(), "policies": list(policy.NAMES)},
+            "settings": {"max_calls": s.max_calls, "max_explorers": s.max_explorers, "policy": s.policy,
+                         "policies": list(policy.NAMES)},
             "shapes": shapes(), "models": every, "served": registry.names(),
             "tag_suggestions": list(dict.fromkeys(shapes() + SUGGESTED + in_use)),
             "facts": {a: _facts(a, model_roles) for a in every},
             "shape_roles": {k: v for k, v in model_roles["shapes"].items() if k != "image"},
             "long_context": LONG_CONTEXT}
-
-
-def _text(value):
-    return value.strip() if isinstance(value, str) else ""
 
 
 def _unique(items):
@@ -71,7 +67,7 @@ def _unique(items):
 
 def cleaned(body):
     """CO-7's normalising of the body's fields (null is "")."""
-    name = _text(body.get("name")).removeprefix("bench/")
+    name = records.text(body.get("name")).removeprefix("bench/")
     tags = body.get("tags")
     if isinstance(tags, str):
         tags = tags.split(",")
@@ -79,9 +75,9 @@ def cleaned(body):
     members = body.get("members")
     if not isinstance(members, list) or not all(isinstance(m, str) for m in members):
         members = []
-    return {"name": name, "members": _unique(m.strip() for m in members), "shape": _text(body.get("shape")),
-            "description": " ".join(_text(body.get("description")).split()), "tags": tags,
-            "reply": _text(body.get("reply")) or "all", "merger": _text(body.get("merger"))}
+    return {"name": name, "members": _unique(m.strip() for m in members), "shape": records.text(body.get("shape")),
+            "description": " ".join(records.text(body.get("description")).split()), "tags": tags,
+            "reply": records.text(body.get("reply")) or "all", "merger": records.text(body.get("merger"))}
 
 
 def save(body, who):
@@ -89,7 +85,7 @@ def save(body, who):
     c = cleaned(body)
     errors = []
     known = set(chat_models())
-    max_calls = collections.settings()["max_calls"]
+    max_calls = collections.settings().max_calls
     if not NAME.match(c["name"]):
         errors.append(BAD_NAME)
     if not c["members"]:
@@ -109,7 +105,7 @@ def save(body, who):
     if len(c["tags"]) > MAX_TAGS:
         errors.append("at most 8 tags")
     errors += collections.reply_errors(c["reply"], c["merger"], known)
-    if collections.unreadable(collections.collections_path()):
+    if collections.collections_problem():
         errors.append("config/collections.json is not valid JSON; fix it by hand first, or this save would "
                       "replace every collection in it")
     if errors:
@@ -128,8 +124,8 @@ def save(body, who):
 
 def remove(body, who):
     """CO-8: `POST /api/collection/remove`."""
-    name = _text(body.get("name")).removeprefix("bench/")
-    if collections.unreadable(collections.collections_path()):
+    name = records.text(body.get("name")).removeprefix("bench/")
+    if collections.collections_problem():
         raise Invalid(UNREADABLE)
     if name not in collections.load():
         raise Invalid(f"no collection '{name}'")
@@ -156,19 +152,18 @@ def gateway_settings(body, who):
     if not (_whole(explorers) and 0 <= explorers <= 2):
         errors.append("max explorers must be 0, 1 or 2 (route.py seats at most two)")
     if _whole(calls):
-        over = sorted(n for n, c in collections.load().items()
-                      if isinstance(c.get("members"), list) and len(c["members"]) > calls)
+        over = sorted(n for n, c in collections.load().items() if len(c.members) > calls)
         if over:
             errors.append(f"these collections have more members than {calls}: {', '.join(over)}")
-    if collections.unreadable(collections.settings_path()):
+    if collections.settings_fault():
         errors.append("config/gateway.json is not valid JSON; fix it by hand first")
     if errors:
         raise Invalid(*errors)
     before = collections.settings()
-    old = {"max_calls": before["max_calls"], "max_explorers": before["max_explorers"]}
+    old = {"max_calls": before.max_calls, "max_explorers": before.max_explorers}
     new = {"max_calls": calls, "max_explorers": explorers}
     if chosen is not None:
-        old["policy"], new["policy"] = collections.chosen_policy(), chosen
+        old["policy"], new["policy"] = before.policy, chosen
 
     def put(data):
         data.pop("default_collection", None)

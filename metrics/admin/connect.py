@@ -28,7 +28,7 @@ import secrets
 import time
 import urllib.parse
 
-from ..core import changes, fileio, keys, paths
+from ..core import changes, fileio, keys, paths, records
 from ..core.errors import Invalid
 from ..models import endpoints
 from ..providers import providers, renewal
@@ -41,10 +41,6 @@ BUSY = 60
 CALLBACK = "/connect/callback"
 EXPIRED = "this sign-in is unknown or has expired; start it again"
 DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
-
-
-def _text(value):
-    return value.strip() if isinstance(value, str) else ""
 
 
 # ---------------------------------------------------------------- PKCE (CN-3)
@@ -82,13 +78,18 @@ def by_code(entry):
     return entry.get("flow") in ("device", "local") or bool(entry.get("device"))
 
 
+def _signed_in_by(endpoint, pid):
+    """Whether `endpoint` (or None) holds a sign-in to provider `pid`."""
+    return endpoint is not None and endpoint.connect is not None and endpoint.connect.get("provider") == pid
+
+
 def _taken(found):
     return set(found) | set(keys.stored())
 
 
 def suggest(pid, entry, found):
     """The name a new endpoint would get: a local provider already added under its own id keeps it."""
-    if entry.get("flow") == "local" and (found.get(pid, {}).get("connect") or {}).get("provider") == pid:
+    if entry.get("flow") == "local" and _signed_in_by(found.get(pid), pid):
         return pid
     return endpoints.free_name(pid, _taken(found))
 
@@ -145,7 +146,7 @@ def _settle(sid, result):
 def _name_problem(pid, entry, name, found):
     taken = _taken(found)
     if name in found:
-        if (found[name].get("connect") or {}).get("provider") != pid:
+        if not _signed_in_by(found[name], pid):
             return f"{name} is already an endpoint: give this one another name, e.g. {endpoints.free_name(name, taken)}"
         return ""
     if not endpoints.valid_name(name):
@@ -158,12 +159,12 @@ def _name_problem(pid, entry, name, found):
 
 def start(body, who, port):
     """CN-2 `POST /api/connect/start {provider, endpoint?, code?}`; `port` is the dashboard's (the redirect's)."""
-    pid = _text(body.get("provider"))
+    pid = records.text(body.get("provider"))
     entry = providers.table().get(pid)
     if entry is None:
         raise Invalid(f"no provider '{pid}'")
     found = endpoints.load()
-    name = _text(body.get("endpoint")).lower() or suggest(pid, entry, found)
+    name = records.text(body.get("endpoint")).lower() or suggest(pid, entry, found)
     problem = _name_problem(pid, entry, name, found) or missing(pid, entry)
     if problem:
         raise Invalid(problem)
@@ -323,7 +324,7 @@ def _outcome(result):
 
 def poll(body, who):
     """CN-3 `POST /api/connect/poll {id}`: pending, error, or the save's reply once."""
-    sid = _text(body.get("id"))
+    sid = records.text(body.get("id"))
     now = time.time()
 
     def look(data):
@@ -392,7 +393,7 @@ def save(pid, entry, name, token, refresh="", expires=None, client_id=""):
         record["refreshes"] = True
     extra = {**(entry.get("entry") or {}), "connect": record}
     found = endpoints.load()
-    key_name = (found.get(name) or {}).get("key") or name
+    key_name = found[name].key if name in found and found[name].key else name
     try:
         with renewal.key_lock(key_name):
             result = endpointedit.save({"name": name, "base": entry.get("base") or "", "key": token,
@@ -408,11 +409,11 @@ def save(pid, entry, name, token, refresh="", expires=None, client_id=""):
 def app(body, who):
     """CN-5 `POST /api/connect/app {provider, client_id}`: this install's own app registration, or back to the
     shipped one with an empty id."""
-    pid = _text(body.get("provider"))
+    pid = records.text(body.get("provider"))
     entry = providers.table().get(pid)
     if not entry or not entry.get("register"):
         raise Invalid(f"'{pid}' has no app to register")
-    cid = _text(body.get("client_id"))
+    cid = records.text(body.get("client_id"))
     if cid and not providers.CLIENT_ID_RULE.match(cid):
         raise Invalid("a client id is 3-200 letters, digits or . _ ~ : - (a public id, never a secret)")
 

@@ -19,7 +19,7 @@ Decisions where the spec leaves room:
   has run, each block lists the models on the bench and says the rest are in the onboarding picker.
 """
 
-from ..core import changes, fileio, keys, paths
+from ..core import changes, fileio, keys, paths, records
 from ..core.errors import Invalid
 from ..models import connections, endpoints, registry
 from ..providers import renewal
@@ -30,10 +30,6 @@ LIMIT_KEYS = ("rpm", "rpd", "tpm", "tpd", "rpmo")
 LIMIT_LABELS = {"rpm": "requests per minute", "rpd": "requests per day", "tpm": "tokens per minute",
                 "tpd": "tokens per day", "rpmo": "requests per calendar month (UTC)"}
 DIALOG_APIS = ("chat", "anthropic", "gemini")  # `responses` is reserved to Connect (EP-4)
-
-
-def _text(value):
-    return value.strip() if isinstance(value, str) else ""
 
 
 def models_on(name):
@@ -69,7 +65,6 @@ def view():
     served = _served_by(found, default_name, snap["last_seen"])
     rows = []
     for name, entry in found.items():
-        kind = endpoints.kind_of(entry)
         on_bench = sorted(({"alias": a, "served": e["served"], "decision": e.get("kind") == "decision",
                             "connection": "decision" if e.get("kind") == "decision" else e["tag"].split("/", 1)[0]}
                            for a, e in directory.items() if e.get("endpoint") == name),
@@ -77,15 +72,15 @@ def view():
         benched = {r["served"] for r in on_bench}
         more = sorted(({"served": s, "day": day, "current": day == snap["updated"]}
                        for s, day in served[name].items() if s not in benched), key=lambda r: r["served"].lower())
-        rows.append({"name": name, "base": str(entry.get("base") or "").rstrip("/"), "default": name == default_name,
-                     "kind": kind, "hub": endpoints.hub(name), "api": entry.get("api") or "chat",
-                     "key_name": entry.get("key") or "", "key_set": bool(keys.key(entry.get("key") or "")),
-                     "models": len(on_bench), "connect": renewal.signed_in(entry.get("connect")), "bench": on_bench, "served": more})
+        rows.append({"name": name, "base": entry.base.rstrip("/"), "default": name == default_name,
+                     "kind": entry.kind, "hub": entry.hub, "api": entry.api, "key_name": entry.key,
+                     "key_set": bool(keys.key(entry.key)), "models": len(on_bench),
+                     "connect": renewal.signed_in(entry.connect), "bench": on_bench, "served": more})
     return {"ok": True, "errors": [], "endpoints": rows, "updated": snap["updated"]}
 
 
 def _body(body):
-    fields = {k: _text(body.get(k)) for k in ("name", "base", "key", "kind", "hub", "admin", "api")}
+    fields = {k: records.text(body.get(k)) for k in ("name", "base", "key", "kind", "hub", "admin", "api")}
     fields["name"] = fields["name"].lower()
     fields["base"] = fields["base"].rstrip("/")
     return fields
@@ -113,7 +108,7 @@ def _problems(f, new, found):
     if not endpoints.BASE_RULE.match(f["base"]):
         errors.append("base URL must start http:// or https://, e.g. https://openrouter.ai/api/v1")
     old = found.get(name)
-    if old and not errors and str(old.get("base") or "").rstrip("/") != f["base"]:
+    if old and not errors and old.base.rstrip("/") != f["base"]:
         count = len(models_on(name))
         if count:
             errors.append(f"{count} model(s) are registered on {name} at its current URL; a new URL would strand "
@@ -122,9 +117,10 @@ def _problems(f, new, found):
 
 
 def _entry(f, old, new, extra=None):
-    """EP-5: the entry as it will be written, and the secret the test uses. `extra` is a sign-in's (CN-4): the
-    provider's entry fields and the `connect` record; headers an entry already has are never rewritten."""
-    entry = dict(old) if old else {"key": f["name"], "kind": f["kind"] or endpoints.kind_of({"base": f["base"]})}
+    """EP-5: the entry as it will be written (built on the old one's stored fields, so none it does not know is
+    dropped), and the secret the test uses. `extra` is a sign-in's (CN-4): the provider's entry fields and the
+    `connect` record; headers an entry already has are never rewritten."""
+    entry = dict(old.stored) if old else {"key": f["name"], "kind": f["kind"] or endpoints.inferred_kind(f["base"])}
     if f["key"]:
         entry.pop("connect", None)  # a typed key replaces a sign-in
         entry["key"] = entry.get("key") or f["name"]
@@ -158,14 +154,14 @@ def save(body, who, extra=None):
     if errors:
         raise Invalid(*errors)
     entry, secret = _entry(f, found.get(f["name"]), new, extra)
-    count, note = endpoints.listing_test(entry, secret)
+    count, note = endpoints.listing_test(endpoints.record(f["name"], entry), secret)
     if count is None:
         raise Invalid(note)
     if body.get("test") is True:
         return {"ok": True, "errors": [], "served": count, "note": note}
     if f["key"] and keys.stored().get(entry["key"]) != f["key"]:
         keys.set_key(entry["key"], f["key"])
-    if f["admin"] and endpoints.kind_of(entry) == "hub":
+    if f["admin"] and endpoints.record(f["name"], entry).kind == "hub":
         admin_name = entry.get("admin_key") or f"{entry['key'] or f['name']}-admin"
         keys.set_key(admin_name, f["admin"])
         note = (note + f" The admin key is kept as {admin_name}.").strip()
@@ -182,7 +178,7 @@ def save(body, who, extra=None):
 
 def remove(body, who):
     """EP-8: `POST /api/endpoint/remove {name, with_models}`; the key stays in the key store."""
-    name = _text(body.get("name")).lower()
+    name = records.text(body.get("name")).lower()
     found = endpoints.load()
     if name not in found:
         raise Invalid(f"no endpoint '{name}'")
@@ -193,7 +189,7 @@ def remove(body, who):
         raise Invalid(f"{len(on_it)} model(s) are on it ({', '.join(on_it)}): remove it with them, "
                       "or retire them first")
     chat = [a for a in on_it if a in registry.registrations()]
-    stuck = [a for a in chat if modeledit.registry_blocks(a) != 1]
+    stuck = [a for a in chat if registry.blocks_of(a) != 1]
     if stuck:  # IMP-10: checked for all before the first retirement
         raise Invalid(f"{', '.join(stuck)} cannot be retired from the dashboard (not exactly one registry block); "
                       f"nothing retired and {name} is still there")
@@ -222,7 +218,7 @@ def _rekey(key, old, new, known):
 
 def make_default(body, who):
     """EP-9: `POST /api/endpoint/default {name}`."""
-    name = _text(body.get("name")).lower()
+    name = records.text(body.get("name")).lower()
     found = endpoints.load()
     if name not in found:
         raise Invalid(f"no endpoint '{name}'")
@@ -274,7 +270,7 @@ def connections_view():
 
 def save_limits(body, who):
     """EP-15: `POST /api/connection-limits {connection, limits}`."""
-    connection = _text(body.get("connection"))
+    connection = records.text(body.get("connection"))
     known = sorted({connections.connection_of(a) for a in registry.registrations()})
     limits = body.get("limits")
     if not isinstance(limits, dict):

@@ -11,7 +11,7 @@ default first); an `endpoint` naming another endpoint of the same hub kind is re
 
 import re
 
-from ..core import changes
+from ..core import changes, records
 from ..core.errors import Invalid
 from ..models import endpoints
 from ..providers import cliproxy, hubs, litellm_hub, owui
@@ -20,10 +20,6 @@ from . import onboarding
 ADAPTERS = {"openwebui": owui, "litellm": litellm_hub, "cliproxy": cliproxy}
 MODEL_RULE = re.compile(r"^[\w./:@+-]{1,200}$")
 CONNECTION_RULE = re.compile(r"^[\w.-]{1,80}$")
-
-
-def _text(value):
-    return value.strip() if isinstance(value, str) else ""
 
 
 def _which(name, found):
@@ -40,7 +36,7 @@ def _which(name, found):
 
 def add(body, who):
     """DS-6."""
-    model, connection, name = _text(body.get("model")), _text(body.get("connection")), _text(body.get("endpoint"))
+    model, connection, name = (records.text(body.get(field)) for field in ("model", "connection", "endpoint"))
     errors = []
     if not MODEL_RULE.match(model):
         errors.append("the model id is the provider's id, e.g. vendor/model:free")

@@ -19,7 +19,7 @@ import json
 import re
 import subprocess
 
-from ..core import changes, fileio, keys, paths
+from ..core import changes, fileio, keys, paths, records
 from ..core.errors import Invalid, Unusable
 from ..models import aliases, endpoints, registry, scoring
 from ..calling import client
@@ -35,8 +35,8 @@ PERF_COLUMNS = ("timestamp", "model", "prompt", "n", "p50_s", "p95_s", "min_s", 
                 "refused", "error", "timeout", "failure", "detail", "tokens_per_s")
 F = {"roles": ("config", "model-roles.json"), "yaml": ("config", registry.NAME),
      "history": ("config", "alias-history.json"), "options": ("config", "model-options.json"),
-     "decision": ("config", "decision-models.json"), "retired": ("config", "retired.json"),
-     "collections": ("config", "collections.json"), "alerts": ("metrics", "alerts.json")}
+     "decision": ("config", registry.DECISIONS), "retired": ("config", roster.RETIRED),
+     "collections": ("config", collections.COLLECTIONS), "alerts": ("metrics", "alerts.json")}
 
 
 def shown(name):
@@ -48,28 +48,6 @@ def where(name):
 
 
 UNCHANGED = {"changed": [], "sync": ""}  # what a refused edit's reply says beside its errors
-
-
-def _text(value):
-    return value.strip() if isinstance(value, str) else ""
-
-
-def _id_lines(text, alias):
-    """Line numbers of `model_id: <alias>` in the registry text (a block's first line)."""
-    pattern = re.compile(r"^(\s*-?\s*model_id:\s*)" + re.escape(alias) + r"\s*$")
-    return [n for n, line in enumerate(text.split("\n")) if pattern.match(line)]
-
-
-def _registry_text():
-    try:
-        return where("yaml").read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return ""
-
-
-def registry_blocks(alias):
-    """How many registry blocks start with `model_id: <alias>`; retiring needs exactly one (MP-10)."""
-    return len(_id_lines(_registry_text(), alias))
 
 
 def sync():
@@ -97,7 +75,7 @@ def _rename_errors(alias, new, found):
     if new in history:
         return [f"'{new}' is a retired alias (it became '{aliases.follow(aliases.resolver(), new)}'); a retired name "
                 "is never reused, because the run notes still say it"]
-    if new in roster.retired():
+    if new in roster.retired().models:
         return [f"'{new}' was removed from the bench; a retired name is never reused, because the run notes still "
                 "say it"]
     if any(a.lower() == new.lower() and a != alias for a in found):
@@ -117,8 +95,8 @@ PROBES = {
 
 def question_probe(alias, kind):
     """Why `alias` did not answer the `kind` probe question, or "" when it did (MP-7)."""
-    entry = fileio.read_json(paths.file("config", "decision-models.json")).get(alias)
-    if not isinstance(entry, dict):
+    entry = registry.decision_models().get(alias)
+    if entry is None:
         return "it is not in config/decision-models.json"
     try:
         answers = shape.decide(alias, entry, PROBE_STATE, {f"probe_{kind}": PROBES[kind]})
@@ -143,7 +121,8 @@ def change(body, who):
     if entry is None:
         raise Invalid(f"'{alias}' is not a registered alias", **UNCHANGED)
     decision = entry.get("kind") == "decision"
-    new_alias, new_role, ad_hoc = _text(body.get("new_alias")), _text(body.get("new_role")), body.get("new_ad_hoc")
+    new_alias, new_role = records.text(body.get("new_alias")), records.text(body.get("new_role"))
+    ad_hoc = body.get("new_ad_hoc")
     errors = []
     if ad_hoc is not None and not isinstance(ad_hoc, bool):
         errors.append(f"ad_hoc must be true or false; got {ad_hoc!r}")
@@ -171,7 +150,7 @@ def change(body, who):
     rename = bool(new_alias) and new_alias != alias
     if rename:
         errors += _rename_errors(alias, new_alias, found)
-        count = len(_id_lines(_registry_text(), alias))
+        count = registry.blocks_of(alias)
         if not decision and not errors and count != 1:
             errors.append(f"expected exactly one 'model_id: {alias}' line in extra-openai-models.yaml, found {count}; "
                           "nothing renamed")
@@ -219,11 +198,7 @@ def _rename(old, new, decision):
         fileio.update(where("decision"), lambda d: d.__setitem__(new, d.pop(old)))
         changed.append(shown("decision"))
     else:
-        with fileio.lock(where("yaml")):
-            lines = _registry_text().split("\n")
-            n = _id_lines("\n".join(lines), old)[0]
-            lines[n] = re.sub(r"model_id:\s*.*$", f"model_id: {new}", lines[n])
-            fileio.write_atomic(where("yaml"), "\n".join(lines))
+        registry.rename(old, new)
         changed.append(shown("yaml"))
     fileio.update(where("history"), lambda d: d.__setitem__(old, new))
     changed.append(shown("history"))
@@ -257,7 +232,7 @@ def _rename(old, new, decision):
 
 def _drop_from_collections(alias, who):
     """MP-13: `{collection: fields}` it was dropped from; nothing when collections.json is unreadable."""
-    if collections.unreadable(where("collections")):
+    if collections.collections_problem():
         return {}
     dropped = {}
 
@@ -287,9 +262,9 @@ def remove(body, who):
     if entry is None:
         raise Invalid(f"'{alias}' is not a registered alias", **UNCHANGED)
     decision = entry.get("kind") == "decision"
-    reason = _text(body.get("reason")) or "retired by hand"
+    reason = records.text(body.get("reason")) or "retired by hand"
     if not decision:
-        count = registry_blocks(alias)
+        count = registry.blocks_of(alias)
         if count != 1:
             raise Invalid(f"expected one registry block for '{alias}', found {count}; nothing removed", **UNCHANGED)
     changed = []
@@ -300,7 +275,7 @@ def remove(body, who):
         record["ad_hoc"] = True
     options = None if decision else fileio.read_json(where("options")).get(alias)
     if decision:
-        record["decision"] = dict(roster.decision_models()[alias])
+        record["decision"] = dict(registry.decision_models()[alias].stored)
     elif isinstance(options, dict):
         record["options"] = options
     # the retired record first: whatever fails after it, Restore can still bring the model back whole
@@ -351,9 +326,9 @@ def _clear_alerts(matches):
 
 def _return_to_collections(alias, recorded, who):
     """MP-17: back into the collections that still exist and have room; returns whether any changed."""
-    if not isinstance(recorded, dict) or collections.unreadable(where("collections")):
+    if not recorded or collections.collections_problem():
         return False
-    limit = collections.settings()["max_calls"]
+    limit = collections.settings().max_calls
     back = {}
 
     def put(data):
@@ -379,11 +354,11 @@ def _return_to_collections(alias, recorded, who):
 def restore(body, who):
     """MP-14..17: put a retired model back exactly as it was."""
     alias = body.get("alias")
-    gone = roster.retired()
+    gone = roster.retired().models
     if not isinstance(alias, str) or alias not in gone:
         raise Invalid(f"'{alias}' is not a retired alias", **UNCHANGED)
     entry = gone[alias]
-    endpoint = entry.get("endpoint") or "?"
+    endpoint = entry.endpoint or "?"
     try:
         known = endpoints.load()
     except Unusable as exc:
@@ -392,14 +367,14 @@ def restore(body, who):
         raise Invalid(f"its endpoint {endpoint} was removed; add an endpoint named {endpoint} again, then restore",
                       **UNCHANGED)
     found = roster.directory()
-    served = entry.get("served") or ""
+    served = entry.served
     changed = []
-    decision = isinstance(entry.get("decision"), dict)
+    decision = entry.decision is not None
     if decision:
         if alias in found or any(e.get("kind") == "decision" and e["served"] == served and e["endpoint"] == endpoint
                                  for e in found.values()):
             raise Invalid(f"{served} is on the bench again; nothing to restore", **UNCHANGED)
-        fileio.update(where("decision"), lambda d: d.__setitem__(alias, entry["decision"]))
+        fileio.update(where("decision"), lambda d: d.__setitem__(alias, dict(entry.decision)))
         changed.append(shown("decision"))
     else:
         target = endpoint if endpoint in known else roster.default_endpoint()
@@ -409,10 +384,10 @@ def restore(body, who):
                           **UNCHANGED)
         registry.add_registration(alias, served, target)
         changed.append(shown("yaml"))
-        if isinstance(entry.get("options"), dict):
-            fileio.update(where("options"), lambda d: d.__setitem__(alias, entry["options"]))
+        if entry.options is not None:
+            fileio.update(where("options"), lambda d: d.__setitem__(alias, dict(entry.options)))
             changed.append(shown("options"))
-    role, ad_hoc = entry.get("role") or "general", bool(entry.get("ad_hoc"))
+    role, ad_hoc = entry.role or "general", entry.ad_hoc
     if decision or role != "general" or ad_hoc:
         def put_role(data):
             if role != "general":
@@ -421,7 +396,7 @@ def restore(body, who):
                 _set_ad_hoc(data, alias, True)
         fileio.update(where("roles"), put_role)
         changed.append(shown("roles"))
-    if _return_to_collections(alias, entry.get("collections"), who):
+    if _return_to_collections(alias, entry.collections, who):
         changed.append(shown("collections"))
     fileio.update(where("retired"), lambda d: d.pop(alias, None))
     changed.append(shown("retired"))

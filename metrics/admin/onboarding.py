@@ -29,7 +29,7 @@ import subprocess
 import threading
 import time
 
-from ..core import changes, fileio, paths
+from ..core import changes, fileio, paths, records
 from ..core.errors import Invalid, Unshown
 from ..models import catalog, endpoints, sources
 from ..providers import renewal
@@ -64,10 +64,10 @@ def taken_keys():
     """OB-7: picker keys never offered — registered chat models, retired entries, decision models."""
     default_name = endpoints.default()
     found = {picker_key(e["served"], e["endpoint"], default_name) for e in roster.directory().values()}
-    for entry in roster.retired().values():
-        served = str(entry.get("served") or "")
-        endpoint = str(entry.get("endpoint") or "")
-        found.add(picker_key(served, endpoint if endpoint in endpoints.readable() else default_name, default_name))
+    for entry in roster.retired().models.values():
+        endpoint = entry.endpoint
+        found.add(picker_key(entry.served, endpoint if endpoint in endpoints.readable() else default_name,
+                             default_name))
     return found
 
 
@@ -179,17 +179,13 @@ def refusals(served, endpoint, mode):
         if entry["served"] == served and (entry["endpoint"] == endpoint or on_default):
             errors.append(f"{served} is already registered as '{alias}'")
             break
-    for alias, entry in roster.retired().items():
-        if entry.get("served") == served and (entry.get("endpoint") or endpoints.default()) == endpoint:
-            errors.append(f"{served} was retired from the bench as '{alias}' on {str(entry.get('at', ''))[:10]} "
-                          f"({entry.get('why') or 'retired by hand'}); remove that entry from config/retired.json "
+    for alias, entry in roster.retired().models.items():
+        if entry.served == served and (entry.endpoint or endpoints.default()) == endpoint:
+            errors.append(f"{served} was retired from the bench as '{alias}' on {entry.at[:10]} "
+                          f"({entry.why or 'retired by hand'}); remove that entry from config/retired.json "
                           "first if you mean it")
             break
     return errors, endpoint
-
-
-def _text(value, default=""):
-    return value.strip() if isinstance(value, str) else default
 
 
 # -- the process and its log (OB-17..19) --------------------------------------------------------------
@@ -358,8 +354,8 @@ class Queue:
         errors, accepted, pairs = [], [], set()
         for raw in items:
             raw = raw if isinstance(raw, dict) else {}
-            served, mode = _text(raw.get("served")), _text(raw.get("mode"), "full") or "full"
-            problems, endpoint = refusals(served, _text(raw.get("endpoint")), mode)
+            served, mode = records.text(raw.get("served")), records.text(raw.get("mode"), "full") or "full"
+            problems, endpoint = refusals(served, records.text(raw.get("endpoint")), mode)
             errors += problems
             if (served, endpoint) in pairs:
                 errors.append("a model is picked twice")
@@ -485,8 +481,8 @@ def queue():
 
 def onboard_now(body, who):
     """OB-20 `POST /api/onboard {served, endpoint?, mode?}`: one onboarding at once, outside the queue."""
-    served, mode = _text(body.get("served")), _text(body.get("mode"), "full") or "full"
-    problems, endpoint = refusals(served, _text(body.get("endpoint")), mode)
+    served, mode = records.text(body.get("served")), records.text(body.get("mode"), "full") or "full"
+    problems, endpoint = refusals(served, records.text(body.get("endpoint")), mode)
     if queue().summary()["running"]:
         problems.append("an onboarding batch is running: add this model to its queue instead, or wait")
     if problems:

@@ -75,11 +75,10 @@ class Target:
 
     def __init__(self, alias, served, endpoint, entry, registration):
         self.alias, self.served, self.endpoint = alias, served, endpoint
-        self.api = entry.get("api") or "chat"
-        self.url = str(entry.get("base") or "").rstrip("/") + "/chat/completions"
-        self.key_name = registration.get("api_key_name") or ""
-        self.headers = {"Content-Type": "application/json", **(entry.get("headers") or {}),
-                        **(registration.get("headers") or {})}
+        self.api = entry.api
+        self.url = entry.base.rstrip("/") + "/chat/completions"
+        self.key_name = registration.api_key_name
+        self.headers = {"Content-Type": "application/json", **entry.headers, **registration.headers}
 
     def problem(self):
         """Why this alias is not asked at all, or ""."""

@@ -92,8 +92,8 @@ def evidence():
             last_answer[alias] = day
 
     for entry in offload.entries():
-        if entry.get("useful") is True:
-            answered(entry.get("model") or "", _date(entry.get("date")))
+        if entry.useful is True:
+            answered(entry.model, _date(entry.date))
     for saved in paths.file("suite", "tasks").glob("*/output/*.md"):
         try:
             text, stamp = saved.read_text(encoding="utf-8", errors="replace"), saved.stat().st_mtime
@@ -206,7 +206,7 @@ def run(live=None, first_missing=None, dry_run=False, today=None):
     if live is None:
         live, first_missing = live_from_snapshot()
     first_missing = first_missing or {}
-    models = {a: r for a, r in registry.registrations().items() if r.get("model_name")}
+    models = {a: r for a, r in registry.registrations().items() if r.model_name}
     if not models:
         return [], set()
     rows, last_answer, restored = evidence()
@@ -215,7 +215,7 @@ def run(live=None, first_missing=None, dry_run=False, today=None):
     for row in rows:
         by_alias.setdefault(row[0], []).append(row)
     for alias, reg in models.items():
-        served, ep = reg["model_name"], endpoints.endpoint_name(reg) or default
+        served, ep = reg.model_name, endpoints.endpoint_name(reg) or default
         keys[alias] = endpoints.snapshot_key(served, ep)
         tags[alias] = connections.full_tag_of(alias)
         missing = _date(first_missing.get(keys[alias])) if keys[alias] not in live else None

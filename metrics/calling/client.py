@@ -112,10 +112,10 @@ class Call(transport.Deadline):
         self.wall = time.time()
         self.on_delta = on_delta
         self.on_chunk = on_chunk
-        self.registration = {}
+        self.registration = registry.Registration(alias)
         self.base = ""
         self.endpoint = ""
-        self.entry = {}
+        self.entry = endpoints.Endpoint("")
         self.api = "chat"
         self.connection = ""
         self.secret = ""
@@ -388,7 +388,7 @@ def build_chat(call, prompt, system, messages, body):
     """POST `<base>/chat/completions` with the alias's options and the caller's own fields (REQ-1, CL-4)."""
     if messages is None:
         messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
-    payload = {"model": call.registration.get("model_name") or call.alias, "messages": messages}
+    payload = {"model": call.registration.model_name or call.alias, "messages": messages}
     payload.update((k, v) for k, v in registry.options(call.alias).items() if k not in BODY_OWN_FIELDS)
     if body:
         if "max_completion_tokens" in body:
@@ -412,7 +412,7 @@ def _native(call, prompt, system, messages, body):
 def build_anthropic(call, prompt, system, messages, body):
     """POST `<base>/messages` (REQ-2, OUT-2); tool turns are refused (REQ-8)."""
     messages = _native(call, prompt, system, messages, body)
-    served = call.registration.get("model_name") or call.alias
+    served = call.registration.model_name or call.alias
     try:
         payload = wire.anthropic.request(served, messages, registry.options(call.alias), stream=True)
     except wire.Unsupported as exc:
@@ -423,7 +423,7 @@ def build_anthropic(call, prompt, system, messages, body):
 def build_gemini(call, prompt, system, messages, body):
     """POST `<base>/models/<model>:streamGenerateContent?alt=sse` (REQ-3, OUT-3); tool turns are refused (REQ-8)."""
     messages = _native(call, prompt, system, messages, body)
-    served = call.registration.get("model_name") or call.alias
+    served = call.registration.model_name or call.alias
     try:
         payload = wire.gemini.request(messages, registry.options(call.alias))
     except wire.Unsupported as exc:
@@ -436,7 +436,7 @@ def build_responses(call, prompt, system, messages, body):
     _native(call, prompt, system, None, body)
     if messages is not None:
         raise Stop("Error: client failed: given messages are sent to chat completions only, not the Responses API")
-    payload = {"model": call.registration.get("model_name") or call.alias,
+    payload = {"model": call.registration.model_name or call.alias,
                "input": [{"role": "user", "content": prompt}], "stream": True, "store": False}
     if system:
         payload["instructions"] = system
@@ -508,7 +508,7 @@ APIS = {"chat": (build_chat, read_chat), "anthropic": (build_anthropic, read_nat
 def renew_signin(call):
     """CN-6 / CL-2 d: a sign-in that renews itself and is about to run out is renewed first (under its per-key
     lock, `providers.renewal`); a renewal that fails ends the call with a text containing `sign in again`."""
-    if not renewal.due(call.entry.get("connect")):
+    if not renewal.due(call.entry.connect):
         return
     problem = renewal.fresh(call.endpoint)
     if problem:
@@ -517,7 +517,7 @@ def renew_signin(call):
 
 def require_key(call):
     """A registration that names a key sends nothing until the key is set: a keyless 401 would be misread (CL-2 d)."""
-    name = call.registration.get("api_key_name") or ""
+    name = call.registration.api_key_name
     if not name:
         return  # a local runtime: no auth header at all
     call.secret = keys.key(name)
@@ -572,7 +572,7 @@ def _prepare(call, prompt, system, messages, body):
         raise Stop(f"{text}: {broken}" if broken else
                    f"{text} (register one with `python -m benchwarmers.scripts.onboard SERVED_NAME`)")
     call.registration = reg
-    api_base = reg.get("api_base") or ""
+    api_base = reg.api_base
     call.base = api_base.rstrip("/")
     if not call.base.lower().startswith(("http://", "https://")):
         raise Stop(f"Error: client failed: endpoint base must be http(s), not '{api_base}'")
@@ -581,8 +581,8 @@ def _prepare(call, prompt, system, messages, body):
     except RuntimeError as exc:
         raise Stop(f"Error: client failed: {exc}") from exc
     call.endpoint = endpoints.endpoint_name(reg) or ""
-    call.entry = found.get(call.endpoint, {})
-    call.api = call.entry.get("api") or "chat"
+    call.entry = found.get(call.endpoint) or endpoints.Endpoint(call.endpoint)
+    call.api = call.entry.api
     if call.api not in APIS:
         raise Stop(f"Error: client failed: the {call.api} API is not supported yet")
     call.url, call.payload = APIS[call.api][0](call, prompt, system, messages, body)
@@ -590,7 +590,7 @@ def _prepare(call, prompt, system, messages, body):
     for hook in PREFLIGHT:
         hook(call)
     call.headers = {"Content-Type": "application/json", "User-Agent": USER_AGENT}
-    call.headers.update(reg.get("headers") or {})
+    call.headers.update(reg.headers)
     if call.api == "anthropic":
         call.headers["anthropic-version"] = endpoints.ANTHROPIC_VERSION
     if call.secret:
@@ -819,7 +819,7 @@ def _budget_retry(call, read, retries, first):
 
 def _note_swap(call, reply):
     """SWAP-1/2: whether the reply names another model than the one registered; noted, never an error."""
-    served = call.registration.get("model_name") or ""
+    served = call.registration.model_name
     model = reply["model"]
     if not served or not model or model == served or catalog.norm_model(model) == catalog.norm_model(served):
         return False
@@ -988,8 +988,7 @@ def backend(alias=""):
     """`builtin` or `llm` for `alias` (BK-3): non-chat APIs and renewing sign-ins always use the built-in client."""
     if alias:
         entry = registry.entry_of(alias)
-        connect = entry.get("connect") if isinstance(entry.get("connect"), dict) else {}
-        if (entry.get("api") or "chat") != "chat" or connect.get("refreshes"):
+        if entry.api != "chat" or (entry.connect or {}).get("refreshes"):
             return "builtin"
     return chosen()[0]
 

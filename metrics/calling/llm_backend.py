@@ -101,6 +101,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ..core import fileio, keys, paths, settings
+from ..models import registry
 from . import client
 
 TIMEOUT = 420
@@ -112,7 +113,8 @@ LOG_LOCKED = "sqlite3.OperationalError: database is locked"
 EXIT_DETAIL = 300
 INPROCESS_ENV = "BENCH_LLM_INPROCESS"
 
-REGISTRY_FILES = ("extra-openai-models.yaml", "aliases.json")
+REGISTRY_FILES = (registry.NAME, "aliases.json")  # llm's own, in its user folder: a change reloads its models
+
 MODELS_TTL = 60
 
 _plugins_lock = threading.Lock()

@@ -9,30 +9,32 @@ is off (no one signed in, so the reference's word is kept), never a key or token
 
 import datetime
 import json
+from pathlib import Path
+from typing import Any
 
 from . import fileio, paths, tails
 
 
-def path():
+def path() -> Path:
     return paths.file("config", "changes.jsonl")
 
 
-def now_iso():
+def now_iso() -> str:
     return datetime.datetime.now().astimezone().isoformat(timespec="seconds")
 
 
-def by(caller):
+def by(caller: str) -> str:
     """The `by` of a dashboard write: `admin` when signed in, `ui` for the open (no login) dashboard."""
     return "admin" if caller == "admin" else "ui"
 
 
-def log(who, alias, field, old, new):
+def log(who: str, alias: str | None, field: str, old: object, new: object) -> dict[str, Any]:
     """Append one LOG-1 line (ASCII-escaped JSON, as the reference writes it)."""
     line = {"at": now_iso(), "by": who, "alias": alias or "", "field": field, "old": old, "new": new}
     fileio.append_bytes(path(), (json.dumps(line) + "\n").encode("ascii"))
     return line
 
 
-def recent(limit=200):
+def recent(limit: int = 200) -> list[dict[str, Any]]:
     """The newest `limit` change lines, newest first."""
     return tails.records(path(), limit)

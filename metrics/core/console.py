@@ -15,17 +15,17 @@ import sys
 CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
-def _escape(match):
+def _escape(match: re.Match[str]) -> str:
     code = ord(match.group())
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
-def escaped(text):
+def escaped(text: object) -> str:
     """`text` with every control character written as its escape (`\\x1b`, `\\x0a` for a newline, `\\u2028`)."""
     return CONTROL.sub(_escape, str(text))
 
 
-def say(*lines):
+def say(*lines: object) -> None:
     """Each of `lines` on stderr as one line, escaped: the caller splits what it means as several lines."""
     sys.stderr.write("".join(escaped(line) + "\n" for line in lines))
     sys.stderr.flush()

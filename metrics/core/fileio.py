@@ -22,17 +22,24 @@ import contextlib
 import json
 import os
 import secrets
+import sys
 import threading
 import time
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import Any, TypeVar
 
 from . import console
 
-try:
-    import fcntl
-except ImportError:  # Windows
-    fcntl = None
+if sys.platform == "win32":
     import msvcrt
+else:
+    import fcntl
+
+T = TypeVar("T")
+PathLike = str | os.PathLike[str]
+Parsed = tuple[tuple[int, int, int], dict[str, Any], dict[str, Any], str]  # stamp, object, comment-free, problem
+
 
 LOCK_TIMEOUT = 30
 FILE_MODE = 0o600
@@ -41,27 +48,27 @@ LOCK_POLL = 0.02
 REPLACE_TRIES = 50
 
 
-def _try_lock(fd):
+def _try_lock(fd: int) -> bool:
     try:
-        if fcntl:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        else:
+        if sys.platform == "win32":
             msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        else:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         return True
     except OSError:
         return False
 
 
-def _unlock(fd):
-    if fcntl:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-    else:
+def _unlock(fd: int) -> None:
+    if sys.platform == "win32":
         os.lseek(fd, 0, os.SEEK_SET)
         msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 @contextlib.contextmanager
-def lock(path, timeout=LOCK_TIMEOUT):
+def lock(path: PathLike, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
     """Hold `<path>.lock` exclusively; `TimeoutError` after `timeout` seconds (LOCK-1), `WriteFailed` when the
     lock file cannot be made."""
     path = Path(path)
@@ -85,13 +92,13 @@ def lock(path, timeout=LOCK_TIMEOUT):
         os.close(fd)
 
 
-def opener(path, flags):
+def opener(path: PathLike, flags: int) -> int:
     """`open(path, ..., opener=fileio.opener)`: a file it creates is `FILE_MODE` from its first byte (the
     logs, notes and copies written with plain `open`)."""
     return os.open(path, flags, FILE_MODE)
 
 
-def make_folder(path):
+def make_folder(path: PathLike) -> None:
     """`path` and any missing parents, each made `FOLDER_MODE` (`parents=True` would make the parents with the
     default mode)."""
     path = Path(path)
@@ -102,7 +109,7 @@ def make_folder(path):
         path.mkdir(mode=FOLDER_MODE, exist_ok=True)
 
 
-def write_atomic(path, text, mode=FILE_MODE):
+def write_atomic(path: PathLike, text: str, mode: int = FILE_MODE) -> None:
     """Replace `path` with `text` whole (LOCK-3): readers see the old file or the new one.
 
     The temporary is created with `mode` (O_EXCL, so never an existing file of someone else's) and
@@ -126,7 +133,7 @@ def write_atomic(path, text, mode=FILE_MODE):
     _failures.pop(str(path), None)
 
 
-def _replace(temp, path):
+def _replace(temp: Path, path: Path) -> None:
     for attempt in range(REPLACE_TRIES):
         try:
             return os.replace(temp, path)
@@ -136,12 +143,12 @@ def _replace(temp, path):
             time.sleep(LOCK_POLL)
 
 
-def dumps(data, indent=2):
+def dumps(data: object, indent: int | None = 2) -> str:
     """JSON as every writer here writes it: UTF-8 text, `indent` 2, trailing newline."""
     return json.dumps(data, indent=indent, ensure_ascii=False) + "\n"
 
 
-def _parse(path, writing=False):
+def _parse(path: PathLike, writing: bool = False) -> tuple[dict[str, Any], str]:
     """`(object, "")` from a JSON object file, else `({}, what is wrong)` as a phrase to follow the
     file's name. A missing file is no fault (its defaults apply). Deep nesting raises RecursionError
     in json, not ValueError: it must read as a fault too, or one hand-made file stops the server.
@@ -178,7 +185,8 @@ class Unreadable(RuntimeError):
     (RESP-6, RESP-7). Its message names the file and what is wrong with it."""
 
 
-def update(path, change, indent=2, mode=FILE_MODE, **dump):
+def update(path: PathLike, change: Callable[[dict[str, Any]], T], indent: int = 2, mode: int = FILE_MODE,
+           **dump: Any) -> T:
     """Locked read-change-write of a JSON object (LOCK-2); returns what `change` returns.
 
     Writes only when the canonical JSON differs, so a no-op change touches nothing. A file that exists
@@ -199,7 +207,7 @@ def update(path, change, indent=2, mode=FILE_MODE, **dump):
     return result
 
 
-_json_cache = {}
+_json_cache: dict[str, Parsed] = {}
 _json_cache_lock = threading.Lock()
 
 
@@ -207,7 +215,7 @@ _looked = threading.local()  # `seen`: {path: stat result or OSError} while a sn
 
 
 @contextlib.contextmanager
-def snapshot():
+def snapshot() -> Iterator[None]:
     """Within it, each file is stat'ed once on this thread, however many modules ask about it.
 
     A panel's plan asks about the same few config files ~100 times (every seat's registration,
@@ -224,7 +232,7 @@ def snapshot():
         del _looked.seen
 
 
-def stat(path):
+def stat(path: PathLike) -> os.stat_result:
     """`os.stat(path)` (OSError raised as it was), asked once per path within a `snapshot()`."""
     seen = _looked.__dict__.get("seen")
     if seen is None:
@@ -242,7 +250,7 @@ def stat(path):
     return found
 
 
-def stamp(path):
+def stamp(path: PathLike) -> tuple[int, int, int] | None:
     """What says a file changed: `(mtime_ns, size, inode)`, None when it cannot be stat'ed."""
     try:
         st = stat(path)
@@ -251,7 +259,7 @@ def stamp(path):
     return (st.st_mtime_ns, st.st_size, st.st_ino)
 
 
-def _parsed(path):
+def _parsed(path: str) -> Parsed | None:
     """`(stamp, object, comment-free object, problem)` for `path`, parsed once per change of the file;
     None when it cannot be stat'ed (missing)."""
     key = stamp(path)
@@ -267,7 +275,7 @@ def _parsed(path):
     return cached
 
 
-def read_json(path, comments=True):
+def read_json(path: PathLike, comments: bool = True) -> dict[str, Any]:
     """A JSON object from `path`: `{}` when missing, unreadable or not an object.
 
     Top-level keys starting with `_` are comments and dropped unless `comments=False`.
@@ -279,7 +287,7 @@ def read_json(path, comments=True):
     return cached[2] if comments else cached[1]
 
 
-def json_problem(path):
+def json_problem(path: PathLike) -> str:
     """Why `read_json(path)` reads `{}` though the file exists, as a phrase to follow the file's
     name (`is not valid JSON (line 3, column 5: Expecting ',' delimiter)`); `""` when it reads or is
     missing. It comes from `read_json`'s cached parse: asking costs a stat, never a parse."""
@@ -287,7 +295,7 @@ def json_problem(path):
     return cached[3] if cached else ""
 
 
-def append_jsonl(path, record):
+def append_jsonl(path: PathLike, record: Mapping[str, Any]) -> int:
     """Append `record` as one JSON line (UTF-8, non-ASCII unescaped).
 
     The line goes out in a single O_APPEND write under an exclusive flock on the
@@ -305,11 +313,11 @@ class WriteFailed(OSError):
 
 
 APPEND_FLAGS = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0)
-_failures = {}  # path: why its last write failed, until one succeeds (`/health` reads them)
-_ends = {}  # path: (inode, size) after this process's last append, which ended with a newline
+_failures: dict[str, str] = {}  # path: why its last write failed, until one succeeds (`/health` reads them)
+_ends: dict[str, tuple[int, int]] = {}  # path: (inode, size) after this process's last append, ended with a newline
 
 
-def append_bytes(path, data):
+def append_bytes(path: PathLike, data: bytes) -> int:
     """Append whole lines to `path` under an exclusive flock on the file itself (see `append_locked`);
     returns the file's size after it."""
     path = Path(path)
@@ -322,14 +330,14 @@ def append_bytes(path, data):
     except OSError as exc:
         raise refused(path, exc) from exc
     try:
-        if fcntl:
+        if sys.platform != "win32":  # flock is POSIX's; on Windows the one O_APPEND write is all there is
             fcntl.flock(fd, fcntl.LOCK_EX)
         return append_locked(fd, path, data)
     finally:
         os.close(fd)  # closing releases the flock
 
 
-def append_locked(fd, path, data):
+def append_locked(fd: int, path: PathLike, data: bytes) -> int:
     """Append `data` to `fd` (opened with `APPEND_FLAGS`, every other writer locked out), all or
     nothing (nothing-lost issue, item 1).
 
@@ -354,7 +362,7 @@ def append_locked(fd, path, data):
     return start + len(data)
 
 
-def rotate(path, max_bytes, keep):
+def rotate(path: PathLike, max_bytes: int, keep: int) -> None:
     """Move `path` aside as `path.1`, older ones to `.2` … `.keep` (the oldest dropped), under its lock,
     if it has grown to `max_bytes`. At least one is kept: a writer that opened the file before it was
     moved finishes its line there, where with none kept it would write to a file no longer linked."""
@@ -370,7 +378,7 @@ def rotate(path, max_bytes, keep):
         os.replace(path, path.with_name(f"{path.name}.1"))
 
 
-def append_log(path, record, max_bytes, keep):
+def append_log(path: PathLike, record: Mapping[str, Any], max_bytes: int, keep: int) -> int:
     """`append_jsonl`, then `rotate` once the file has grown to `max_bytes` (0: never). A rotation that fails is
     only said: the line is written, and the log grows past its size until a rotation works."""
     size = append_jsonl(path, record)
@@ -382,49 +390,49 @@ def append_log(path, record, max_bytes, keep):
     return size
 
 
-def _byte_at(fd, offset):
+def _byte_at(fd: int, offset: int) -> bytes:
     if hasattr(os, "pread"):
         return os.pread(fd, 1, offset)
     os.lseek(fd, offset, os.SEEK_SET)  # O_APPEND writes still go to the end
     return os.read(fd, 1)
 
 
-def _write_all(fd, data):
+def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         written = os.write(fd, view)
         view = view[written:]
 
 
-def _undo(fd, size):
+def _undo(fd: int, size: int) -> None:
     """Cut the file back to `size`: a failed append leaves nothing behind."""
     with contextlib.suppress(OSError):
         os.ftruncate(fd, size)
 
 
-def refused(path, exc):
+def refused(path: PathLike, exc: OSError) -> "WriteFailed":
     """The `WriteFailed` of a write to `path` the system refused; `/health` says so until one succeeds."""
     _failures[os.fspath(path)] = f"[Errno {exc.errno}] {exc.strerror or exc}"
     return WriteFailed(exc.errno, exc.strerror or str(exc), os.fspath(path))
 
 
-def write_failure(folder):
+def write_failure(folder: PathLike) -> str:
     """Why the last write to a file in `folder` failed (the first such file), or "" when each one's
     last write succeeded."""
     inside = os.path.join(os.fspath(folder), "")
     return next((why for path, why in _failures.items() if path.startswith(inside)), "")
 
 
-_warned = set()
+_warned: set[str] = set()
 
 
-def _warn_once(path, what):
+def _warn_once(path: str, what: str) -> None:
     if path not in _warned:
         _warned.add(path)
         console.say(f"warning: {path}: skipped {what} (kept reading)")
 
 
-def parse_lines(blob, path="<jsonl>"):
+def parse_lines(blob: bytes, path: PathLike = "<jsonl>") -> list[dict[str, Any]]:
     """Records from complete JSONL bytes; a corrupt or non-object line is skipped with one warning."""
     records = []
     for raw in blob.split(b"\n"):
@@ -442,7 +450,7 @@ def parse_lines(blob, path="<jsonl>"):
     return records
 
 
-def read_jsonl(path):
+def read_jsonl(path: PathLike) -> list[dict[str, Any]]:
     """Every record of a JSONL file (torn or corrupt lines skipped); `[]` when missing."""
     try:
         blob = Path(path).read_bytes()

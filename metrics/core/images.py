@@ -11,6 +11,8 @@ so its patterns are compiled once here.
 import re
 import string
 import urllib.parse
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from .errors import Invalid
 
@@ -37,12 +39,12 @@ BASE64_LEAST = b"a" * 100
 JSON_TYPES = {bool: "a boolean", int: "a number", float: "a number", dict: "an object"}
 
 
-def _kb(length):
+def _kb(length: int) -> str:
     """Size in KB of `length` base64 characters, rounded up, with thousands separators."""
     return f"{(length * 3 // 4 + 999) // 1000:,}"
 
 
-def image_url(part):
+def image_url(part: Mapping[str, Any]) -> str:
     """An `image_url` part's URL: `image_url.url` when an object, the value when a string, else ""."""
     value = part.get("image_url")
     if isinstance(value, dict):
@@ -50,7 +52,7 @@ def image_url(part):
     return value if isinstance(value, str) else ""
 
 
-def _parseable(url):
+def _parseable(url: str) -> bool:
     try:
         urllib.parse.urlsplit(url)
     except ValueError:
@@ -58,7 +60,7 @@ def _parseable(url):
     return True
 
 
-def validate(messages):
+def validate(messages: object) -> int:
     """How many images the request carries (IMG-4); `Invalid` (a 400) for one no seat could be sent.
 
     Also refuses what would otherwise be silently lost or crash later: a part that is
@@ -75,9 +77,9 @@ def validate(messages):
         if content is None or isinstance(content, str):
             continue
         if not isinstance(content, list):
-            kind = JSON_TYPES.get(type(content), type(content).__name__)
+            named = JSON_TYPES.get(type(content), type(content).__name__)
             raise Invalid(f'message {number}: "content" must be a string, a list of content parts'
-                             f" or null, not {kind}")
+                          f" or null, not {named}")
         for part in content:
             if not isinstance(part, dict):
                 continue  # IMG-1: only object parts are inspected
@@ -97,7 +99,7 @@ def validate(messages):
     return found
 
 
-def count(messages):
+def count(messages: object) -> int:
     """Valid images in the request, or 0 when validation would refuse it (EST-1)."""
     try:
         return validate(messages)
@@ -105,7 +107,7 @@ def count(messages):
         return 0
 
 
-def _text(content):
+def _text(content: object) -> str:
     """FLT-1. A `refusal` part's text is its `refusal` (as the other formats read it)."""
     if isinstance(content, str):
         return content
@@ -125,21 +127,21 @@ def _text(content):
     return "\n".join(texts)
 
 
-def flatten(messages):
+def flatten(messages: Iterable[object]) -> tuple[str, str]:
     """`(system, prompt)` as a panel seat, the call log and the merger read it (FLT-1..3).
 
     A conversation is kept as labelled turns, never truncated; an image is its placeholder.
     """
-    messages = [m for m in messages if isinstance(m, dict)]
+    given = [m for m in messages if isinstance(m, dict)]
     lead = ("system", "developer")  # newer OpenAI SDKs send "developer" for "system"
-    system = "\n\n".join(_text(m.get("content")) for m in messages if m.get("role") in lead)
-    turns = [m for m in messages if m.get("role") not in lead]
+    system = "\n\n".join(_text(m.get("content")) for m in given if m.get("role") in lead)
+    turns = [m for m in given if m.get("role") not in lead]
     if len(turns) == 1:
         return system, _text(turns[0].get("content"))
     return system, "\n\n".join(f"{m.get('role') or 'user'}: {_text(m.get('content'))}" for m in turns)
 
 
-def placeholder(url):
+def placeholder(url: str) -> str:
     """How an image is written down (IMG-6): a data URL by its size, any other URL without
     its user:password or query (a signed URL's signature is a credential), fragment dropped.
 
@@ -156,14 +158,14 @@ def placeholder(url):
     return f"[image: {parts.scheme}://{host}{parts.path[:PATH_CAP]}{query}]"
 
 
-def _nth(text, char, n):
+def _nth(text: str, char: str, n: int) -> int:
     """The index of the (n+1)-th `char` in `text`, or `len(text)` when there are fewer (C-speed steps)."""
     if text.count(char) <= n:
         return len(text)
     return len(text) - len(text.split(char, n + 1)[-1]) - 1
 
 
-def _given_back(run):
+def _given_back(run: str) -> int:
     """How many trailing `)`/`]` of a URL run are not its own: an unbalanced closer ends a
     markdown link or a placeholder (so redacting redacted text changes nothing).
 
@@ -180,7 +182,7 @@ def _given_back(run):
     return given
 
 
-def _bare_url(match):
+def _bare_url(match: re.Match[str]) -> str:
     run = match.group()
     back = _given_back(run)
     url, rest = run[:len(run) - back], run[len(run) - back:]
@@ -192,21 +194,21 @@ def _bare_url(match):
     return f"{parts.scheme}://{host}{parts.path}{'?...' if parts.query else ''}{rest}"
 
 
-def _data_url(match):
+def _data_url(match: re.Match[str]) -> str:
     return placeholder(match.group())
 
 
-def _base64_run(match):
+def _base64_run(match: re.Match[str]) -> str:
     return f"[base64, {_kb(len(match.group()))} KB]"
 
 
-def inline_images(text):
+def inline_images(text: str) -> str:
     """`text` with each inline image (a data URL) as its placeholder: the part of `redact()` that shrinks a
     text, so a cleaner may run it before cutting a long text short and no image is cut to `…` (issue 30)."""
     return DATA_URL.sub(_data_url, text) if "64," in text else text
 
 
-def redact(text):
+def redact(text: object) -> str:
     """`text` fit to be written down (IMG-7): inline images as placeholders, every http(s)
     URL without user:password or query, any other long base64 run as its size.
 
@@ -227,13 +229,13 @@ def redact(text):
     return text
 
 
-def estimate(text):
+def estimate(text: str) -> int:
     """Tokens in `text`, erring high (EST-1): learned errors correct the windows, not this."""
     if not text:
         return 0
     return max(1, int(len(text) / 4 * 1.1))
 
 
-def request_estimate(system, prompt, images):
+def request_estimate(system: str, prompt: str, images: int) -> int:
     """Tokens a request needs (EST-1, PNL-13): its text plus 2,500 per valid image."""
     return estimate((system + "\n\n" + prompt).strip()) + IMAGE_TOKENS * images

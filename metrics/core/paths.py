@@ -19,6 +19,7 @@ import shutil
 import stat
 import sys
 import threading
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from . import fileio, settings
@@ -39,20 +40,21 @@ REASON_CHECKOUT = "the checkout (no BENCHWARMERS_HOME or .benchwarmers-home)"
 REASON_INSTALLED = "the per-user folder (an installed package, no BENCHWARMERS_HOME)"
 
 _lock = threading.Lock()
-_cached = None  # (env value, pointer mtime, folder, reason)
-_made = set()
+_cached: tuple[tuple[str, int | None], Path, str] | None = None  # ((env value, pointer mtime), folder, reason)
+_made: set[Path] = set()
 FILES_KEPT = 512
-_files = {}  # (folder, parts) -> Path: the request path asks for the same few files hundreds of times a panel
+# (folder, parts) -> Path: the request path asks for the same few files hundreds of times a panel
+_files: dict[tuple[Path, tuple[str, ...]], Path] = {}
 
 
-def _pointer_state():
+def _pointer_state() -> int | None:
     try:
         return POINTER.stat().st_mtime_ns
     except OSError:
         return None
 
 
-def resolve():
+def resolve() -> tuple[Path, str]:
     """Work the data folder out afresh: `(folder, reason)`. Reads env and the pointer file."""
     env = settings.env("BENCHWARMERS_HOME").strip()
     if env:
@@ -67,7 +69,7 @@ def resolve():
     return (CODE, REASON_CHECKOUT) if IN_CHECKOUT else (default_home(), REASON_INSTALLED)
 
 
-def located():
+def located() -> tuple[Path, str]:
     """`(folder, reason)`, cached until the env value or the pointer file changes."""
     global _cached
     env = settings.env("BENCHWARMERS_HOME")
@@ -80,7 +82,7 @@ def located():
     return cached[1], cached[2]
 
 
-def reload():
+def reload() -> None:
     """Forget the cached answer; the next call resolves again."""
     global _cached
     _cached = None
@@ -88,7 +90,7 @@ def reload():
     _files.clear()
 
 
-def data():
+def data() -> Path:
     """The data folder, its layout made and shipped defaults copied on first use."""
     folder = located()[0]
     if folder not in _made:
@@ -99,7 +101,7 @@ def data():
     return folder
 
 
-def file(*parts):
+def file(*parts: str) -> Path:
     """A path inside the data folder: `file("runs", "gateway", "calls.jsonl")`."""
     folder = data()
     key = (folder, parts)
@@ -111,10 +113,10 @@ def file(*parts):
     return found
 
 
-_named = {}  # (folder, id of a layout) -> {name: path string}
+_named: dict[tuple[str, int], dict[str, str]] = {}  # (folder, id of a layout) -> {name: path string}
 
 
-def named_files(folder, layout):
+def named_files(folder: str, layout: Mapping[str, tuple[str, ...]]) -> dict[str, str]:
     """`{name: path string}` for `layout` (`{name: parts inside the data folder}`, a module's constant) in
     `folder`, made once per folder and layout, so a hot path finds its files by name without making Paths."""
     key = (folder, id(layout))
@@ -124,7 +126,7 @@ def named_files(folder, layout):
     return found
 
 
-def make(folder):
+def make(folder: str | os.PathLike[str]) -> int:
     """Create the layout (DATA-2) and copy shipped defaults that are missing (never overwrite).
 
     A folder made here is its owner's alone (0700), and so is every copy (0600): the data folder holds
@@ -157,7 +159,7 @@ def make(folder):
 NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 
 
-def unwritable(exc):
+def unwritable(exc: OSError) -> tuple[int, str]:
     """`(status, message)` for a write the data folder refused (nothing-lost item 3): 507 when it is
     out of space or past a file-size limit, 503 for anything else (read-only, permissions)."""
     status = 507 if exc.errno in NO_SPACE else 503
@@ -166,7 +168,7 @@ def unwritable(exc):
     return status, f"the data folder {located()[0]} could not be written{where}: {cause}"
 
 
-def write_problem():
+def write_problem() -> str:
     """Why the data folder cannot take writes now, or "" (for `/health`, which anyone may ask, so no
     path is named): a file whose last write failed, a folder this process may not write, or a full disk."""
     folder = located()[0]
@@ -183,7 +185,7 @@ def write_problem():
     return ""
 
 
-def exposure():
+def exposure() -> str:
     """Why other users of this machine can reach into the data folder, as a warning naming the fix, or ""
     (PATH-7, issue 29 item 4): a folder made before it was made 0700, or one the user opened, keeps its mode."""
     folder = located()[0]
@@ -197,7 +199,7 @@ def exposure():
             f"prompts, answers and the call log; make it yours alone with: chmod 700 {shlex.quote(str(folder))}")
 
 
-def default_home():
+def default_home() -> Path:
     """The per-user folder an installed command uses when no BENCHWARMERS_HOME is set (PATH-3, DATA-4)."""
     home = Path.home()
     if sys.platform == "win32":
@@ -209,7 +211,7 @@ def default_home():
     return Path(base) / "benchwarmers" if base else home / ".local" / "share" / "benchwarmers"
 
 
-def llm_dir():
+def llm_dir() -> Path:
     """llm's user folder (KEY-1): `LLM_USER_PATH`, else the OS's config folder for io.datasette.llm."""
     env = os.environ.get("LLM_USER_PATH")
     if env:
@@ -224,7 +226,7 @@ def llm_dir():
     return (Path(base) if base else home / ".config") / "io.datasette.llm"
 
 
-def child_python():
+def child_python() -> str:
     """SU-34: the checkout's virtualenv when there is one, else this interpreter."""
     for candidate in (CODE / ".venv" / "Scripts" / "python.exe", CODE / ".venv" / "bin" / "python"):
         if candidate.exists():
@@ -232,7 +234,7 @@ def child_python():
     return sys.executable
 
 
-def module_command(module, *args, python=None):
+def module_command(module: str, *args: object, python: str | None = None) -> list[str]:
     """The argv that runs one of the package's modules (`"scripts.onboard"`, `"perf.run"`) as a child:
     always `python -m benchwarmers.<module>`, never a file path, so the child finds the package the same way
     from an install and from a checkout installed with `pip install -e .`."""
@@ -243,7 +245,7 @@ LAUNCHER_DEFAULT = "BENCHWARMERS_HOME_DEFAULTED"  # set by the launcher when it 
 FIRST_RUN = "BENCHWARMERS_FIRST_RUN"  # set by the launcher for the init it runs before a server's first start
 
 
-def why(reason):
+def why(reason: str) -> str:
     """`located()`'s reason as a sentence for a person: which setting chose the folder, or that none did."""
     if reason == REASON_ENV and settings.env(LAUNCHER_DEFAULT) == "1":
         return "the default folder for this user: BENCHWARMERS_HOME is not set"
@@ -254,7 +256,7 @@ def why(reason):
             }[reason]
 
 
-def main(argv=()):
+def main(argv: Sequence[str] = ()) -> None:
     """`argv`: the words after `python -m benchwarmers.core.paths` (the launcher's `paths` command passes none)."""
     argparse.ArgumentParser(prog="python -m benchwarmers.core.paths",
                             description="Print the data folder and why it was chosen (DATA-1).").parse_args(argv)

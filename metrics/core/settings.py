@@ -19,6 +19,9 @@ for its own children, and those of other tools it looks up as they do, are decla
 import dataclasses
 import json
 import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
 
 from . import fileio
 
@@ -36,36 +39,36 @@ class Setting:
     name: str
     default: object  # a variable's text when unset or blank; a config key's JSON value when absent
     meaning: str
-    readers: tuple  # the modules that read it, under `benchwarmers.`
+    readers: tuple[str, ...]  # the modules that read it, under `benchwarmers.`
     file: str = ""  # a config key's file in the data folder's config/; "" for a variable
     set_by: str = ""  # who sets a variable the product sets for its own children
     owner: str = ""  # whose variable it is, when another tool's, looked up as that tool does
 
     @property
-    def kind(self):
+    def kind(self) -> str:
         return "config" if self.file else "env"
 
     @property
-    def family(self):
+    def family(self) -> str:
         """The prefix of a family of variables (`BENCHWARMERS_KEY_`), else `""`."""
         return self.name.partition("<")[0] if self.name.endswith(">") else ""
 
     @property
-    def label(self):
+    def label(self) -> str:
         return f"{self.file} {self.name}" if self.file else self.name
 
     @property
-    def secret(self):
+    def secret(self) -> bool:
         """A variable shown masked. The data folder holds no secret (README, "Configuration"), so a config key
         is never one, `max_panels_per_key` included."""
         return self.kind == "env" and any(word in self.name.upper() for word in SECRET_WORDS)
 
 
-def _env(name, default, meaning, *readers, set_by="", owner=""):
+def _env(name: str, default: str, meaning: str, *readers: str, set_by: str = "", owner: str = "") -> Setting:
     return Setting(name, default, meaning, readers, set_by=set_by, owner=owner)
 
 
-def _config(file, key, default, meaning, *readers):
+def _config(file: str, key: str, default: object, meaning: str, *readers: str) -> Setting:
     return Setting(key, default, meaning, readers, file=file)
 
 
@@ -223,43 +226,44 @@ SETTINGS = (
 )
 
 VARIABLES = {s.name: s for s in SETTINGS if s.kind == "env"}
+Row = tuple[Setting, str, str]  # a setting, its effective value as text, where that came from
 
 
-def env(name):
+def env(name: str) -> str:
     """The variable `name` as set, or its default from the table when it is unset or blank."""
     value = os.environ.get(name, "")
-    return value if value.strip() else VARIABLES[name].default
+    return value if value.strip() else str(VARIABLES[name].default)
 
 
-def family(prefix, environ=None):
+def family(prefix: str, environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """`{the rest of the name: value}` of each set variable of a family (`BENCHWARMERS_KEY_`), its prefix in any
     case; from `environ` when given, else this process's environment."""
     environ = os.environ if environ is None else environ
-    found = {}
+    found: dict[str, str] = {}
     for name in environ:  # names only: every panel's call log asks, and decoding each value costs more
         if name.upper().startswith(prefix) and len(name) > len(prefix) and environ[name]:
             found[name[len(prefix):]] = environ[name]
     return found
 
 
-def default(name):
+def default(name: str) -> str:
     """A variable's default, for a reader that falls back to it on a value it cannot use."""
-    return VARIABLES[name].default
+    return str(VARIABLES[name].default)
 
 
 # -- the README's table -----------------------------------------------------------------------------------------
 
-def _cell(text):
+def _cell(text: object) -> str:
     return str(text).replace("|", "\\|")
 
 
-def _shown_default(setting):
+def _shown_default(setting: Setting) -> str:
     if setting.kind == "env":
         return f"`{setting.default}`" if setting.default else ""
     return f"`{json.dumps(setting.default)}`" if setting.default not in ("", [], {}) else ""
 
 
-def _meaning(setting):
+def _meaning(setting: Setting) -> str:
     if setting.set_by:
         return f"Set by {setting.set_by} for its children. {setting.meaning}"
     if setting.owner:
@@ -267,13 +271,13 @@ def _meaning(setting):
     return setting.meaning
 
 
-def markdown():
+def markdown() -> str:
     """The README's "Settings" tables: the environment's variables, then the config files' keys."""
     return "\n\n".join([_table("Variable", [s for s in SETTINGS if s.kind == "env"]),
                          _table("Key in the data folder's `config/`", [s for s in SETTINGS if s.kind == "config"])])
 
 
-def _table(first, rows):
+def _table(first: str, rows: list[Setting]) -> str:
     lines = [f"| {first} | Default | Meaning | Read by |", "|---|---|---|---|"]
     for s in rows:
         name = f"`{s.file}` `{s.name}`" if s.file else f"`{s.name}`"
@@ -284,12 +288,12 @@ def _table(first, rows):
 
 # -- `bench settings`: the effective values ---------------------------------------------------------------------
 
-def effective(environ, folder):
+def effective(environ: Mapping[str, str], folder: Path) -> list[Row]:
     """`[(setting, value, source)]` for the environment `environ` and the data folder `folder`: the value as
     text, the source `environment`, `data folder` (the row's file there) or `default`. A variable the product
     sets for its children, or another tool's, is left out unless it is set."""
-    files = {}
-    rows = []
+    files: dict[str, dict[str, Any]] = {}
+    rows: list[Row] = []
     for s in SETTINGS:
         if s.kind == "env":
             row = _variable(s, environ)
@@ -302,17 +306,17 @@ def effective(environ, folder):
     return rows
 
 
-def _variable(s, environ):
+def _variable(s: Setting, environ: Mapping[str, str]) -> Row:
     if s.family:  # the names, never a value: each is a secret
         named = sorted(n.lower().replace("_", "-") for n in family(s.family, environ))
         return (s, f"set for {', '.join(named)}" if named else UNSET, "environment" if named else "default")
     value = environ.get(s.name, "")
     if not value.strip():
-        return s, s.default or UNSET, "default"
+        return s, str(s.default) or UNSET, "default"
     return s, HIDDEN if s.secret else value, "environment"
 
 
-def _key(s, data):
+def _key(s: Setting, data: Mapping[str, Any]) -> Row:
     if s.name.startswith("<"):  # one entry per alias, connection or checkout: the file's entries
         named = sorted(k for k in data if not k.startswith("_"))
         return s, ", ".join(named) if named else "none", FROM_FILE if named else "default"
@@ -321,18 +325,18 @@ def _key(s, data):
     return s, _json(s.default), "default"
 
 
-def _json(value):
+def _json(value: object) -> str:
     """A config value as `bench settings` shows it: text bare, anything else as JSON."""
     if isinstance(value, str):
         return value or UNSET
     return json.dumps(value, ensure_ascii=False)
 
 
-def screen(rows, folder, why):
+def screen(rows: list[Row], folder: Path, why: str) -> str:
     """`bench settings`: the data folder, then one line a setting: its name, effective value and source."""
     width = max(len(s.label) for s, _, _ in rows) + 2
 
-    def cut(value):
+    def cut(value: str) -> str:
         return value if len(value) <= VALUE_WIDTH else value[:VALUE_WIDTH - 1] + "…"
 
     lines = [f"Data folder: {folder} ({why})", "", f"{'SETTING':<{width}}{'VALUE':<{VALUE_WIDTH + 2}}FROM"]

@@ -9,11 +9,13 @@ it proportional to what is shown.
 import itertools
 import json
 import os
+from collections.abc import Iterator
+from typing import Any
 
 BLOCK = 1 << 16
 
 
-def backwards(path):
+def backwards(path: str | os.PathLike[str]) -> Iterator[bytes]:
     """Each line of `path` (bytes, without its newline), newest first; nothing when the file is missing."""
     try:
         f = open(path, "rb")
@@ -36,7 +38,7 @@ def backwards(path):
             yield rest
 
 
-def each(path, wanted=None):
+def each(path: str | os.PathLike[str], wanted: bytes | None = None) -> Iterator[dict[str, Any]]:
     """The JSON objects of a JSONL file, newest first; unparsable lines skipped.
 
     `wanted` (bytes) skips lines not containing it before parsing them (a cheap filter by id).
@@ -52,6 +54,6 @@ def each(path, wanted=None):
             yield record
 
 
-def records(path, limit):
+def records(path: str | os.PathLike[str], limit: int) -> list[dict[str, Any]]:
     """Up to `limit` JSON objects from the end of a JSONL file, newest first."""
     return list(itertools.islice(each(path), limit))

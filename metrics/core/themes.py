@@ -11,8 +11,10 @@ Decision (IMP-14 wins over LOG-4): a saved theme change is written to the change
 
 import re
 import sys
+from pathlib import Path
 
 from . import fileio, paths
+
 
 FOLDER = paths.CODE / "ui" / "themes"
 BASE = "rainforest"
@@ -37,24 +39,24 @@ CHIPS = {"ok": ("primary", 13), "warn": ("signal", 35), "err": ("err", 11)}
 HEX = re.compile(r"#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})")
 
 
-def names():
+def names() -> list[str]:
     """TH-1's order: the three known themes, then any other file sorted."""
     found = sorted(p.stem for p in FOLDER.glob("*.css"))
     return [n for n in LABELS if n in found] + [n for n in found if n not in LABELS]
 
 
-def label(name):
+def label(name: str) -> str:
     return LABELS.get(name) or name.replace("-", " ").title()
 
 
-def tokens(name):
+def tokens(name: str) -> dict[str, str]:
     """`{"--token": value}` from the theme file's first `:root` block (TH-2)."""
     text = (FOLDER / f"{name}.css").read_text(encoding="utf-8")
     block = ROOT.search(re.sub(r"/\*.*?\*/", "", text, flags=re.S))
     return dict((k, v.strip()) for k, v in TOKEN.findall(block.group(1))) if block else {}
 
 
-def merged(name):
+def merged(name: str) -> dict[str, str]:
     """A theme's tokens over the base's, with the optional tokens' fallbacks, `--` dropped from names."""
     values = {f"--{k}": v for k, v in FALLBACKS.items()}
     values.update(tokens(BASE))
@@ -62,18 +64,18 @@ def merged(name):
     return {k[2:]: v for k, v in values.items()}
 
 
-def css():
+def css() -> str:
     """TH-2: `:root{base}` then one `html[data-theme='<n>']{...}` per other theme, each with its chip grounds."""
-    def block(selector, found, name):
+    def block(selector: str, found: dict[str, str], name: str) -> str:
         return selector + "{" + "".join(f"{k}:{v};" for k, v in {**found, **chip_tokens(name)}.items()) + "}"
     out = [block(":root", tokens(BASE), BASE)]
     out += [block(f"html[data-theme='{n}']", tokens(n), n) for n in names() if n != BASE]
     return "\n".join(out)
 
 
-def mix(colour, ground, share):
+def mix(colour: str, ground: str, share: int) -> str:
     """`colour` laid over `ground` at `share` percent, as `#rrggbb` (what CSS color-mix in srgb gives)."""
-    def channels(value):
+    def channels(value: str) -> list[int]:
         h = value.lstrip("#")
         h = "".join(c * 2 for c in h) if len(h) == 3 else h
         return [int(h[i:i + 2], 16) for i in (0, 2, 4)]
@@ -81,7 +83,7 @@ def mix(colour, ground, share):
                          for a, b in zip(channels(colour), channels(ground)))
 
 
-def chip_tokens(name):
+def chip_tokens(name: str) -> dict[str, str]:
     """`{"--chip-ok": "#...", ...}` for theme `name` (TH-5), from CHIPS."""
     found = merged(name)
     ground = resolve(found, "paper-2")
@@ -89,21 +91,21 @@ def chip_tokens(name):
             if HEX.fullmatch(resolve(found, token)) and HEX.fullmatch(ground)}
 
 
-def settings_path():
+def settings_path() -> Path:
     return paths.file("config", "ui.json")
 
 
-def saved():
+def saved() -> str:
     value = fileio.read_json(settings_path()).get("theme")
     return value if value in names() else DEFAULT
 
 
-def in_use(preview=""):
+def in_use(preview: str = "") -> str:
     """TH-3: a known `?theme=` preview, else the saved theme, else Hardwood."""
     return preview if preview in names() else saved()
 
 
-def save(theme):
+def save(theme: str) -> tuple[list[str], str | None]:
     """ST-2: `(errors, old)`; the theme is written under the file's lock."""
     known = names()
     if theme not in known:
@@ -113,12 +115,12 @@ def save(theme):
     return [], old
 
 
-def swatch(name):
+def swatch(name: str) -> list[str]:
     found = merged(name)
     return [resolve(found, t) for t in SWATCH]
 
 
-def resolve(found, token):
+def resolve(found: dict[str, str], token: str) -> str:
     """A token's value with `var(--x)` references followed (TH-7)."""
     value, seen = found.get(token, ""), set()
     while value.startswith("var(--") and value not in seen:
@@ -127,7 +129,7 @@ def resolve(found, token):
     return value
 
 
-def luminance(colour):
+def luminance(colour: str) -> float:
     """WCAG 2 relative luminance of `#rgb` / `#rrggbb`."""
     h = colour.lstrip("#")
     if len(h) == 3:
@@ -137,12 +139,12 @@ def luminance(colour):
     return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
 
 
-def ratio(a, b):
+def ratio(a: str, b: str) -> float:
     la, lb = sorted((luminance(a), luminance(b)), reverse=True)
     return (la + 0.05) / (lb + 0.05)
 
 
-def problems(name):
+def problems(name: str) -> list[str]:
     """TH-7 for one theme: each missing token or illegible pair, as a sentence."""
     found = {**merged(name), **{k[2:]: v for k, v in chip_tokens(name).items()}}
     wrong = [f"{name}: --{t} is missing" for t in REQUIRED if t not in found]
@@ -157,7 +159,7 @@ def problems(name):
     return wrong
 
 
-def main():
+def main() -> int:
     every = names()
     wrong = [p for n in every for p in problems(n)]
     for line in wrong:

@@ -190,7 +190,7 @@ def charts_data(today=None):
     """BM-1's object, plus `tables` (every current model) for the folded tables."""
     today = today or datetime.date.today()
     registered = list(registry.registrations())
-    current = registered + [a for a in roster.retired() if a not in registered]
+    current = registered + [a for a in roster.retired().models if a not in registered]
     scores = suite_scores()
     recalls = recall(scores)
     counts = wrong.counts()

@@ -92,7 +92,7 @@ def _int(value):
 def status(alias, served, retired_entry, open_alerts, missing, rows):
     """GL-2: `(label, css, why)` in the page's one status vocabulary."""
     if retired_entry is not None:
-        return "retired", "", retired_entry.get("why") or "retired by hand"
+        return "retired", "", retired_entry.why or "retired by hand"
     alert = open_alerts.get(f"model:pending:{served}")
     if alert is not None:
         days = re.search(r"in (\d+) day", alert.get("message") or "")
@@ -117,7 +117,8 @@ def _missing():
 
 def statuses():
     """`{alias: (label, css, why)}` over registered ∪ retired ∪ decision models."""
-    found, gone, open_alerts, missing, rows = roster.directory(), roster.retired(), alerts(), _missing(), perf_rows()
+    found, gone, open_alerts, missing = roster.directory(), roster.retired().models, alerts(), _missing()
+    rows = perf_rows()
     result = {}
     for alias, entry in found.items():
         if entry.get("kind") == "decision":
@@ -125,7 +126,7 @@ def statuses():
         else:
             result[alias] = status(alias, entry["served"], None, open_alerts, missing, rows.get(alias, []))
     for alias, entry in gone.items():
-        result[alias] = status(alias, entry.get("served") or "", entry, open_alerts, missing, [])
+        result[alias] = status(alias, entry.served, entry, open_alerts, missing, [])
     return result
 
 
@@ -138,8 +139,8 @@ def _new_aliases(names_by_served, today):
             alias = names_by_served.get(line.get("new"))
             if alias:
                 found.add(alias)
-    for alias, entry in roster.decision_models().items():  # GL-1: a decision model is new by its own `onboarded` date
-        if str(entry.get("onboarded") or "")[:10] >= since:
+    for alias, entry in registry.decision_models().items():  # GL-1: a decision model is new by its own `onboarded` date
+        if entry.onboarded[:10] >= since:
             found.add(alias)
     return found
 
@@ -147,16 +148,16 @@ def _new_aliases(names_by_served, today):
 def glance(today=None):
     """GL-1's rows: every current model, most offloads first, decision models last."""
     today = today or datetime.date.today()
-    found, gone, states, rows = roster.directory(), roster.retired(), statuses(), perf_rows()
+    found, gone, states, rows = roster.directory(), roster.retired().models, statuses(), perf_rows()
     work = offload.summary()
     recall = history.suite_recall(paths.data())
     new = _new_aliases({e["served"]: a for a, e in found.items()}, today)
-    deciders = roster.decision_models()
+    deciders = registry.decision_models()
     out = []
     for alias in list(found) + [a for a in gone if a not in found]:
-        record = gone.get(alias) or {}
-        entry = found.get(alias) or {"served": _text(record.get("served")), "tag": _text(record.get("tag")),
-                                     "role": _text(record.get("role")) or "general", "ad_hoc": False}
+        record = gone.get(alias)
+        entry = found.get(alias) or {"served": record.served, "tag": record.tag, "role": record.role or "general",
+                                     "ad_hoc": False}
         decision = entry.get("kind") == "decision"
         info = {} if decision else (catalog.info(alias) or {})
         label, css, why = states[alias]
@@ -167,7 +168,8 @@ def glance(today=None):
             answers.append(done.get("last_date") or "")
         connection = (entry.get("tag") or "").split("/", 1)[0]
         if decision:  # GL-4, MD-1: a decision model's connection is the hub or endpoint it goes through
-            connection = _text((deciders.get(alias) or {}).get("via")) or entry.get("endpoint") or ""
+            decider = deciders.get(alias)
+            connection = (decider.via if decider else "") or entry.get("endpoint") or ""
         suite = recall.get(alias)
         sources = info.get("sources") if isinstance(info.get("sources"), dict) else {}
         modalities = info.get("modalities") if isinstance(info.get("modalities"), dict) else {}
@@ -175,7 +177,7 @@ def glance(today=None):
         out.append({
             "alias": alias, "served": entry["served"], "tag": entry.get("tag", ""), "role": entry["role"],
             "decision": decision, "retired": alias in gone and alias not in found,
-            "retired_at": _text(record.get("at"))[:10], "ad_hoc": entry.get("ad_hoc", False),
+            "retired_at": record.at[:10] if record else "", "ad_hoc": entry.get("ad_hoc", False),
             "status": label, "css": css, "why": why, "new": alias in new,
             "context": info.get("context_window"), "context_source": _text(sources.get("context_window")),
             "question_types": entry.get("question_types") or [], "can": [word for cap, word in CAPS if info.get(cap) is True],
@@ -212,9 +214,8 @@ def actions(today=None):
                      "alias": alias if alias in registered.values() else "",
                      "aliases": alert.get("aliases") if isinstance(alert.get("aliases"), list) else []})
     since = (today - datetime.timedelta(days=7)).isoformat()
-    auto = [{"key": f"retired:{a}:{e.get('at')}", "alias": a, "at": str(e.get("at", ""))[:10],
-             "why": str(e.get("why", "")).removeprefix("auto: ")}
-            for a, e in roster.retired().items() if e.get("by") == "auto" and str(e.get("at", "")) >= since]
+    auto = [{"key": f"retired:{a}:{e.at}", "alias": a, "at": e.at[:10], "why": e.why.removeprefix("auto: ")}
+            for a, e in roster.retired().models.items() if e.by == "auto" and e.at >= since]
     auto.sort(key=lambda r: r["at"], reverse=True)
     return {"alerts": rows, "auto": auto}
 
@@ -243,7 +244,8 @@ def bench_json(today=None):
     options = {a: o for a, o in fileio.read_json(registry.options_path()).items()
                if a in facts and isinstance(o, dict)}
     return {"models": found, "facts": facts, "options": options, "roles": roles.load()["roles"],
-            "retired": roster.retired(), "stamp": stamp(), "glance": glance(today), "actions": actions(today),
+            "retired": {a: e.stored for a, e in roster.retired().models.items()}, "stamp": stamp(),
+            "glance": glance(today), "actions": actions(today),
             "first_run": first_run(found), "onboard": onboard_issues(), "collections": sorted(collections.load())}
 
 
@@ -276,7 +278,7 @@ def status_api(port, version):
     return {"ok": True, "errors": [], "version": version, "gateway": gateway_url(port), "data": str(paths.data()),
             "models": sum(1 for e in found.values() if e.get("kind") != "decision"),
             "decision_models": sum(1 for e in found.values() if e.get("kind") == "decision"),
-            "retired": len(roster.retired()), "collections": len(collections.load()), "endpoints": len(every),
+            "retired": len(roster.retired().models), "collections": len(collections.load()), "endpoints": len(every),
             "default_endpoint": roster.default_endpoint() if every else None,
             "client": settings.env("BENCH_CLIENT").strip() or client.chosen()[0],
             "scheduler": mode, "scheduler_jobs": on, "auth": bool(guard.admin_token()),
@@ -286,17 +288,17 @@ def status_api(port, version):
 def models_api():
     """API-2 (`GET /api/models`), sorted by alias; a broken endpoints.json raises RuntimeError (API-4)."""
     endpoints.load()
-    found, gone, states = roster.directory(), roster.retired(), statuses()
+    found, gone, states = roster.directory(), roster.retired().models, statuses()
     rows = []
     for alias in sorted(set(found) | set(gone)):
         entry = found.get(alias)
         label, _, why = states[alias]
         if entry is None:
             old = gone[alias]
-            rows.append({"alias": alias, "served": old.get("served", ""), "role": old.get("role", "general"),
-                         "kind": "decision" if old.get("role") == "decision" else "chat",
-                         "endpoint": old.get("endpoint", ""), "connection": "", "status": label, "why": why,
-                         "retired": True, "retired_why": old.get("why", "")})
+            rows.append({"alias": alias, "served": old.served, "role": old.role or "general",
+                         "kind": "decision" if old.role == "decision" else "chat",
+                         "endpoint": old.endpoint, "connection": "", "status": label, "why": why,
+                         "retired": True, "retired_why": old.why})
             continue
         rows.append({"alias": alias, "served": entry["served"], "role": entry["role"],
                      "kind": entry.get("kind", "chat"), "endpoint": entry["endpoint"],

@@ -112,7 +112,7 @@ def bench_models():
         fallback = None
     found = []
     for alias, reg in registry.registrations().items():
-        served = reg.get("model_name") or alias
+        served = reg.model_name or alias
         found.append({"alias": alias, "served": served, "norm": catalog.norm_model(served),
                       "endpoint": endpoints.endpoint_name(reg) or fallback,
                       "connection": connections.connection_of(alias)})
@@ -156,9 +156,9 @@ def routes_for(row, place):
                       "on_bench_as": place.alias_on(place.hub, row["model"], prefixed=True)})
     api = row["api"].rstrip("/")
     for name, entry in place.endpoints.items():
-        if endpoints.kind_of(entry) == "hub":
+        if entry.kind == "hub":
             continue
-        base = str(entry.get("base") or "").rstrip("/")
+        base = entry.base.rstrip("/")
         if sources.provider_of(name, place.overrides) == row["provider"] or (api and base == api):
             found.append({"via": "direct", "connection": name, "endpoint": name, "label": f"{name} (direct)",
                           "note": f"straight to {base}", "on_bench_as": place.alias_on(name, row["model"])})

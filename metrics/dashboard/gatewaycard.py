@@ -32,7 +32,7 @@ def calls_path():
 
 def _useful(call):
     entry = offload.by_call(call) if call else None
-    return entry.get("useful") if entry else None
+    return entry.useful if entry else None
 
 
 def _seat(seat):
@@ -104,12 +104,13 @@ def seat(call):
     for record in tails.each(calls_path(), wanted):
         for s in record.get("seats") or []:
             if isinstance(s, dict) and s.get("call") == call:
-                entry = offload.by_call(call) or {}
+                entry = offload.by_call(call)
                 return {"ok": True, "call": call, "model": record.get("model", ""), "at": record.get("at", ""),
                         "prompt": str(record.get("prompt") or "")[:PROMPT_CHARS], "seat": s.get("seat", ""),
                         "alias": s.get("alias", ""), "status": s.get("status", ""), "seconds": s.get("seconds"),
-                        "answer": s.get("answer", ""), "error": s.get("error", ""), "useful": entry.get("useful"),
-                        "note": entry.get("note", ""), "real": entry.get("real", []), "false": entry.get("false", [])}
+                        "answer": s.get("answer", ""), "error": s.get("error", ""),
+                        "useful": entry.useful if entry else None, "note": entry.note if entry else "",
+                        "real": list(entry.real) if entry else [], "false": list(entry.false) if entry else []}
     return None
 
 
@@ -139,4 +140,4 @@ def verdict(body):
         entry = offload.verdict(call, useful, note, claims["real"], claims["false"], replace=True)
     except UnknownCall as exc:  # a refused write is a 400 on the dashboard (RESP-3), not the gateway's 404
         raise Invalid(exc.message) from exc
-    return {"ok": True, "changed": [f"{entry['model']} {'useful' if useful else 'not useful'}"], "sync": ""}
+    return {"ok": True, "changed": [f"{entry.model} {'useful' if useful else 'not useful'}"], "sync": ""}

@@ -459,7 +459,7 @@ def main(argv: list[str] | None = None) -> None:
         server.serve_forever()
     finally:
         server.server_close()
-        gateway.drain(server, collections.settings()["stop_grace"])
+        gateway.drain(server, collections.settings().stop_grace)
         if upstream:
             from ..demo import demo
             demo.stop_demo(upstream)

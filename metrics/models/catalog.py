@@ -206,7 +206,7 @@ def _record(alias):
     reg = registry.registration(alias)
     name = endpoints.endpoint_name(reg)
     if name:
-        for field, value in _listed(name, reg.get("model_name") or alias).items():
+        for field, value in _listed(name, reg.model_name or alias).items():
             record[field] = value
             sources[field] = f"{name} listing"
 
@@ -259,7 +259,7 @@ class Table(dict):
     def api(self, alias):
         found = self._apis.get(alias)
         if found is None:
-            found = registry.entry_of(alias).get("api") or "chat"
+            found = registry.entry_of(alias).api
             if alias in registry.registrations():
                 self._apis[alias] = found
         return found

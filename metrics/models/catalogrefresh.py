@@ -207,7 +207,7 @@ def refresh():
         fallback = None
     models = {}
     for alias, reg in registry.registrations().items():
-        served = reg.get("model_name") or alias
+        served = reg.model_name or alias
         endpoint = endpoints.endpoint_name(reg) or fallback
         listed = catalog.cached(endpoint).get(served) if endpoint else None
         connection = connections.connection_of(alias)

@@ -43,12 +43,10 @@ def facts():
 def served_name(alias):
     """The served id behind an alias: its registration, else its decision model, else the alias itself."""
     reg = registry.registration(alias)
-    if reg and reg.get("model_name"):
-        return reg["model_name"]
-    decision = fileio.read_json(paths.file("config", "decision-models.json")).get(alias)
-    if isinstance(decision, dict) and isinstance(decision.get("served"), str) and decision["served"]:
-        return decision["served"]
-    return alias
+    if reg and reg.model_name:
+        return reg.model_name
+    decision = registry.decision_models().get(alias)
+    return decision.served if decision and decision.served else alias
 
 
 def full_tag_of(alias):

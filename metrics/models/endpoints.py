@@ -3,6 +3,7 @@
 `DATA/config/endpoints.json` maps a name to an entry (`base`, `key` NAME,
 `default`, `kind`, `hub`, `api`, `headers`, `unlisted_models`, `models_url`,
 `decisions`, `admin_key`, `connect`). The file holds key names, never secrets.
+`load()` is its one reader: `{name: Endpoint}`.
 
 `load()` raises on a damaged file (EP-1) so no writer mistakes it for an empty
 one. The lookups used by pages and naming (`readable`, `endpoint_name`,
@@ -18,13 +19,16 @@ follows a redirect, so a key never reaches another host (models.md improvement 4
     python -m benchwarmers.models.endpoints             each endpoint: base, key set or missing, models served
 """
 
+import dataclasses
 import datetime
 import json
 import re
 import sys
+from collections.abc import Mapping
+from typing import Any
 from urllib.parse import urlsplit
 
-from ..core import console, fileio, keys, paths
+from ..core import console, fileio, keys, paths, records
 from ..core.errors import Invalid, Unusable
 from ..net import transport
 
@@ -45,15 +49,61 @@ NO_ENDPOINTS = (
 )
 
 
+@dataclasses.dataclass(frozen=True)
+class Endpoint:
+    """One entry of config/endpoints.json: `{name: {base, key, kind?, hub?, api?, default?: true, headers?,
+    models_url?, unlisted_models?: [id...], decisions?, admin_key?, connect?: {provider, at, expires?, client_id?,
+    refreshes?}}}`. Keys starting `_` are comments, and an entry that is no object is no endpoint.
+
+    `key` and `admin_key` name keys in llm's key store, never secrets. Text fields read a number as its digits
+    and anything empty as "". `kind` is the stated one when valid, else inferred from the base URL (EP-3);
+    `hub` is a hub endpoint's hub (`openwebui` unless stated), `""` for any other (EP-4); `api` is `chat`
+    unless stated. `headers` is `{}` and `connect` None unless objects. `stored` is the entry as written: the
+    writers build on it, so no field they do not know is dropped."""
+
+    name: str
+    base: str = ""
+    key: str = ""
+    kind: str = "provider"
+    hub: str = ""
+    api: str = "chat"
+    default: bool = False
+    headers: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    models_url: str = ""
+    unlisted_models: tuple[str, ...] = ()
+    decisions: str = ""
+    admin_key: str = ""
+    connect: Mapping[str, Any] | None = None
+    stored: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+
+def _text(value: object) -> str:
+    return str(value) if value else ""
+
+
+def record(name: str, entry: Mapping[str, Any]) -> Endpoint:
+    """The `Endpoint` an entry of the file (or one about to be written) stands for."""
+    base = _text(entry.get("base"))
+    stated = entry.get("kind")
+    kind = stated if stated in KINDS else inferred_kind(base)
+    hub = (entry.get("hub") if entry.get("hub") in HUBS else "openwebui") if kind == "hub" else ""
+    connect = entry.get("connect")
+    return Endpoint(name, base, _text(entry.get("key")), kind, hub, _text(entry.get("api")) or "chat",
+                    bool(entry.get("default")), records.mapping(entry.get("headers")), _text(entry.get("models_url")),
+                    records.strings(entry.get("unlisted_models")), _text(entry.get("decisions")),
+                    _text(entry.get("admin_key")), connect if isinstance(connect, dict) else None, entry)
+
+
 def path():
     return paths.file("config", "endpoints.json")
 
 
-_cache = (None, None)  # ((path, mtime_ns, size, inode), endpoints)
+_cache: tuple[object, dict[str, Endpoint]] = (None, {})  # ((path, mtime_ns, size, inode), endpoints)
 
 
-def load():
-    """`{name: entry}` (EP-1): `{}` when missing; `Unusable` (a RuntimeError) when unreadable or not an object.
+def load() -> dict[str, Endpoint]:
+    """`{name: Endpoint}` in file order (EP-1): `{}` when missing; `Unusable` (a RuntimeError) when unreadable or
+    not an object.
 
     Cached by the file's stat; callers must not mutate the result.
     """
@@ -75,12 +125,13 @@ def load():
         raise Unusable(f"{where} cannot be read: {exc}") from exc
     if not isinstance(data, dict):
         raise Unusable(f"{where} is not a JSON object of endpoints")
-    found = {name: entry for name, entry in data.items() if not name.startswith("_") and isinstance(entry, dict)}
+    found = {name: record(name, entry) for name, entry in data.items()
+             if not name.startswith("_") and isinstance(entry, dict)}
     _cache = (key, found)
     return found
 
 
-def readable():
+def readable() -> dict[str, Endpoint]:
     """`load()`, or `{}` when the file is damaged: for lookups that must not fail a request."""
     try:
         return load()
@@ -94,27 +145,29 @@ def default():
     if not found:
         raise Unusable(NO_ENDPOINTS.format(path=path()))
     for name, entry in found.items():
-        if entry.get("default"):
+        if entry.default:
             return name
     return next(iter(found))
 
 
 def entry(name=None):
-    """The entry for `name` (the default when None); `{}` when there is no such endpoint."""
-    return load().get(name or default(), {})
+    """The endpoint `name` (the default when None); an empty `Endpoint` of that name when there is none."""
+    wanted = name or default()
+    return load().get(wanted) or Endpoint(wanted)
 
 
 def base(name=None):
     """The endpoint's base URL without a trailing `/` (EP-13)."""
-    return str(entry(name).get("base") or "").rstrip("/")
+    return entry(name).base.rstrip("/")
 
 
 def key(name=None):
     """The secret for the endpoint's key name, or `""` (EP-13)."""
-    return keys.key(entry(name).get("key") or "")
+    return keys.key(entry(name).key)
 
 
-def _inferred_kind(url):
+def inferred_kind(url):
+    """EP-3's kind of an endpoint at `url` that states none: a hub by its `/api` path, local by its host."""
     parts = urlsplit(str(url or ""))
     if parts.path.rstrip("/").endswith("/api"):
         return "hub"
@@ -123,23 +176,17 @@ def _inferred_kind(url):
     return "provider"
 
 
-def kind_of(found):
-    """The kind of an entry: its own when valid, else inferred from its base URL (EP-3)."""
-    stated = found.get("kind")
-    return stated if stated in KINDS else _inferred_kind(found.get("base"))
-
-
 def kind(name):
-    """`provider`, `aggregator`, `hub` or `local` for endpoint `name` (EP-3)."""
-    return kind_of(load().get(name, {}))
+    """`provider`, `aggregator`, `hub` or `local` for endpoint `name` (EP-3); a name no endpoint has is a provider,
+    as an entry stating nothing at no URL is."""
+    found = load().get(name)
+    return found.kind if found else "provider"
 
 
 def hub(name):
     """For a hub endpoint its hub (`openwebui` unless stated), else `""` (EP-4)."""
-    found = load().get(name, {})
-    if kind_of(found) != "hub":
-        return ""
-    return found.get("hub") if found.get("hub") in HUBS else "openwebui"
+    found = load().get(name)
+    return found.hub if found else ""
 
 
 def find_hub(which):
@@ -182,27 +229,26 @@ def endpoint_name(reg):
     """The endpoint a registration is on (EP-9): same base and key name, else same base; else None."""
     if not reg:
         return None
-    wanted = str(reg.get("api_base") or "").rstrip("/")
-    key_name = reg.get("api_key_name") or ""
-    same_base = [(name, e) for name, e in readable().items() if str(e.get("base") or "").rstrip("/") == wanted]
+    wanted = reg.api_base.rstrip("/")
+    key_name = reg.api_key_name
+    same_base = [(name, e) for name, e in readable().items() if e.base.rstrip("/") == wanted]
     for name, found in same_base:
-        if (found.get("key") or "") == key_name:
+        if found.key == key_name:
             return name
     return same_base[0][0] if same_base else None
 
 
 def listing_url(found):
-    """Where an entry's model list is read (EP-11)."""
-    url = found.get("models_url")
-    if url:
-        return url
-    url = str(found.get("base") or "").rstrip("/") + "/models"
-    return url + f"?pageSize={GEMINI_PAGE_SIZE}" if found.get("api") == "gemini" else url
+    """Where an endpoint's model list is read (EP-11)."""
+    if found.models_url:
+        return found.models_url
+    url = found.base.rstrip("/") + "/models"
+    return url + f"?pageSize={GEMINI_PAGE_SIZE}" if found.api == "gemini" else url
 
 
 def listing_headers(found, secret=""):
-    headers = dict(found.get("headers") or {})
-    api = found.get("api") or "chat"
+    headers = dict(found.headers)
+    api = found.api
     if api == "anthropic":
         headers["anthropic-version"] = ANTHROPIC_VERSION
     if secret:
@@ -212,7 +258,7 @@ def listing_headers(found, secret=""):
 
 def rows_of(found, body):
     """`{id: row}` from a parsed listing body (EP-11)."""
-    if found.get("api") == "gemini":
+    if found.api == "gemini":
         rows = {}
         for row in (body.get("models") if isinstance(body, dict) else None) or []:
             if isinstance(row, dict) and "generateContent" in (row.get("supportedGenerationMethods") or []):
@@ -237,8 +283,8 @@ def list_models(found, secret="", timeout=LIST_TIMEOUT):
 def models(name=None, timeout=LIST_TIMEOUT):
     """`{id: row}` an endpoint serves: its `unlisted_models` overlaid by the live listing (EP-12). Raises if unreachable."""
     found = entry(name)
-    served = {model: {"id": model} for model in found.get("unlisted_models") or [] if isinstance(model, str)}
-    served.update(list_models(found, keys.key(found.get("key") or ""), timeout))
+    served = {model: {"id": model} for model in found.unlisted_models}
+    served.update(list_models(found, keys.key(found.key), timeout))
     return served
 
 
@@ -267,7 +313,7 @@ def version_note(which, version, checked):
 def describe(name, found, default_name):
     """One line of the listing command (EP-16)."""
     mark = " (default)" if name == default_name else ""
-    key_name = found.get("key") or ""
+    key_name = found.key
     # EP-16 names only `key set` / `key MISSING`; an entry naming no key (a local runtime) needs none,
     # so it says `no key` rather than reporting a key as missing.
     key_state = ("key set" if keys.key(key_name) else "key MISSING") if key_name else "no key"
@@ -275,7 +321,7 @@ def describe(name, found, default_name):
         served = f"{len(models(name))} served"
     except Exception as exc:
         served = f"unreachable ({type(exc).__name__})"
-    return f"{name}{mark}  {str(found.get('base') or '').rstrip('/')}  {key_state}  {served}"
+    return f"{name}{mark}  {found.base.rstrip('/')}  {key_state}  {served}"
 
 
 BASE_RULE = re.compile(r"^https?://[^\s\"'<>]+$")
@@ -337,8 +383,8 @@ def add(name, base, secret="", who="cli"):
     errors = add_problems(name, base)  # `Unusable` for a damaged endpoints.json, never written over (EP-1)
     if errors:
         raise Invalid(*errors)
-    found = {"base": base, "key": name if secret else "", "kind": _inferred_kind(base)}
-    count, note = listing_test(found, secret)
+    written = {"base": base, "key": name if secret else "", "kind": inferred_kind(base)}
+    count, note = listing_test(record(name, written), secret)
     if count is None:
         raise Invalid(note)
     if secret and keys.stored().get(name) != secret:
@@ -347,12 +393,12 @@ def add(name, base, secret="", who="cli"):
     def put(data):
         if name in data:  # added meanwhile, by another process
             raise Invalid(f"there is already an endpoint named {name}")
-        data[name] = found
+        data[name] = written
 
     fileio.update(path(), put)
     fileio.append_jsonl(paths.file("config", "changes.jsonl"),
                         {"at": datetime.datetime.now().astimezone().isoformat(timespec="seconds"), "by": who, "alias": "", "field": "endpoint", "old": None,
-                         "new": {"name": name, **found}})
+                         "new": {"name": name, **written}})
     return {"ok": True, "errors": [], "served": count, "note": note}
 
 

@@ -40,6 +40,6 @@ def refusal(alias, alert):
 
 def hold(call):
     """The client's PREFLIGHT step: the refusal text when the guard holds the call's model, else ""."""
-    served = call.registration.get("model_name") or call.alias
+    served = call.registration.model_name or call.alias
     alert = held(call.alias, served)
     return refusal(call.alias, alert) if alert else ""

@@ -18,14 +18,20 @@ EP-10): registrations point at endpoints, and endpoints.py knows no alias.
 
 Reads are cached by the file's stat, so the client's hot path does not re-parse
 the file on every call. Callers must not mutate what the readers return.
+
+The decision models (`config/decision-models.json`, `decision_models()`) are registered here too: models
+put questions to through an endpoint's Decisions API, never called for chat, so never in the yaml.
 """
 
+import dataclasses
 import re
 import time
+from collections.abc import Mapping
+from typing import Any
 
 import yaml
 
-from ..core import fileio, paths
+from ..core import fileio, paths, records
 from ..core.errors import Invalid, Unusable
 from . import endpoints
 
@@ -33,6 +39,7 @@ NAME = "extra-openai-models.yaml"
 SHOWN = f"config/{NAME}"  # as errors name it: /health answers anyone, so never the full path
 QUOTE_IF = (":", "/", "@")
 TEXT_FIELDS = ("model_name", "api_base", "api_key_name")  # what the client sends: text, whatever YAML made of it
+DECISIONS = "decision-models.json"
 
 
 class Broken(Unusable, ValueError):
@@ -75,14 +82,42 @@ def _alias(item):
     return _text(item.get("model_id")) if isinstance(item, dict) else ""
 
 
-def parse(text):
-    """`{alias: {"model_name", "api_base", "api_key_name", "headers": {...}, ...}}` from yaml text.
+@dataclasses.dataclass(frozen=True)
+class Registration:
+    """One alias's block of config/extra-openai-models.yaml, as llm reads it (REG-1, REG-2):
 
-    Fields are kept as YAML reads them (llm's `can_stream: false` is False, `aliases` a list), but
-    those the client sends are text. A repeated alias merges into the first, later fields winning
-    (REG-2); blocks without a `model_id` are skipped. Raises Broken when llm could not read the text.
+        - model_id: <alias>
+          model_name: <served>          (quoted when it holds `:`, `/` or `@`)
+          api_base: "<endpoint base>"
+          api_key_name: <key name>
+          headers:                      (optional)
+            K: "v"
+
+    The three fields the client sends, and the headers' values, are text whatever YAML made of them
+    (`model_name: 3.5` is "3.5"; absent is ""). Every other field llm takes (`aliases`, `can_stream`,
+    `supports_tools`, ...) is kept in `extra` as YAML read it: the bench sends none of them, llm reads them
+    from its own copy of the file."""
+
+    alias: str
+    model_name: str = ""
+    api_base: str = ""
+    api_key_name: str = ""
+    headers: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    extra: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+
+def _registration(alias: str, fields: dict[str, Any]) -> Registration:
+    known = {name: fields.pop(name) for name in TEXT_FIELDS if name in fields}
+    return Registration(alias, headers=fields.pop("headers"), extra=fields, **known)
+
+
+def parse(text: str) -> dict[str, Registration]:
+    """`{alias: Registration}` from yaml text, in file order.
+
+    A repeated alias merges into the first, later fields winning (REG-2); blocks without a `model_id`
+    are skipped. Raises Broken when llm could not read the text.
     """
-    entries = {}
+    entries: dict[str, dict[str, Any]] = {}
     for item in _items(text):
         alias = _alias(item)
         if not alias:
@@ -94,7 +129,7 @@ def parse(text):
                     current["headers"].update((str(k), _text(v)) for k, v in value.items())
             elif field != "model_id":
                 current[str(field)] = _text(value) if field in TEXT_FIELDS else value
-    return entries
+    return {alias: _registration(alias, fields) for alias, fields in entries.items()}
 
 
 def _parsed(text):
@@ -149,13 +184,13 @@ def registered_models():
 
 def names():
     """`{alias: served name or ""}` (REG-5's `_registered_names`)."""
-    return {alias: reg.get("model_name") or "" for alias, reg in registrations().items()}
+    return {alias: reg.model_name for alias, reg in registrations().items()}
 
 
 def registry():
     """`[{"alias", "served", "endpoint"}]` in file order; endpoint by EP-9, else `"?"` (REG-4)."""
     return [
-        {"alias": alias, "served": reg.get("model_name") or "", "endpoint": endpoints.endpoint_name(reg) or "?"}
+        {"alias": alias, "served": reg.model_name, "endpoint": endpoints.endpoint_name(reg) or "?"}
         for alias, reg in registrations().items()
     ]
 
@@ -166,9 +201,53 @@ def endpoint_of(alias):
 
 
 def entry_of(alias):
-    """The entry of the endpoint `alias` is registered on; `{}` when unknown (EP-10)."""
+    """The endpoint `alias` is registered on; an empty `Endpoint` (named "") when unknown (EP-10)."""
     name = endpoint_of(alias)
-    return endpoints.readable().get(name, {}) if name else {}
+    found = endpoints.readable().get(name) if name else None
+    return found or endpoints.Endpoint("")
+
+
+@dataclasses.dataclass(frozen=True)
+class DecisionModel:
+    """One entry of config/decision-models.json, `{alias: {served, endpoint, via, path, question_types: [...],
+    onboarded: "YYYY-MM-DD"}}` (OB-5): a model asked through endpoint `via`'s Decisions API (`path` under its
+    `decisions` URL, "decisions" when none) the question types it takes. A field of the wrong type reads as
+    absent; `stored` is the entry as written, which retiring keeps whole to restore it (MP-12)."""
+
+    alias: str
+    served: str
+    endpoint: str
+    via: str
+    path: str
+    question_types: tuple[str, ...]
+    onboarded: str
+    stored: Mapping[str, Any]
+
+
+def decisions_path():
+    return paths.file("config", DECISIONS)
+
+
+def _decision(alias: str, entry: Mapping[str, Any]) -> DecisionModel:
+    return DecisionModel(alias, records.string(entry.get("served")), records.string(entry.get("endpoint")),
+                         records.string(entry.get("via")), records.string(entry.get("path")),
+                         records.strings(entry.get("question_types")), records.string(entry.get("onboarded")),
+                         entry)
+
+
+_decisions: tuple[object, dict[str, DecisionModel]] = (None, {})  # (the file's cached object, its records)
+
+
+def decision_models() -> dict[str, DecisionModel]:
+    """Every decision model by alias, in file order; an entry that is no object is none. `{}` when the file is
+    missing or unreadable. Made again only when the file changed (the parse is `fileio.read_json`'s, cached by
+    the file's stat)."""
+    global _decisions
+    data = fileio.read_json(decisions_path())
+    if _decisions[0] is not data:
+        _decisions = (data, {alias: _decision(alias, entry) for alias, entry in data.items()
+                             if isinstance(entry, dict)})
+    return _decisions[1]
 
 
 def options_path():
@@ -206,20 +285,19 @@ def push_options():
 
 
 def block(alias, served, entry):
-    """The registration text for one alias on one endpoint entry, exactly as REG-1 writes it."""
+    """The registration text for one alias on one endpoint, exactly as REG-1 writes it."""
     name = f'"{served}"' if any(c in served for c in QUOTE_IF) else served
-    key_name = entry.get("key") or '""'  # a keyless local runtime
+    key_name = entry.key or '""'  # a keyless local runtime
     lines = [
         "",
         f"- model_id: {alias}",
         f"  model_name: {name}",
-        f'  api_base: "{entry.get("base", "")}"',
+        f'  api_base: "{entry.base}"',
         f"  api_key_name: {key_name}",
     ]
-    headers = entry.get("headers")
-    if isinstance(headers, dict) and headers:
+    if entry.headers:
         lines.append("  headers:")
-        lines.extend(f'    {header}: "{value}"' for header, value in headers.items())
+        lines.extend(f'    {header}: "{value}"' for header, value in entry.headers.items())
     return "\n".join(lines) + "\n"
 
 
@@ -238,7 +316,7 @@ def add_registration(alias, served, endpoint_name):
     file llm could not read: a registration is never silently replaced, nor written where llm would not see it.
     """
     entry = endpoints.load().get(endpoint_name)
-    if not isinstance(entry, dict) or not entry.get("base"):
+    if entry is None or not entry.base:
         raise Invalid(f"no endpoint named '{endpoint_name}'")
     where = path()
     with fileio.lock(where):
@@ -253,7 +331,31 @@ def add_registration(alias, served, endpoint_name):
         fileio.write_atomic(where, text)
 
 
+def _id_lines(text, alias):
+    """Line numbers of `model_id: <alias>` in the file's text (a block's first line), as written."""
+    pattern = re.compile(r"^(\s*-?\s*model_id:\s*)" + re.escape(alias) + r"\s*$")
+    return [n for n, line in enumerate(text.split("\n")) if pattern.match(line)]
+
+
+def blocks_of(alias):
+    """How many lines of the file start a block `model_id: <alias>`, as written (not as YAML merges them): the
+    dashboard renames or retires an alias only when there is exactly one (MP-8, MP-10, IMP-4)."""
+    return len(_id_lines(_read_text(path()), alias))
+
+
+def rename(old, new):
+    """Rewrite the one `model_id: <old>` line to `new` (MP-8), locked and atomic; every other line as written.
+    The caller has checked `blocks_of(old) == 1`."""
+    where = path()
+    with fileio.lock(where):
+        lines = _read_text(where).split("\n")
+        n = _id_lines("\n".join(lines), old)[0]
+        lines[n] = re.sub(r"model_id:\s*.*$", f"model_id: {new}", lines[n])
+        fileio.write_atomic(where, "\n".join(lines))
+
+
 def _first_line(node, lines):
+
     """The line a block starts on: its first key's, or the one before when the block's `-` stands alone there."""
     line, column = node.start_mark.line, node.start_mark.column
     if line and not lines[line][:column].strip() and lines[line - 1].strip() == "-":

@@ -21,9 +21,16 @@ import os
 import secrets
 import threading
 import time
+from collections.abc import Callable, Container, Iterable
+from pathlib import Path
+from typing import Any, TypeVar
 
 from ..core import fileio, keys, paths
 from ..wire import common
+
+T = TypeVar("T")
+Record = dict[str, Any]  # a conversation's record: `{conv, alias, order, models, turns, task, at}`
+Answered = tuple[str, int, bool]  # (call id, turn number, whether the model is new to the conversation)
 
 STICKY_TTL = 3600
 SWEEP_EVERY = 60
@@ -33,18 +40,18 @@ _swept = {"at": 0.0}
 _sweep_lock = threading.Lock()
 
 
-def folder():
+def folder() -> Path:
     return paths.file("runs", "gateway", "conversations")
 
 
-def first_user_text(messages):
+def first_user_text(messages: Iterable[object]) -> str:
     for message in messages:
         if isinstance(message, dict) and message.get("role") == "user":
             return common.text_of(message.get("content"))
     return ""
 
 
-def key(collection, caller, messages):
+def key(collection: str, caller: str, messages: list[Any]) -> str:
     """RT-7: the first 24 hex of SHA-256 over the collection (no `bench/`), the caller, the system texts joined
     by a newline and the first user message's text. The API it came through is not part of it."""
     system = "\n".join(common.text_of(m.get("content")) for m in messages
@@ -53,21 +60,21 @@ def key(collection, caller, messages):
     return hashlib.sha256(joined.encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
-def new_id():
+def new_id() -> str:
     """`r<YYYYmmdd-HHMMSS local>-<16 hex>` (RT-9): 64 random bits, as a panel's id carries, so a conversation's
     call ids (`<conv>.<n>`, which a verdict names) cannot be guessed (issue 29 item 9; they had 4 hex)."""
     return "r" + datetime.datetime.now().strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(8)
 
 
-def _path(conv_key):
+def _path(conv_key: str) -> Path:
     return folder() / f"{conv_key}.json"
 
 
-def _fresh(record, now):
+def _fresh(record: object, now: float) -> bool:
     return isinstance(record, dict) and isinstance(record.get("at"), (int, float)) and now - record["at"] <= STICKY_TTL
 
 
-def _read(fd):
+def _read(fd: int) -> Record | None:
     """The live record in the open file `fd`, or None (no record, a torn one, or one idle too long)."""
     try:
         record = json.loads(os.pread(fd, os.fstat(fd).st_size, 0) or b"null")
@@ -76,7 +83,7 @@ def _read(fd):
     return record if _fresh(record, time.time()) else None
 
 
-def _change(conv_key, change):
+def _change(conv_key: str, change: Callable[[Record | None], tuple[T, Record | None]]) -> T:
     """Read, change and write one record under its lock; returns what `change` returns. `change(record)` gives
     `(result, the record to store or None to leave the file as it is)`.
 
@@ -100,20 +107,20 @@ def _change(conv_key, change):
     return result
 
 
-def find(conv_key):
+def find(conv_key: str) -> Record | None:
     """The live record of `conv_key`, or None when there is none or it has been idle too long."""
     if not _path(conv_key).exists():
         return None
     return _change(conv_key, lambda record: (record, None))
 
 
-def claim(conv_key, eligible, rank, messages):
+def claim(conv_key: str, eligible: Container[str], rank: Callable[[], list[str]], messages: list[Any]) -> Record:
     """The record this turn runs under (RT-9): the live one when its member may take this turn; else a new
     record, or the old one re-ranked (its id, models and turns kept), with `rank()`'s order. Two first
     turns arriving together share one record, the first written."""
     _sweep()
 
-    def change(record):
+    def change(record: Record | None) -> tuple[Record, Record | None]:
         if record is not None and record.get("alias") in eligible:
             return record, None
         order = rank()
@@ -123,18 +130,18 @@ def claim(conv_key, eligible, rank, messages):
     return _change(conv_key, change)
 
 
-def _record(messages):
+def _record(messages: list[Any]) -> Record:
     # cleaned before the cut, as the panel's task is: no key or user:password URL is ever half-kept
     task = keys.clean(" ".join(first_user_text(messages).split()), TASK_CHARS)
     return {"conv": new_id(), "turns": 0, "models": [], "task": task}
 
 
-def unstored(messages, order):
+def unstored(messages: list[Any], order: list[str]) -> Record:
     """A record for a turn whose conversation could not be stored (the data folder refused it)."""
     return {**_record(messages), "alias": order[0], "order": order, "at": time.time()}
 
 
-def _answered(record, alias):
+def _answered(record: Record, alias: str) -> tuple[Answered, Record]:
     """`record` after `alias` answered a turn, and `(call id, turn number, whether the model is new to it)`."""
     models = list(record.get("models") or [])
     new = alias not in models
@@ -144,22 +151,22 @@ def _answered(record, alias):
     return (f"{record['conv']}.{models.index(alias) + 1}", record["turns"], new), record
 
 
-def unstored_finish(claimed, alias):
+def unstored_finish(claimed: Record, alias: str) -> Answered:
     """`finish()`'s answer when the record could not be written: worked out from the claim alone."""
     return _answered(claimed, alias)[0]
 
 
-def finish(conv_key, claimed, alias):
+def finish(conv_key: str, claimed: Record, alias: str) -> Answered:
     """RT-16: a member answered a turn. Returns `(call id, turn number, whether the model is new to it)`.
 
     A record swept away while the turn ran (idle for an hour before it) is written back from the claim."""
-    def change(record):
+    def change(record: Record | None) -> tuple[Answered, Record]:
         return _answered(record if record is not None and record.get("conv") == claimed["conv"] else claimed, alias)
 
     return _change(conv_key, change)
 
 
-def _sweep():
+def _sweep() -> None:
     """Delete the records idle for more than STICKY_TTL, at most once per SWEEP_EVERY seconds per process."""
     now = time.time()
     with _sweep_lock:

@@ -29,6 +29,8 @@ import math
 import operator
 import random
 import re
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from . import offload, roles
 
@@ -43,9 +45,11 @@ SEAT = re.compile(r"(member\d+|explorer\d*)")
 COLUMNS = ("rank", "model", "score", "low", "high", "comparisons", "wins", "judged", "useful")
 QUERY = "?collection=bench/<name>[&shape=<shape>][&format=json|csv]"
 FORMATS = ("json", "csv")
+Pair = tuple[str, str]  # (winner, loser): a useful seat over a not-useful one on the same prompt
 
 
-def fit(comparisons, models=(), prior=PRIOR, start=None, tolerance=TOLERANCE):
+def fit(comparisons: Iterable[Pair], models: Iterable[str] = (), prior: float = PRIOR,
+        start: Mapping[str, float] | None = None, tolerance: float = TOLERANCE) -> dict[str, float]:
     """`{model: score}` for `(winner, loser)` pairs: ln of each Bradley–Terry strength.
 
     `models` adds models with no comparison (they score 0 with a prior). `start` is `{model: score}` to
@@ -55,7 +59,8 @@ def fit(comparisons, models=(), prior=PRIOR, start=None, tolerance=TOLERANCE):
     counted = collections.Counter(comparisons)  # a bootstrap refit passes thousands of pairs, few distinct
     names = sorted(set(models) | {m for pair in counted for m in pair})
     at = {m: i for i, m in enumerate(names)}
-    wins, games = [0.0] * len(names), {}
+    wins = [0.0] * len(names)
+    games: dict[tuple[int, int], int] = {}
     for (winner, loser), n in counted.items():
         wins[at[winner]] += n
         pair = (min(at[winner], at[loser]), max(at[winner], at[loser]))
@@ -82,13 +87,13 @@ def fit(comparisons, models=(), prior=PRIOR, start=None, tolerance=TOLERANCE):
     return dict(zip(names, theta))
 
 
-def _log_sum(a, b):
+def _log_sum(a: float, b: float) -> float:
     """ln(e^a + e^b) without overflow."""
     high, low = max(a, b), min(a, b)
     return high + math.log1p(math.exp(low - high))
 
 
-def _beats(a, b):
+def _beats(a: float, b: float) -> float:
     """P(strength e^a beats e^b) = 1 / (1 + e^(b - a)), without overflow."""
     d = b - a
     return 1 / (1 + math.exp(d)) if d < 0 else math.exp(-d) / (1 + math.exp(-d))
@@ -97,20 +102,20 @@ def _beats(a, b):
 class _Problem:
     """One fit's log-likelihood in the scores θ = ln p: wins, pair counts and the anchor's prior."""
 
-    def __init__(self, wins, games, prior):
+    def __init__(self, wins: list[float], games: list[tuple[tuple[int, int], int]], prior: float) -> None:
         self.wins, self.games, self.prior = wins, games, prior
         self.size = len(wins)
         # without the anchor the scores are fixed only up to a common shift: the last one stays put
         self.free = self.size if prior else self.size - 1
 
-    def value(self, theta):
+    def value(self, theta: list[float]) -> float:
         total = sum(w * t for w, t in zip(self.wins, theta))
         total -= sum(n * _log_sum(theta[i], theta[j]) for (i, j), n in self.games)
         if self.prior:
             total += sum(self.prior * (t / 2 - _log_sum(t, 0.0)) for t in theta)
         return total
 
-    def mm(self, theta, rounds):
+    def mm(self, theta: list[float], rounds: int) -> list[float]:
         """Zermelo's MM iteration p_i ← (W_i + prior/2) / (Σ_j n_ij / (p_i + p_j) + prior / (p_i + 1)): every
         round raises the likelihood, so a few of them bring any start near the top before Newton's steps."""
         for _ in range(rounds):
@@ -123,7 +128,7 @@ class _Problem:
                      for w, s, t in zip(self.wins, spread, theta)]
         return theta
 
-    def newton_step(self, theta):
+    def newton_step(self, theta: list[float]) -> list[float]:
         """The Newton step on the free scores: solve (−Hessian) δ = gradient (positive definite)."""
         grad = [w + self.prior / 2 - self.prior * _beats(t, 0.0) for w, t in zip(self.wins, theta)]
         curve = [[0.0] * self.size for _ in range(self.size)]
@@ -143,7 +148,7 @@ class _Problem:
         step = _solve([[curve[i][j] for j in free] for i in free], [grad[i] for i in free])
         return step + [0.0] * (self.size - self.free)
 
-    def ascend(self, theta, step):
+    def ascend(self, theta: list[float], step: list[float]) -> tuple[list[float], float]:
         """`(new θ, largest change)`: the step, halved until the likelihood does not fall."""
         base, scale = self.value(theta), 1.0
         while True:
@@ -153,20 +158,20 @@ class _Problem:
             scale /= 2
 
 
-def _dot(a, b):
+def _dot(a: Iterable[float], b: Iterable[float]) -> float:
     return sum(map(operator.mul, a, b))
 
 
-def _solve(matrix, vector):
+def _solve(matrix: list[list[float]], vector: list[float]) -> list[float]:
     """x with matrix · x = vector, matrix symmetric positive definite (Cholesky, stdlib only)."""
     size = len(vector)
-    lower = [[] for _ in range(size)]  # row i holds its first i + 1 entries
+    lower: list[list[float]] = [[] for _ in range(size)]  # row i holds its first i + 1 entries
     for i in range(size):
         row = lower[i]
         for j in range(i):
             row.append((matrix[i][j] - _dot(row, lower[j][:j])) / lower[j][j])
         row.append(math.sqrt(max(matrix[i][i] - _dot(row, row), 1e-300)))
-    middle = []
+    middle: list[float] = []
     for i in range(size):
         middle.append((vector[i] - _dot(lower[i], middle)) / lower[i][i])
     answer = [0.0] * size
@@ -176,31 +181,31 @@ def _solve(matrix, vector):
     return answer
 
 
-def panels(entries, collection, shape=""):
+def panels(entries: Iterable[offload.Line], collection: str, shape: str = "") -> list[tuple[str, dict[str, bool]]]:
     """Judged panels of `collection` (and `shape`, when given) as `[(panel id, {alias: useful})]`, oldest
     first: the judged seats of each (OFF-2's entries, aliases as they are called today)."""
-    found = {}
+    found: dict[str, dict[str, bool]] = {}
     for entry in entries:
-        call, useful = entry.get("call"), entry.get("useful")
-        if not isinstance(call, str) or not isinstance(useful, bool) or "." not in call:
+        call, useful = entry.call, entry.useful
+        if useful is None or "." not in call:
             continue
         panel, seat = call.rsplit(".", 1)
-        if not SEAT.fullmatch(seat) or offload.collection_of(entry) != collection:
+        if not SEAT.fullmatch(seat) or entry.collection != collection:
             continue
-        if shape and offload.shape_of(entry) != shape:
+        if shape and entry.shape != shape:
             continue
-        found.setdefault(panel, {})[entry["model"]] = useful
+        found.setdefault(panel, {})[entry.model] = useful
     return list(found.items())
 
 
-def comparisons(judged):
+def comparisons(judged: Mapping[str, bool]) -> list[Pair]:
     """One panel's `(winner, loser)` pairs: each useful seat over each not-useful one."""
     good = [m for m, useful in judged.items() if useful]
     bad = [m for m, useful in judged.items() if not useful]
     return [(g, b) for g in good for b in bad]
 
 
-def _quantile(values, q):
+def _quantile(values: list[float], q: float) -> float:
     """The q-quantile of sorted `values`, interpolated between neighbours."""
     at = q * (len(values) - 1)
     low = math.floor(at)
@@ -208,11 +213,12 @@ def _quantile(values, q):
     return values[low] + (values[high] - values[low]) * (at - low)
 
 
-def bootstrap(groups, models, whole, resamples=RESAMPLES, seed=SEED, prior=PRIOR):
+def bootstrap(groups: list[list[Pair]], models: list[str], whole: Mapping[str, float], resamples: int = RESAMPLES,
+              seed: int = SEED, prior: float = PRIOR) -> dict[str, tuple[float, float]]:
     """`{model: (low, high)}`: the middle LEVEL of each model's score over `resamples` refits, each on the
     prompts (`groups`, lists of comparisons) drawn with replacement."""
     draw = random.Random(seed)
-    scores = {m: [] for m in models}
+    scores: dict[str, list[float]] = {m: [] for m in models}
     for _ in range(resamples):
         chosen = [pair for group in draw.choices(groups, k=len(groups)) for pair in group]
         for model, score in fit(chosen, models, prior, start=whole, tolerance=1e-4).items():
@@ -221,7 +227,7 @@ def bootstrap(groups, models, whole, resamples=RESAMPLES, seed=SEED, prior=PRIOR
     return {m: (_quantile(sorted(s), tail), _quantile(sorted(s), 1 - tail)) for m, s in scores.items()}
 
 
-def problem(path, collection, shape, fmt):
+def problem(path: str, collection: str, shape: str, fmt: str) -> str:
     """Why a leaderboard query is refused (400), or `""`: no collection, an unknown shape, another format.
     The message for a missing collection is `/bench/record`'s, naming this route's query."""
     if not collection:
@@ -234,22 +240,26 @@ def problem(path, collection, shape, fmt):
     return ""
 
 
-def named(collection):
+def named(collection: str) -> str:
     """`bench/<name>` for `core` or `bench/core` (IMP-6, as `/bench/record` reads it)."""
     return collection if collection.startswith("bench/") else f"bench/{collection}"
 
 
-def filename(answer):
+def filename(answer: Mapping[str, Any]) -> str:
     """The CSV download's name: `leaderboard-<name>[-<shape>].csv`, letters, digits and `-` only."""
     stem = "-".join(filter(None, ("leaderboard", answer["collection"].removeprefix("bench/"), answer["shape"])))
     return re.sub(r"[^A-Za-z0-9.-]+", "-", stem) + ".csv"
 
 
-def board(collection, shape="", entries=None, resamples=RESAMPLES):
+def board(collection: str, shape: str = "", entries: Iterable[offload.Line] | None = None,
+          resamples: int = RESAMPLES) -> dict[str, Any]:
     """The leaderboard of `collection` (`bench/<name>`) on the offload log, or on `entries` when given."""
     found = panels(offload.judged(collection) if entries is None else entries, collection, shape)
-    judged, useful, wins, played = {}, {}, {}, {}
-    groups = []
+    judged: dict[str, int] = {}
+    useful: dict[str, int] = {}
+    wins: dict[str, int] = {}
+    played: dict[str, int] = {}
+    groups: list[list[Pair]] = []
     for _, seats in found:
         for model, good in seats.items():
             judged[model] = judged.get(model, 0) + 1
@@ -274,7 +284,7 @@ def board(collection, shape="", entries=None, resamples=RESAMPLES):
             "level": LEVEL, "models": rows, "unranked": unranked}
 
 
-def csv_text(answer):
+def csv_text(answer: Mapping[str, Any]) -> str:
     """The ranked rows as CSV (COLUMNS), for a spreadsheet."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")

@@ -35,16 +35,22 @@ The gateway's footer prints the `verdict` line, so it works from an install and 
 
 import argparse
 import array
+import dataclasses
 import datetime
 import json
 import os
 import sys
 import threading
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any, BinaryIO, TypeVar
 
-from ..core import console, fileio, paths
+from ..core import console, fileio, paths, records
 from ..core.errors import DailyCap, Invalid, TooLarge, UnknownCall
 from ..models import aliases
 from . import collections
+
+T = TypeVar("T")
 
 ERROR_EXCERPT = 120
 NOTE_BYTES = 4096
@@ -62,11 +68,50 @@ _append_lock = threading.Lock()
 _verdict_lock = threading.Lock()
 
 
-def log_path():
+@dataclasses.dataclass(frozen=True)
+class Line:
+    """One line of metrics/offloads.jsonl (OFF-1, OFF-3), its keys in this order: `{date, model, task,
+    useful: true | false | null, note, call?, real?: [claim...], false?: [claim...], status?, seconds?,
+    collection?, shape?}`. A later line with the same `call` supersedes the earlier one (OFF-2); a line
+    whose `model` is no string is no offload.
+
+    A text field of the wrong type reads as ""; `useful` as None (unjudged) unless true or false; `real` and
+    `false` keep their strings. `collection` and `shape` are what the line counts towards: its own fields,
+    else, for lines older than those, the `(<collection>, <shape>)` suffix the panel appended to its task
+    (never a collection named inside the prompt, security review 6); None when neither says. `stored` is
+    the line as written (`model` under today's alias when read back): the verdict copies from it."""
+
+    date: str
+    model: str
+    task: str
+    useful: bool | None
+    note: str
+    call: str
+    real: tuple[str, ...]
+    false: tuple[str, ...]
+    status: str
+    seconds: float | None
+    collection: str | None
+    shape: str | None
+    stored: Mapping[str, Any]
+
+
+def line(record: Mapping[str, Any]) -> Line:
+    """The `Line` a record of the log (a JSON object whose `model` is a string) stands for."""
+    useful, seconds = record.get("useful"), record.get("seconds")
+    number = isinstance(seconds, (int, float)) and not isinstance(seconds, bool)
+    return Line(records.string(record.get("date")), record["model"], records.string(record.get("task")),
+                useful if isinstance(useful, bool) else None, records.string(record.get("note")),
+                records.string(record.get("call")), records.strings(record.get("real")),
+                records.strings(record.get("false")), records.string(record.get("status")),
+                seconds if number else None, _collection_of(record), _shape_of(record), record)
+
+
+def log_path() -> Path:
     return paths.file("metrics", "offloads.jsonl")
 
 
-def note_for(label, status, seconds, error=""):
+def note_for(label: str, status: str, seconds: float, error: str = "") -> str:
     """The seat's note (OFF-N1): `member; ok in 3.2s`, `explorer 2; error in 0.4s: <error excerpt>`."""
     note = f"{label}; {status} in {seconds:.1f}s"
     if error:
@@ -74,8 +119,9 @@ def note_for(label, status, seconds, error=""):
     return note
 
 
-def add(model, task, useful=None, note="", call=None, real=None, false=None, status=None, seconds=None,
-        collection=None, shape=None):
+def add(model: str, task: str, useful: bool | None = None, note: str = "", call: str | None = None,
+        real: Iterable[str] | None = None, false: Iterable[str] | None = None, status: str | None = None,
+        seconds: float | None = None, collection: str | None = None, shape: str | None = None) -> Line:
     """Append one offload line (OFF-1, OFF-3) and return it.
 
     Key order is the contract's, then our `status`, `seconds`, `collection` and `shape` when given
@@ -83,7 +129,8 @@ def add(model, task, useful=None, note="", call=None, real=None, false=None, sta
     free text, which holds the caller's prompt). The line is ASCII-escaped JSON written in one
     O_APPEND write, all or nothing, so readers never see half of it.
     """
-    entry = {"date": datetime.date.today().isoformat(), "model": model, "task": task, "useful": useful, "note": note}
+    entry: dict[str, Any] = {"date": datetime.date.today().isoformat(), "model": model, "task": task,
+                             "useful": useful, "note": note}
     if call:
         entry["call"] = call
     if real:
@@ -102,14 +149,14 @@ def add(model, task, useful=None, note="", call=None, real=None, false=None, sta
     # append_bytes' flock already keeps lines whole; this lock also covers systems without flock
     with _append_lock:
         fileio.append_bytes(log_path(), data)
-    return entry
+    return line(entry)
 
 
-def _tidy(text):
+def _tidy(text: str) -> str:
     return " ".join(text.split())
 
 
-def _claims(value):
+def _claims(value: object) -> list[str]:
     if value is None:
         return []
     if not isinstance(value, list) or not all(isinstance(claim, str) for claim in value):
@@ -117,7 +164,7 @@ def _claims(value):
     return [tidy for tidy in map(_tidy, value) if tidy]
 
 
-def _bounded(note, real, false):
+def _bounded(note: str, real: list[str], false: list[str]) -> None:
     """Issue 29 item 3: raise `TooLarge` for a note or claim past its bound, or too many claims."""
     size = len(note.encode("utf-8", "surrogatepass"))
     if size > NOTE_BYTES:
@@ -131,17 +178,17 @@ def _bounded(note, real, false):
                 raise TooLarge(f'a claim in "{field}" is {size:,} bytes; the limit is {CLAIM_BYTES:,}')
 
 
-def _count_today(by):
+def _count_today(by: str) -> None:
     """Count one verdict line of gateway key `by` against `verdicts_per_key_day`, across processes; raise
     `DailyCap` when today's are spent. A day is the local date, as the log's lines carry it."""
-    cap = collections.settings()["verdicts_per_key_day"]
+    cap = collections.settings().verdicts_per_key_day
     if not cap:
         return
     target = paths.file("runs", "gateway", "verdicts.json")
     with fileio.lock(target):
         today = datetime.date.today().isoformat()
         data = fileio.read_json(target, comments=False)
-        counts = data.get("keys") if data.get("day") == today and isinstance(data.get("keys"), dict) else {}
+        counts: dict[str, Any] = data["keys"] if data.get("day") == today and isinstance(data.get("keys"), dict) else {}
         done = counts.get(by, 0) if isinstance(counts.get(by), int) else 0
         if done >= cap:
             refusal = DailyCap(DAILY_CAP.format(by, cap))
@@ -150,13 +197,14 @@ def _count_today(by):
         fileio.write_atomic(target, json.dumps({"day": today, "keys": {**counts, by: done + 1}}) + "\n")
 
 
-def _seconds_to_midnight():
+def _seconds_to_midnight() -> int:
     now = datetime.datetime.now()
     midnight = datetime.datetime.combine(now.date() + datetime.timedelta(days=1), datetime.time())
     return max(1, int((midnight - now).total_seconds()) + 1)
 
 
-def verdict(call, useful, note="", real=None, false=None, replace=False, by=None):
+def verdict(call: object, useful: object, note: object = "", real: object = None, false: object = None,
+            replace: bool = False, by: str | None = None) -> Line:
     """Judge the offload with call id `call` (OFF-4); returns the entry now in force.
 
     Notes and claims are whitespace-collapsed and blank claims dropped (IMP-19). Unless
@@ -169,33 +217,33 @@ def verdict(call, useful, note="", real=None, false=None, replace=False, by=None
     """
     if not isinstance(useful, bool):
         raise Invalid(BAD_USEFUL)
-    real, false = _claims(real), _claims(false)
-    note = _tidy(note) if isinstance(note, str) else ""
-    _bounded(note, real, false)
+    real_claims, false_claims = _claims(real), _claims(false)
+    said = _tidy(note) if isinstance(note, str) else ""
+    _bounded(said, real_claims, false_claims)
     # Two identical verdicts racing in this process must write one line.
     with _verdict_lock:
         target = by_call(call) if isinstance(call, str) else None
-        if target is None:
+        if target is None or not isinstance(call, str):
             raise UnknownCall(UNKNOWN_CALL.format(call if isinstance(call, str) else ""))
         if not replace:
-            note = note or target.get("note", "")
-            real = real or target.get("real", [])
-            false = false or target.get("false", [])
-        if (useful, note, real, false) == (
-            target.get("useful"), target.get("note", ""), target.get("real", []), target.get("false", [])
-        ):
+            said = said or target.note
+            real_claims = real_claims or list(target.real)
+            false_claims = false_claims or list(target.false)
+        if (useful, said, real_claims, false_claims) == (target.useful, target.note, list(target.real),
+                                                           list(target.false)):
             return target
         if by and by != LOCAL:
             _count_today(by)
-        return add(target["model"], target.get("task", ""), useful, note, call, real, false,
-                   target.get("status"), target.get("seconds"), target.get("collection"), target.get("shape"))
+        kept = target.stored  # the seat's own fields as written, never those a reader infers from its task
+        return add(target.model, target.task, useful, said, call, real_claims, false_claims, kept.get("status"),
+                   kept.get("seconds"), kept.get("collection"), kept.get("shape"))
 
 
-def _cut(text):
+def _cut(text: str) -> str:
     return text if len(text) <= ECHO_CHARS else text[:ECHO_CHARS] + "…"
 
 
-def receipt(entry):
+def receipt(entry: Mapping[str, Any]) -> dict[str, Any]:
     """A verdict's reply (VRD-1's `recorded`): the entry without its task, which starts with the prompt (security
     review 4), its note and each claim cut to `ECHO_CHARS` (issue 29 item 3: the caller has them already)."""
     shown = {k: v for k, v in entry.items() if k != "task"}
@@ -207,12 +255,12 @@ def receipt(entry):
     return shown
 
 
-def _date(entry):
+def _date(entry: Mapping[str, Any]) -> str:
     date = entry.get("date")
     return date if isinstance(date, str) else ""
 
 
-def _failed(entry):
+def _failed(entry: Mapping[str, Any]) -> bool:
     """A seat that errored: its `status` field when the line has one, else its note (VRD-3)."""
     status = entry.get("status")
     if isinstance(status, str):
@@ -221,7 +269,7 @@ def _failed(entry):
     return isinstance(note, str) and "; error in " in note.split(":", 1)[0]
 
 
-def _suffix(task):
+def _suffix(task: str) -> tuple[str, str] | None:
     """The `(<collection>, <shape>)` group the panel appends to a task, as `(collection, shape)`, or None.
 
     Only the last group counts: the task starts with the caller's prompt, which may hold
@@ -234,8 +282,8 @@ def _suffix(task):
     return (collection, shape) if comma and collection else None
 
 
-def collection_of(entry):
-    """The collection an offload line counts towards: its `collection` field, else the task's suffix."""
+def _collection_of(entry: Mapping[str, Any]) -> str | None:
+    """The collection a record of the log counts towards: its `collection` field, else the task's suffix."""
     collection = entry.get("collection")
     if isinstance(collection, str):
         return collection
@@ -244,8 +292,8 @@ def collection_of(entry):
     return found[0] if found else None
 
 
-def shape_of(entry):
-    """The line's `shape` field, else the X of a task ending `, X)` (X without `, `), as panels wrote it."""
+def _shape_of(entry: Mapping[str, Any]) -> str | None:
+    """A record's `shape` field, else the X of a task ending `, X)` (X without `, `), as panels wrote it."""
     shape = entry.get("shape")
     if isinstance(shape, str):
         return shape
@@ -256,7 +304,11 @@ def shape_of(entry):
     return None if cut == -1 else task[cut + 2:-1]
 
 
-ALL = ("all",)
+Group = tuple[str, ...]  # ALL, ("collection", X) or ("shape", X)
+Counted = tuple[str, int, Any, int, int]  # an entry as a tally counts it: date, flags, task, real and false claims
+Merged = list[Any]  # [offloads, useful, judged, (latest date, position), its task]
+
+ALL: Group = ("all",)
 JUDGED, USEFUL, FAILED = 1, 2, 4  # an entry's flags: it has a verdict, the verdict is useful, the seat errored
 BLOCK = 1 << 20  # bytes read at a time while building: the parsed lines are never all held at once
 
@@ -265,7 +317,7 @@ class _Moved(Exception):
     """The log no longer holds the line the index points at: it was replaced or rewritten."""
 
 
-def _intern(table, ids, value):
+def _intern(table: list[T], ids: dict[T, int], value: T) -> int:
     """`value`'s number in `table`, adding it the first time: every line repeats the same aliases and dates."""
     found = ids.get(value)
     if found is None:
@@ -274,7 +326,7 @@ def _intern(table, ids, value):
     return found
 
 
-def _claim_count(value):
+def _claim_count(value: object) -> int:
     """How many claims a line's `real` or `false` holds (anything but a list holds none)."""
     return len(value) if isinstance(value, list) else 0
 
@@ -285,13 +337,13 @@ class _Tally:
 
     __slots__ = ("count", "useful", "judged", "real", "false", "last", "task", "stale")
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.count = self.useful = self.judged = self.real = self.false = 0
-        self.last = None
-        self.task = ""
+        self.last: tuple[str, int] | None = None
+        self.task: Any = ""
         self.stale = False  # the latest entry was replaced by an older one: find it again when asked
 
-    def _count(self, entry, sign):
+    def _count(self, entry: Counted, sign: int) -> None:
         _, flags, _, real, false = entry
         self.count += sign
         if flags & JUDGED:
@@ -300,7 +352,7 @@ class _Tally:
             self.real += sign * real
             self.false += sign * false
 
-    def change(self, pos, old, new):
+    def change(self, pos: int, old: Counted | None, new: Counted | None) -> None:
         """The entry at `pos` counted here was `old` and is now `new`: None or (date, flags, task, real claims,
         false claims)."""
         if old is not None:
@@ -338,29 +390,33 @@ class Index:
     back is not the one indexed, and then the index is built again.
     """
 
-    def __init__(self, path):
+    def __init__(self, path: str | Path) -> None:
         self.path = str(path)
         self.lock = threading.RLock()
         self.bytes_read = 0
         self.builds = 0
-        self._file = None
+        self._file: BinaryIO | None = None
         self._reset()
 
-    def _reset(self):
-        self.ident = None
+    def _reset(self) -> None:
+        self.ident: tuple[int, int] | None = None
         self.offset = 0
         self.size = -1
-        self.calls = {}
+        self.calls: dict[str, int] = {}
         self.starts, self.lengths = array.array("q"), array.array("I")
         self.reals, self.falses = array.array("I"), array.array("I")
         self.models, self.dates, self.kinds, self.flags = (array.array("I"), array.array("I"), array.array("I"),
                                                            array.array("B"))
-        self.names, self.name_ids, self.days, self.day_ids = [], {}, [], {}
-        self.kind_keys, self.kind_ids = [((), None)], {((), None): 0}
-        self.groups = {}
-        self.judged_in = {}
+        self.names: list[str] = []
+        self.name_ids: dict[str, int] = {}
+        self.days: list[str] = []
+        self.day_ids: dict[str, int] = {}
+        self.kind_keys: list[tuple[tuple[str, ...], str | None]] = [((), None)]
+        self.kind_ids: dict[tuple[tuple[str, ...], str | None], int] = {((), None): 0}
+        self.groups: dict[Group, dict[str, _Tally]] = {}
+        self.judged_in: dict[str, set[int]] = {}
 
-    def refresh(self):
+    def refresh(self) -> None:
         """Take in what was appended since the last look; start over when the file was replaced or cut."""
         with self.lock:
             try:
@@ -382,7 +438,7 @@ class Index:
                 self.size = st.st_size
                 self._read(f)
 
-    def _read(self, f):
+    def _read(self, f: BinaryIO) -> None:
         """Index the whole lines between `offset` and `size`, a block at a time."""
         f.seek(self.offset)
         left = self.size - self.offset
@@ -395,21 +451,21 @@ class Index:
             blob = carry + block
             end = blob.rfind(b"\n") + 1
             start = self.offset
-            for line in blob[:end].split(b"\n")[:-1]:
-                for record in fileio.parse_lines(line, self.path):
-                    self._take(record, start, len(line))
-                start += len(line) + 1
+            for piece in blob[:end].split(b"\n")[:-1]:
+                for record in fileio.parse_lines(piece, self.path):
+                    self._take(record, start, len(piece))
+                start += len(piece) + 1
             carry = blob[end:]
             self.offset += end
             self.bytes_read += end
 
-    def _kind(self, record):
+    def _kind(self, record: Mapping[str, Any]) -> int:
         """The number of the (collections, shape) a judged entry counts towards."""
-        collection = collection_of(record)
-        return _intern(self.kind_keys, self.kind_ids, ((collection,) if collection else (), shape_of(record)))
+        collection = _collection_of(record)
+        return _intern(self.kind_keys, self.kind_ids, ((collection,) if collection else (), _shape_of(record)))
 
-    def _places(self, raw, flags, kind):
-        places = [(ALL, raw)]
+    def _places(self, raw: str, flags: int, kind: int) -> list[tuple[Group, str]]:
+        places: list[tuple[Group, str]] = [(ALL, raw)]
         if flags & JUDGED:
             collections, shape = self.kind_keys[kind]
             places += [(("collection", key), raw) for key in collections]
@@ -417,14 +473,14 @@ class Index:
                 places.append((("shape", shape), raw))
         return places
 
-    def _tally(self, group, raw):
+    def _tally(self, group: Group, raw: str) -> _Tally:
         tallies = self.groups.setdefault(group, {})
         tally = tallies.get(raw)
         if tally is None:
             tally = tallies[raw] = _Tally()
         return tally
 
-    def _take(self, record, start, length):
+    def _take(self, record: Mapping[str, Any], start: int, length: int) -> None:
         raw = record.get("model")
         if not isinstance(raw, str):
             return  # not an offload line: nothing to attribute it to
@@ -434,11 +490,12 @@ class Index:
         date = _date(record)
         model, day = _intern(self.names, self.name_ids, raw), _intern(self.days, self.day_ids, date)
         real, false = (_claim_count(record.get("real")), _claim_count(record.get("false"))) if flags & JUDGED else (0, 0)
-        new = (date, flags, record.get("task", ""), real, false)
-        call = record.get("call")
-        if not (call and isinstance(call, str)):
-            call = None
+        new: Counted = (date, flags, record.get("task", ""), real, false)
+        found = record.get("call")
+        call = found if found and isinstance(found, str) else None
         pos = self.calls.get(call) if call else None
+        old: Counted | None
+        before: list[tuple[Group, str]]
         if pos is None:
             pos, old, before = len(self.starts), None, []
             if call:
@@ -467,7 +524,7 @@ class Index:
             if group[0] == "collection":
                 self.judged_in.setdefault(group[1], set()).add(pos)
 
-    def _answer(self, compute):
+    def _answer(self, compute: Callable[[], T]) -> T:
         """`compute()` on the index brought up to date, under its lock; built again and retried if a
         line read back (`_entry`) shows the log was replaced or rewritten since."""
         with self.lock:
@@ -482,7 +539,7 @@ class Index:
                         self._file.close()
                         self._file = None
 
-    def _entry(self, pos):
+    def _entry(self, pos: int) -> dict[str, Any]:
         """The entry now in force at `pos`, read back from its line (inside `_answer` only)."""
         if self._file is None:
             try:
@@ -503,9 +560,10 @@ class Index:
             raise _Moved
         return entry
 
-    def _members(self, group, raw):
+    def _members(self, group: Group, raw: str) -> list[int]:
         """The positions `group` counts for raw alias `raw`, found by a scan: for a tally gone stale."""
         model = self.name_ids[raw]
+        candidates: Iterable[int]
         if group is ALL:
             candidates = range(len(self.starts))
         elif group[0] == "collection":
@@ -515,16 +573,16 @@ class Index:
                           if self.flags[pos] & JUDGED and self.kind_keys[self.kinds[pos]][1] == group[1])
         return [pos for pos in candidates if self.models[pos] == model]
 
-    def _latest(self, group, raw, tally):
+    def _latest(self, group: Group, raw: str, tally: _Tally) -> tuple[str, int] | None:
         if tally.stale:
             last = max((self.days[self.dates[pos]], pos) for pos in self._members(group, raw))
             tally.task = self._entry(last[1]).get("task", "") if group is ALL else ""
             tally.last, tally.stale = last, False
         return tally.last
 
-    def _merged(self, group, resolve):
+    def _merged(self, group: Group, resolve: Callable[[str], str]) -> dict[str, Merged]:
         """`{current alias: [offloads, useful, judged, (latest date, position), its task]}` for a group."""
-        merged = {}
+        merged: dict[str, Merged] = {}
         for raw, tally in self.groups.get(group, {}).items():
             if not tally.count:
                 continue
@@ -541,10 +599,11 @@ class Index:
                     row[3], row[4] = last, tally.task
         return merged
 
-    def _scan(self, positions, resolve, wanted):
+    def _scan(self, positions: Iterable[int], resolve: Callable[[str], str],
+              wanted: Callable[[dict[str, Any]], bool]) -> dict[str, Merged]:
         """Judged entries at `positions`, read back, that `wanted(entry)` accepts, merged like `_merged`:
         for what no group answers by itself."""
-        merged = {}
+        merged: dict[str, Merged] = {}
         for pos in sorted(positions):
             entry = self._entry(pos)
             useful = entry.get("useful")
@@ -557,35 +616,35 @@ class Index:
             row[3] = max(row[3], (_date(entry), pos))
         return merged
 
-    def _mapped(self, entry, resolve):
+    def _mapped(self, entry: dict[str, Any], resolve: Callable[[str], str]) -> Line:
         """A line read back, under today's alias (each caller gets its own, so none can change another's)."""
         entry["model"] = resolve(entry["model"])
-        return entry
+        return line(entry)
 
-    def entries(self):
+    def entries(self) -> list[Line]:
         resolve = aliases.resolver()
         return self._answer(lambda: [self._mapped(self._entry(pos), resolve) for pos in range(len(self.starts))])
 
-    def by_call(self, call):
+    def by_call(self, call: object) -> Line | None:
         resolve = aliases.resolver()
 
-        def compute():
+        def compute() -> Line | None:
             pos = self.calls.get(call) if isinstance(call, str) else None
             return None if pos is None else self._mapped(self._entry(pos), resolve)
         return self._answer(compute)
 
-    def summary(self):
+    def summary(self) -> dict[str, dict[str, Any]]:
         resolve = aliases.resolver()
         return self._answer(lambda: {
             name: {"offloads": offloads, "useful": useful, "judged": judged, "last_task": task, "last_date": last[0]}
             for name, (offloads, useful, judged, last, task) in self._merged(ALL, resolve).items()
         })
 
-    def claims(self):
+    def claims(self) -> dict[str, dict[str, int]]:
         resolve = aliases.resolver()
 
-        def compute():
-            found = {}
+        def compute() -> dict[str, dict[str, int]]:
+            found: dict[str, dict[str, int]] = {}
             for raw, tally in self.groups.get(ALL, {}).items():
                 if tally.judged:
                     row = found.setdefault(resolve(raw), {"judged": 0, "real": 0, "false": 0})
@@ -595,14 +654,14 @@ class Index:
             return found
         return self._answer(compute)
 
-    def last_used(self):
+    def last_used(self) -> dict[str, str]:
         resolve = aliases.resolver()
         return self._answer(lambda: {name: row[3][0] for name, row in self._merged(ALL, resolve).items()})
 
-    def shape_record(self, shape):
+    def shape_record(self, shape: str) -> dict[str, dict[str, int]]:
         resolve = aliases.resolver()
 
-        def compute():
+        def compute() -> dict[str, dict[str, int]]:
             if ", " in shape:  # no shape name holds one, so no group: those ending with its last part are read
                 ending, part = f", {shape})", shape.rsplit(", ", 1)[1]
                 positions = [pos for pos in range(len(self.starts))
@@ -614,10 +673,10 @@ class Index:
             return {name: {"useful": row[1], "judged": row[2]} for name, row in merged.items()}
         return self._answer(compute)
 
-    def record(self, collection, task=""):
+    def record(self, collection: str, task: str = "") -> dict[str, dict[str, Any]]:
         resolve = aliases.resolver()
 
-        def compute():
+        def compute() -> dict[str, dict[str, Any]]:
             if task:  # a note filter: only this collection's judged entries are read
                 merged = self._scan(self.judged_in.get(collection, ()), resolve,
                                     lambda entry: task in str(entry.get("note", "")))
@@ -629,28 +688,28 @@ class Index:
             }
         return self._answer(compute)
 
-    def judged(self, collection):
+    def judged(self, collection: str) -> list[Line]:
         """The judged entries of `collection`, oldest first (OFF-2's, under today's aliases), read back by offset."""
         resolve = aliases.resolver()
         return self._answer(lambda: [self._mapped(self._entry(pos), resolve)
                                      for pos in sorted(self.judged_in.get(collection, ()))])
 
-    def pending(self, calls):
-        def compute():
+    def pending(self, calls: Iterable[object]) -> list[str]:
+        def compute() -> list[str]:
             out = []
             for call in calls:
                 pos = self.calls.get(call) if isinstance(call, str) else None
-                if pos is not None and not self.flags[pos] & (JUDGED | FAILED):
+                if isinstance(call, str) and pos is not None and not self.flags[pos] & (JUDGED | FAILED):
                     out.append(call)
             return out
         return self._answer(compute)
 
 
-_indexes = {}
+_indexes: dict[str, Index] = {}
 _indexes_lock = threading.Lock()
 
 
-def index(path=None):
+def index(path: str | Path | None = None) -> Index:
     """The live `Index` of the log at `path` (default: this data folder's), one per path per process."""
     key = str(path or log_path())
     found = _indexes.get(key)
@@ -660,45 +719,45 @@ def index(path=None):
     return found
 
 
-def entries():
+def entries() -> list[Line]:
     """Every offload, oldest first, one per call id (OFF-2); models under their current alias."""
     return index().entries()
 
 
-def lines(path=None):
+def lines(path: str | Path | None = None) -> list[Line]:
     """Every offload line in the order written, verdicts as lines of their own (not merged as OFF-2's
     entries are), aliases as written: for a replay that must know when each verdict was given (issue 20).
     The log is append-only and never rotated (OFF-1), so this one file is the whole history."""
-    return [line for line in fileio.read_jsonl(path or log_path()) if isinstance(line.get("model"), str)]
+    return [line(found) for found in fileio.read_jsonl(path or log_path()) if isinstance(found.get("model"), str)]
 
 
-def by_call(call):
+def by_call(call: object) -> Line | None:
     """The latest entry with call id `call`, or None."""
     return index().by_call(call)
 
 
-def summary():
+def summary() -> dict[str, dict[str, Any]]:
     """`{alias: {offloads, useful, judged, last_task, last_date}}` (OFF-5)."""
     return index().summary()
 
 
-def claims():
+def claims() -> dict[str, dict[str, int]]:
     """`{alias: {judged, real, false}}`: each model's judged entries and the claims their verdicts verified as
     real and as false (OFF-4), from the index's tallies: nothing is read back, whatever the log's size."""
     return index().claims()
 
 
-def last_used():
+def last_used() -> dict[str, str]:
     """`{alias: latest offload date}`, judged or not: the router's staleness (OFF-7, RTR-2)."""
     return index().last_used()
 
 
-def shape_record(shape):
+def shape_record(shape: str) -> dict[str, dict[str, int]]:
     """`{alias: {useful, judged}}` over judged entries whose task ends `, <shape>)` (the merger's record)."""
     return index().shape_record(shape)
 
 
-def record(collection, task=""):
+def record(collection: str, task: str = "") -> dict[str, dict[str, Any]]:
     """VRD-2's `aliases`: judged entries of `collection` whose note holds `task`.
 
     An entry's collection is its `collection` field, or for lines older than that field the
@@ -711,13 +770,13 @@ def record(collection, task=""):
     return index().record(collection, task)
 
 
-def judged(collection):
+def judged(collection: str) -> list[Line]:
     """Every judged entry of `collection` (`bench/<name>`), oldest first, one per call id: what the leaderboard
     fits (issue 20), read through the index so the rest of the log is never parsed."""
     return index().judged(collection)
 
 
-def pending(calls):
+def pending(calls: Iterable[object]) -> list[str]:
     """VRD-3: the given ids (order and duplicates kept) the log knows, unjudged, and not errored seats."""
     return index().pending(calls)
 
@@ -728,22 +787,22 @@ NONE_RECORDED = (
 )
 
 
-def table(rows):
+def table(rows: Mapping[str, Mapping[str, Any]]) -> str:
     """OFF-6's `list`: `model used helped last`, most offloads first; helped `u/j` or `—`; task cut to 44."""
     if not rows:
         return NONE_RECORDED
     ordered = sorted(rows.items(), key=lambda item: (-item[1]["offloads"], item[0]))
-    lines = [("model", "used", "helped", "last")]
+    shown = [("model", "used", "helped", "last")]
     for name, row in ordered:
         helped = f"{row['useful']}/{row['judged']}" if row["judged"] else "—"
-        lines.append((name, str(row["offloads"]), helped, f"{row['last_date']}  {row['last_task'][:44]}"))
-    width = [max(len(line[i]) for line in lines) for i in range(3)]
+        shown.append((name, str(row["offloads"]), helped, f"{row['last_date']}  {row['last_task'][:44]}"))
+    width = [max(len(cells[i]) for cells in shown) for i in range(3)]
     return "\n".join(
-        f"{name:<{width[0]}}  {used:>{width[1]}}  {helped:>{width[2]}}  {last}" for name, used, helped, last in lines
+        f"{name:<{width[0]}}  {used:>{width[1]}}  {helped:>{width[2]}}  {last}" for name, used, helped, last in shown
     )
 
 
-def _verdict_options(parser, required):
+def _verdict_options(parser: argparse.ArgumentParser, required: bool) -> None:
     pick = parser.add_mutually_exclusive_group(required=required)
     pick.add_argument("--useful", dest="useful", action="store_const", const=True, help="it helped")
     pick.add_argument("--not-useful", dest="useful", action="store_const", const=False, help="it did not help")
@@ -753,7 +812,7 @@ def _verdict_options(parser, required):
                         help="a claim it made that is untrue")
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     if hasattr(sys.stdout, "reconfigure"):
         sys.stdout.reconfigure(encoding="utf-8")
     parser = argparse.ArgumentParser(prog="python -m benchwarmers.panel.offload",
@@ -773,14 +832,14 @@ def main(argv=None):
         print(table(summary()))
     elif args.command == "add":
         entry = add(args.model, args.task, args.useful, args.note, real=args.real, false=args.false_claims)
-        print(f"recorded: {entry['model']} — {entry['task']}")
+        print(f"recorded: {entry.model} — {entry.task}")
     else:
         try:
             entry = verdict(args.call, args.useful, args.note, args.real, args.false_claims)
         except (KeyError, TooLarge) as exc:
             console.say(exc.args[0])
             return 1
-        print(f"recorded: {entry['model']} — {entry['task']} — useful={entry['useful']}")
+        print(f"recorded: {entry.model} — {entry.task} — useful={entry.useful}")
     return 0
 
 

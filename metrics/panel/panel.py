@@ -48,13 +48,20 @@ import queue
 import secrets
 import threading
 import time
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 from ..core import console, fileio, images, keys, paths, settings
 from ..wire import notices
 from ..models import aliases, catalog, learn, registry
 from ..calling import client, llm_backend
-from . import collections, offload, policy, roles, route, shape as shapes
+from . import collections, offload, policy, roles, roster, route, shape as shapes
 from ..core.errors import Busy, Invalid, NoSeat, PromptTooLarge, UnknownCollection
+
+Seat = dict[str, Any]  # a seat's result, then as `bench.seats` lists it: call, seat, alias, status, answer, ...
+OnDelta = Callable[[str, str], None]  # `on_delta(kind, piece)`: a seat's answer ("text") or reasoning as it comes
+# each seat's answer to come: (its plan, key, alias, when it was asked)
+Asked = dict[concurrent.futures.Future[Seat], tuple["Plan", str, str, float]]
 
 SEAT_TIMEOUT = 420
 LARGE = 8000
@@ -76,7 +83,8 @@ _pool = concurrent.futures.ThreadPoolExecutor(max_workers=512, thread_name_prefi
 
 
 BUSY_RETRY = Busy.retry_after
-STOPPED = concurrent.futures.Future()  # done once the server stops waiting for panels: seats left are ended
+# done once the server stops waiting for panels: seats left are ended
+STOPPED: concurrent.futures.Future[None] = concurrent.futures.Future()
 STOP_SETTLE = 1.0  # after a stop, how long seats get to come back ended before they are logged as stopped
 GATEWAY_STOPPED = "gateway stopped"
 
@@ -89,13 +97,13 @@ class Flight:
     `local` (this machine, no key) is held by the process cap alone.
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.idle = threading.Condition()
         self.count = 0
-        self.by_key = {}
+        self.by_key: dict[str, int] = {}
         self.heavy = False  # a large prompt was in flight since the heap was last handed back
 
-    def enter(self, caller, cap, key_cap):
+    def enter(self, caller: str, cap: int, key_cap: int) -> None:
         with self.idle:
             if STOPPED.done():  # a stopping gateway asks no new seat, even of a request it took before
                 raise Busy(f"the gateway is stopping; try again in {BUSY_RETRY}s")
@@ -108,7 +116,7 @@ class Flight:
             self.count += 1
             self.by_key[caller] = self.by_key.get(caller, 0) + 1
 
-    def leave(self, caller):
+    def leave(self, caller: str) -> None:
         with self.idle:
             self.count -= 1
             left = self.by_key[caller] - 1
@@ -121,7 +129,7 @@ class Flight:
                 self.heavy = False
                 _give_back_memory()
 
-    def wait_idle(self, timeout):
+    def wait_idle(self, timeout: float | None) -> bool:
         """True once no panel is in flight, False when `timeout` seconds passed first."""
         with self.idle:
             return self.idle.wait_for(lambda: self.count == 0, timeout)
@@ -131,7 +139,7 @@ flight = Flight()
 HEAVY = 1_000_000  # a prompt of this many characters makes the process hand its freed heap back once idle
 
 
-def _trimmer():
+def _trimmer() -> Callable[[int], int] | None:
     """glibc's `malloc_trim`, or None elsewhere."""
     try:
         return ctypes.CDLL(None).malloc_trim
@@ -142,14 +150,14 @@ def _trimmer():
 _malloc_trim = _trimmer()
 
 
-def _give_back_memory():
+def _give_back_memory() -> None:
     """Return freed heap to the system: glibc keeps what a burst of large prompts freed in its arenas,
     so without this a gateway would stay at its peak size for good (security review 2)."""
     if _malloc_trim is not None:
         _malloc_trim(0)
 
 
-def stop_seats():
+def stop_seats() -> None:
     """End every seat still asked (the server is stopping): calls in flight end at once and are
     logged `error` "gateway stopped" with their real seconds; no new seat or merger is asked."""
     client.STOP.set()
@@ -157,59 +165,58 @@ def stop_seats():
         STOPPED.set_result(None)
 
 
-def panel_id():
+def panel_id() -> str:
     """`pYYYYMMDD-HHMMSS-<16 hex>`: 64 random bits, so ids neither collide across processes and
     machines nor can be guessed (nothing-lost item 8, security review 4; older ids had 4 hex)."""
     return "p" + datetime.datetime.now().strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(8)
 
 
-def call_id(panel, key):
+def call_id(panel: str, key: str) -> str:
     """A seat's call id: its panel's id, a dot, the seat's key (`member1`, `explorer2`, `merger`; GW-ID-1)."""
     return f"{panel}.{key}"
 
 
-def local_iso():
+def local_iso() -> str:
     return datetime.datetime.now().astimezone().isoformat(timespec="seconds")
 
 
-def retired():
-    return fileio.read_json(paths.file("config", "retired.json"))
-
-
-def retired_why(record):
+def retired_why(gone: roster.Retired, alias: str) -> str:
+    """Why `alias`, named in retired.json, is not asked: with the day it was retired when its entry says it."""
     why = "retired from the bench"
-    at = record.get("at") if isinstance(record, dict) else ""
-    if isinstance(at, str) and at:
-        why += f" on {at[:10]}"
+    record = gone.models.get(alias)
+    if record is not None and record.at:
+        why += f" on {record.at[:10]}"
     return why + "; take it out of the collection (Restore in its model popup brings it back)"
 
 
-def unregistered(names):
+def unregistered(names: Iterable[str]) -> list[str]:
     """The names no registration answers to, directly or through a rename (ALI-1)."""
     regs = registry.registrations()
     current = aliases.resolver()
     return [name for name in names if name not in regs and aliases.follow(current, name) not in regs]
 
 
-def seat_label(key):
+def seat_label(key: str) -> str:
     return "explorer 2" if key == "explorer2" else "".join(c for c in key if not c.isdigit())
 
 
-def ask_seat(alias, system, prompt, messages=None, on_delta=None):
+def ask_seat(alias: str, system: str, prompt: str, messages: list[Any] | None = None,
+             on_delta: OnDelta | None = None) -> Seat:
     """Ask one seat (SEAT-1..5); a model failure never raises, it comes back as status `error`."""
     return begin_seat(alias, system, prompt, messages, on_delta)()
 
 
-def begin_seat(alias, system, prompt, messages=None, on_delta=None):
+def begin_seat(alias: str, system: str, prompt: str, messages: list[Any] | None = None,
+               on_delta: OnDelta | None = None) -> Callable[[], Seat]:
     """`ask_seat()` in two halves: the seat's request is sent now, on the caller's thread (the built-in
     client); the function returned waits for the answer and returns the seat's result."""
     started = time.monotonic()
     try:
         if messages is not None or client.backend(alias) == "builtin":
-            limits = collections.timeouts()  # a stalled upstream ends the seat long before SEAT_TIMEOUT
+            limits = collections.settings()  # a stalled upstream ends the seat long before SEAT_TIMEOUT
             answer = client.begin(alias, prompt, system=system, timeout=SEAT_TIMEOUT, messages=messages,
-                                  on_delta=on_delta, purpose="gateway", first_byte=limits["first_byte_timeout"],
-                                  idle=limits["idle_timeout"])
+                                  on_delta=on_delta, purpose="gateway", first_byte=limits.first_byte_timeout,
+                                  idle=limits.idle_timeout)
         else:
             answer = functools.partial(llm_backend.ask, alias, prompt, system=system, timeout=SEAT_TIMEOUT,
                                        on_delta=on_delta)
@@ -218,14 +225,14 @@ def begin_seat(alias, system, prompt, messages=None, on_delta=None):
     return functools.partial(_seat_result, alias, started, answer)
 
 
-def counted(usage):
+def counted(usage: object) -> dict[str, int]:
     """The upstream's own token counts of one call, `{prompt_tokens?, completion_tokens?}` (whole numbers only)."""
     usage = usage if isinstance(usage, dict) else {}
     return {k: usage[k] for k in ("prompt_tokens", "completion_tokens")
             if isinstance(usage.get(k), int) and not isinstance(usage.get(k), bool)}
 
 
-def _seat_result(alias, started, answer):
+def _seat_result(alias: str, started: float, answer: Callable[[], dict[str, Any]] | Exception) -> Seat:
     text, error, usage = "", "", {}
     try:
         if isinstance(answer, Exception):
@@ -257,7 +264,7 @@ def _seat_result(alias, started, answer):
     return seat
 
 
-def section(seat):
+def section(seat: Seat) -> str:
     if seat["answer"]:
         body = seat["answer"]
     elif seat["error"]:
@@ -273,7 +280,7 @@ def section(seat):
 DEMO = "BENCHWARMERS_DEMO"  # set by the demo (`serve.py --demo`, `gateway.py --demo`) for its throwaway folder
 
 
-def footer():
+def footer() -> str:
     """The reply's last lines. In the demo the data folder is a throwaway one another terminal does not know,
     so the verdict command carries it (issue 16: the footer's command must work from another terminal). The
     command is the module's (RPL-1's `python metrics/offload.py` is a checkout path an install does not have)."""
@@ -288,7 +295,8 @@ SHAPE_WORDS = {"no decision model onboarded": "the default: no decision model is
                                               "each prompt, so explorers take the general angle"}
 
 
-def heading(name, panel, members, explorers, shape, shape_by, skipped):
+def heading(name: str, panel: str, members: int, explorers: int, shape: str, shape_by: str,
+            skipped: list[dict[str, str]]) -> str:
     """The reply's first line; `shape_by` in words a newcomer reads (the fact itself stays in `bench.shape_by`)."""
     top = (f"Bench bench/{name} {panel} · {members} members + {explorers} explorers · "
            f"explorer shape {shape} ({SHAPE_WORDS.get(shape_by, shape_by)})\n")
@@ -297,7 +305,7 @@ def heading(name, panel, members, explorers, shape, shape_by, skipped):
     return top
 
 
-def seat_record(call, label, alias, result):
+def seat_record(call: str, label: str, alias: str, result: Seat) -> Seat:
     """A seat as the reply's `bench.seats` lists it; `usage` only when the upstream counted its tokens."""
     record = {"call": call, "seat": label, "alias": alias, "status": result["status"],
               "seconds": result["seconds"], "answer": result["answer"], "error": result["error"]}
@@ -306,7 +314,7 @@ def seat_record(call, label, alias, result):
     return record
 
 
-def log_seat(seat, plan):
+def log_seat(seat: Seat, plan: "Plan") -> None:
     """Write one seat to the offload log (PNL-20): called the moment the seat finishes.
 
     A line that cannot be written never loses the answer (nothing-lost item 4): the seat says
@@ -327,7 +335,8 @@ class Plan:
     refusal has been checked, before the router is asked for explorers, so they can start at once.
     """
 
-    def __init__(self, name, messages, nominees=(), reply="", caller="local", on_seat=None):
+    def __init__(self, name: str, messages: list[Any], nominees: Iterable[str] = (), reply: str = "",
+                 caller: str = "local", on_seat: Callable[["Plan", str, str], None] | None = None) -> None:
         self.name = name
         self.caller = caller
         self.messages = messages
@@ -343,9 +352,9 @@ class Plan:
         self.known = catalog.table()  # one look at the catalog's files for the whole plan
         self.whole = (self.system + "\n\n" + self.prompt).strip()
         self.needed = images.request_estimate(self.system, self.prompt, self.image_count)
-        self.skipped = []
-        self.notes = []
-        self._seat_members(collection.get("members") or [], nominees)
+        self.skipped: list[dict[str, str]] = []
+        self.notes: list[str] = []
+        self._seat_members(collection.members, nominees)
         self.merged = collections.reply_mode(collection, reply) == "merged"
         self._merger_choice()
         self._shape()
@@ -354,17 +363,17 @@ class Plan:
         self.task = keys.clean(" ".join(self.prompt.split()), TASK_CHARS) + f" (bench/{name}, {self.shape})"
         self._seats(on_seat)
 
-    def skip(self, seat, alias, why):
+    def skip(self, seat: str, alias: str, why: str) -> None:
         self.skipped.append({"seat": seat, "alias": alias, "why": why})
 
-    def _seat_members(self, raw, nominees):
-        gone = retired()
+    def _seat_members(self, raw: Iterable[object], nominees: Iterable[str]) -> None:
+        gone = roster.retired()
         members = list(dict.fromkeys(a for a in raw if isinstance(a, str) and a))
         for alias in members:
-            if alias in gone:
-                self.skip("member", alias, retired_why(gone[alias]))
-        members = [a for a in members if a not in gone]
-        cap = self.settings["max_calls"]
+            if alias in gone.names:
+                self.skip("member", alias, retired_why(gone, alias))
+        members = [a for a in members if a not in gone.names]
+        cap = self.settings.max_calls
         for alias in members[cap:]:
             self.skip("member", alias, f"past max_calls ({cap}) in config/gateway.json")
         members = members[:cap]
@@ -373,9 +382,9 @@ class Plan:
         wanted = list(dict.fromkeys(a for a in nominees if a not in members))
         skipped_aliases = {s["alias"] for s in self.skipped}
         for alias in wanted:
-            if alias in gone and alias not in skipped_aliases:
-                self.skip("with", alias, retired_why(gone[alias]))
-        wanted = [a for a in wanted if a not in gone]
+            if alias in gone.names and alias not in skipped_aliases:
+                self.skip("with", alias, retired_why(gone, alias))
+        wanted = [a for a in wanted if a not in gone.names]
         unknown = unregistered(wanted)
         if unknown:  # one entry for them all, and no catalog look at a name no model answers to
             count = f"{len(unknown)} names " if len(unknown) > 1 else ""
@@ -420,24 +429,24 @@ class Plan:
                 self.skip("member", json.dumps(entry)[:60],
                           'no model alias: "members" in config/collections.json must hold aliases (strings)')
 
-    def _too_large_message(self, small):
+    def _too_large_message(self, small: list[tuple[int, str]]) -> str:
         images_clause = " (each image counted as 2,500)" if self.image_count else ""
         listed = ", ".join(f"{alias} {size:,}" for size, alias in small)
         return (f"prompt is about {self.needed:,} tokens{images_clause}; too large for {listed} (context windows) "
                 f"in bench/{self.name}. Trim it under {small[0][0]:,} tokens, or choose a collection whose "
                 "members have larger windows (GET /v1/models lists each collection's context_window).")
 
-    def _merger_choice(self):
-        merger = self.collection.get("merger") or ""
-        gone = retired()
-        if merger in gone:
+    def _merger_choice(self) -> None:
+        merger = self.collection.merger
+        gone = roster.retired()
+        if merger in gone.names:
             if self.merged:
-                self.skip("merger", merger, retired_why(gone[merger]) + "; the merger is chosen by verdicts")
+                self.skip("merger", merger, retired_why(gone, merger) + "; the merger is chosen by verdicts")
             merger = ""
         self.merger = merger
 
-    def _shape(self):
-        own = self.collection.get("shape") or ""
+    def _shape(self) -> None:
+        own = self.collection.shape
         if self.image_count and not own:
             self.shape, self.shape_by = "vision", "the request carries images"
         elif self.explorer_count == 0:
@@ -447,7 +456,7 @@ class Plan:
         else:
             self.shape, self.shape_by = shapes.pick(self.whole)
 
-    def avoid(self):
+    def avoid(self) -> set[str]:
         avoid = set(route.cooling())
         for alias in registry.registrations():
             if catalog.too_small(alias, self.needed, self.known):
@@ -456,13 +465,13 @@ class Plan:
                 avoid.add(alias)
         return avoid
 
-    def _seats(self, on_seat):
-        self.seats = []
-        self.router = None
+    def _seats(self, on_seat: Callable[["Plan", str, str], None] | None) -> None:
+        self.seats: list[tuple[str, str]] = []
+        self.router: dict[str, Any] | None = None
         if self.explorer_count > 0:
             route.check_shape(self.shape)  # the last refusal that can follow a sitting member
 
-        def sit(key, alias):
+        def sit(key: str, alias: str) -> None:
             self.seats.append((key, alias))
             if on_seat is not None:
                 on_seat(self, key, alias)
@@ -484,17 +493,17 @@ class Plan:
             raise NoSeat(f"collection '{self.name}' has no members and no explorer could be seated"
                               + "".join(f"; {s['alias']} not asked: {s['why']}" for s in self.skipped))
 
-    def _blind_message(self):
+    def _blind_message(self) -> str:
         listed = "; ".join(f"{s['alias']} {s['why']}" for s in self.skipped) or "no members"
         return (f"no seat in bench/{self.name} can see images, and none is asked rather than answer blind: "
                 f"{listed}. No model that takes images was free for an explorer seat. Add one to the collection, "
                 "or call a collection whose together.capabilities on GET /v1/models lists vision.")
 
-    def explorers_seated(self):
+    def explorers_seated(self) -> int:
         return sum(1 for key, _ in self.seats if key.startswith("explorer"))
 
 
-def merge_prompt(plan, answered):
+def merge_prompt(plan: Plan, answered: list[Seat]) -> str:
     """What the merger reads: the request redacted, every answer (hidden as its seat came back: an answer that
     echoed the key of its own endpoint must not carry it to the merger's)."""
     request = images.redact(plan.whole)
@@ -502,14 +511,14 @@ def merge_prompt(plan, answered):
     return "THE REQUEST\n\n" + request + "\n\nTHE ANSWERS\n\n" + "\n\n".join(blocks)
 
 
-def merger_candidates(plan):
+def merger_candidates(plan: Plan) -> list[str]:
     """MRG-3: the collection's merger alone, else the members the policy puts forward on this shape's
     verdicts (`panel.policy`: by default the counted rule, which ranks only members with verdicts), then
     the router's primary, then the members in order."""
     if plan.merger:
         return [plan.merger]
     record = offload.shape_record(plan.shape)
-    candidates = policy.ranked(collections.chosen_policy(), plan.members_before_vision, record)
+    candidates = policy.ranked(collections.settings().policy, plan.members_before_vision, record)
     try:
         primary = route.pick_seats(shape=plan.shape, large=len(plan.whole) > LARGE).get("primary")
         if primary:
@@ -520,15 +529,16 @@ def merger_candidates(plan):
     return list(dict.fromkeys(candidates))
 
 
-def _text_to(on_part):
+def _text_to(on_part: Callable[[str], object]) -> OnDelta:
     """An `on_delta` that passes the answer's text (not its reasoning) to `on_part`."""
-    def on_delta(kind, piece):
+    def on_delta(kind: str, piece: str) -> None:
         if kind == "text":
             on_part(piece)
     return on_delta
 
 
-def merge(plan, seats, on_part=None, gone=None):
+def merge(plan: Plan, seats: list[Seat], on_part: Callable[[str], object] | None = None,
+          gone: threading.Event | None = None) -> tuple[Seat | None, str, str]:
     """Ask one more model to write a single answer (MRG-1..8): `(merger seat or None, answer, note)`."""
     answered = [s for s in seats if s["status"] == "ok"]
     if not answered:
@@ -555,7 +565,9 @@ def merge(plan, seats, on_part=None, gone=None):
     return seat, seat["answer"], ""
 
 
-def run(name, messages, nominees=(), reply="", caller="local", on_part=None, on_seated=None, gone=None):
+def run(name: str, messages: list[Any], nominees: Iterable[str] = (), reply: str = "", caller: str = "local",
+        on_part: Callable[[str], object] | None = None, on_seated: Callable[[], object] | None = None,
+        gone: threading.Event | None = None) -> tuple[str, dict[str, Any]]:
     """Seat, ask, log and merge one panel; returns `(content, bench)` (PNL-1..22, MRG-*, RPL-*).
 
     `on_seated()` hears, once, that no refusal can follow: just before the first seat is asked.
@@ -569,16 +581,19 @@ def run(name, messages, nominees=(), reply="", caller="local", on_part=None, on_
         flight.leave(caller)
 
 
-def admit(caller):
+def admit(caller: str) -> None:
     """Count a panel in flight for `caller`, or raise `Busy` (the caps, or a stopping gateway)."""
     settings = collections.settings()
-    flight.enter(caller, settings["max_panels"], settings["max_panels_per_key"])
+    flight.enter(caller, settings.max_panels, settings.max_panels_per_key)
 
 
-def _run(name, messages, nominees, reply, caller, on_part, on_seated, gone):
-    begun, futures = [], {}
+def _run(name: str, messages: list[Any], nominees: Iterable[str], reply: str, caller: str,
+         on_part: Callable[[str], object] | None, on_seated: Callable[[], object] | None,
+         gone: threading.Event | None) -> tuple[str, dict[str, Any]]:
+    begun: list[tuple[Callable[[], Seat], tuple[Plan, str, str], float]] = []
+    futures: Asked = {}
 
-    def start(plan, key, alias):
+    def start(plan: Plan, key: str, alias: str) -> None:
         if not begun and on_seated is not None:
             on_seated()  # a stream's 200 can leave while the seats' requests go out
         # each seat's request leaves the moment the plan is sure of it (members before the router has been
@@ -601,24 +616,24 @@ def _run(name, messages, nominees, reply, caller, on_part, on_seated, gone):
         flight.heavy = True
     top = heading(name, plan.panel, len(plan.members), plan.explorers_seated(), plan.shape, plan.shape_by,
                   plan.skipped)
-    streaming_all = on_part is not None and not plan.merged
+    relay_all = on_part if not plan.merged else None  # every answer streamed as it comes
     try:
-        if streaming_all:
-            on_part(top)  # before the seat threads start, so the caller's 200 and heading leave at once
+        if relay_all is not None:
+            relay_all(top)  # before the seat threads start, so the caller's 200 and heading leave at once
     finally:
-        for answer, seat, started in begun:
-            futures[_pool.submit(answer)] = (*seat, started)
+        for answer, (planned, key, alias), started in begun:
+            futures[_pool.submit(answer)] = (planned, key, alias, started)
 
-    finished = {}
-    for key, seat in _answers(plan, futures):
-        finished[key] = seat
-        if streaming_all:
-            on_part("\n" + section(seat))
+    finished: dict[str, Seat] = {}
+    for key, done in _answers(plan, futures):
+        finished[key] = done
+        if relay_all is not None:
+            relay_all("\n" + section(done))
     seats = [finished[key] for key, _ in plan.seats]
     every = top + "\n" + "\n".join(section(s) for s in seats) + "\n" + footer()
 
-    bench = {"panel": plan.panel, "collection": f"bench/{name}", "shape": plan.shape, "shape_by": plan.shape_by,
-             "seats": seats, "verdict": VERDICT_HINT}
+    bench: dict[str, Any] = {"panel": plan.panel, "collection": f"bench/{name}", "shape": plan.shape,
+                             "shape_by": plan.shape_by, "seats": seats, "verdict": VERDICT_HINT}
     if plan.skipped:
         bench["skipped"] = plan.skipped
     if plan.notes:
@@ -628,8 +643,8 @@ def _run(name, messages, nominees, reply, caller, on_part, on_seated, gone):
         content, merger = merged_content(plan, seats, bench, every, on_part, gone)
     else:
         content = every
-        if streaming_all:
-            on_part("\n" + footer())
+        if relay_all is not None:
+            relay_all("\n" + footer())
     problems = [f"{s['call']}: {s['log_error']}" for s in seats + [merger] if s and s.get("logged") is False]
     try:
         write_call_log(plan, seats, merger)
@@ -641,14 +656,14 @@ def _run(name, messages, nominees, reply, caller, on_part, on_seated, gone):
     return content, bench
 
 
-def _answers(plan, futures):
+def _answers(plan: Plan, futures: Asked) -> Iterator[tuple[str, Seat]]:
     """`(key, seat)` as each seat finishes, logged the moment it does (PNL-20).
 
     A stopping server (`stop_seats`) ends the calls in flight; a seat whose call does not come back
     within STOP_SETTLE (a backend that cannot be interrupted) is logged `error` "gateway stopped"
     with its real seconds, so every seat asked is on record before the process exits.
     """
-    pending = set(futures)
+    pending: set[concurrent.futures.Future[Any]] = set(futures)
     while pending:
         done, _ = concurrent.futures.wait(pending | {STOPPED}, return_when=concurrent.futures.FIRST_COMPLETED)
         if STOPPED in done:
@@ -667,41 +682,37 @@ def _answers(plan, futures):
             return
 
 
-def _logged(plan, key, alias, result):
+def _logged(plan: Plan, key: str, alias: str, result: Seat) -> Seat:
     seat = seat_record(call_id(plan.panel, key), seat_label(key), alias, result)
     log_seat(seat, plan)
     return seat
 
 
-def _log_orphan(plan, key, alias, future):
+def _log_orphan(plan: Plan, key: str, alias: str, future: concurrent.futures.Future[Seat]) -> None:
     try:
         _logged(plan, key, alias, future.result())
     except Exception:
         pass  # the panel has already failed with its own error
 
 
-def merged_content(plan, seats, bench, every, on_part, gone=None):
+def merged_content(plan: Plan, seats: list[Seat], bench: dict[str, Any], every: str,
+                   on_part: Callable[[str], object] | None,
+                   gone: threading.Event | None = None) -> tuple[str, Seat | None]:
     """The merged reply, or every answer with a one-line note when the merge cannot be had (MRG-6..8)."""
-    streamed = []
+    streamed: list[str] = []
     hider = keys.Hider()  # the merger's upstream may echo its key in the words it streams (issue 29 item 2)
-
-    def relay(piece):
-        shown = hider.feed(piece)
-        if shown:
-            streamed.append(shown)
-            on_part(shown)
-
+    relay = functools.partial(_relayed, streamed, hider, on_part) if on_part else None
     try:
-        merger, answer, note = merge(plan, seats, relay if on_part else None, gone)
+        merger, answer, note = merge(plan, seats, relay, gone)
     except Exception as exc:
         merger, answer, note = None, "", f"the merge failed ({type(exc).__name__}: {exc})"
     rest = hider.end()  # what it held back, now that the merger has said all
-    if rest:
+    if rest and on_part:
         streamed.append(rest)
         on_part(rest)
     if merger:
         bench["merger"] = merger
-    if answer:
+    if answer and merger is not None:  # an answer is its merger's
         bench["reply"] = "merged"
         listed = ", ".join(f"{s['alias']} {s['status']}" for s in seats)
         tail = (f"\n\n---\nMerged by {merger['alias']} (`{merger['call']}`) from: {listed}. "
@@ -718,7 +729,16 @@ def merged_content(plan, seats, bench, every, on_part, gone=None):
     return content, merger
 
 
-def write_call_log(plan, seats, merger):
+def _relayed(streamed: list[str], hider: keys.Hider, on_part: Callable[[str], object], piece: str) -> None:
+    """A merger's words as they come, each known secret hidden: kept (the fallback knows it must start on a new
+    line) and passed on."""
+    shown = hider.feed(piece)
+    if shown:
+        streamed.append(shown)
+        on_part(shown)
+
+
+def write_call_log(plan: Plan, seats: list[Seat], merger: Seat | None) -> None:
     """One line per panel in runs/gateway/calls.jsonl (CLG-1), after seats and merge.
 
     Answers are written as cleaned as prompts (IMG-8, KEY-7): one may quote a user:password URL,
@@ -737,17 +757,17 @@ def write_call_log(plan, seats, merger):
     if plan.skipped:
         line["skipped"] = plan.skipped
     fileio.append_log(paths.file("runs", "gateway", "calls.jsonl"), line,
-                      plan.settings["calls_log_max_mb"] * 1_000_000, plan.settings["calls_log_keep"])
+                      plan.settings.calls_log_max_mb * 1_000_000, plan.settings.calls_log_keep)
 
 
-def logged_text(text, settings, known):
+def logged_text(text: str, settings: collections.Settings, known: list[str]) -> str:
     """A prompt as the calls log keeps it: cleaned, or only its length when prompts are not kept."""
-    if not settings["calls_log_prompts"]:
+    if not settings.calls_log_prompts:
         return f"[not kept: {len(text):,} characters]" if text else ""
     return keys.clean(text, known=known)
 
 
-def warm_up():
+def warm_up() -> None:
     """What a server does once at start, so the first panel pays no one-off cost:
     the endpoints' model listings (catalog), the offload index, the router's records."""
     for step in (catalog.warm, offload.index().refresh, route.records):
@@ -784,16 +804,17 @@ class Failed:
     exc: Exception
 
 
-def start(name, messages, nominees=(), reply="", caller="local", gone=None):
+def start(name: str, messages: list[Any], nominees: Iterable[str] = (), reply: str = "", caller: str = "local",
+          gone: threading.Event | None = None) -> queue.Queue[Any]:
     """Run a panel on its own thread (STR-2); returns a queue of events. `gone` as for `run()`.
 
     Events: `Seated()` once no refusal can follow, `Part(text)`s, then `Done(content, bench)` or
     `Failed(exc)`; a refusal is a `Failed` before any `Seated`.
     """
     admit(caller)  # here, not on the panel's thread: a Busy refusal is a plain 503 before any 200
-    events = queue.Queue()
+    events: queue.Queue[Any] = queue.Queue()
 
-    def work():
+    def work() -> None:
         try:
             events.put(Done(*_run(name, messages, nominees, reply, caller, lambda text: events.put(Part(text)),
                                   lambda: events.put(Seated()), gone)))

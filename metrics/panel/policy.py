@@ -1,6 +1,6 @@
 """Which model the bench's record puts forward, by policy (issue 20): the merger (MRG-3) and route mode's order (RT-6).
 
-`config/gateway.json`'s `"policy"` chooses (`collections.chosen_policy()` reads and checks it):
+`config/gateway.json`'s `"policy"` chooses (`collections.settings()` reads and checks it):
 
 - `"counted"` (the default): the contract's rule. A candidate with verdicts comes first, most useful
   verdicts first, then the higher useful ratio (MRG-3: one lucky verdict must not outrank a long record);
@@ -23,6 +23,10 @@ needs its own stream (the offline replay) passes its own `random.Random` as `dra
 
 import random
 import threading
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+Record = Mapping[str, Mapping[str, Any]]  # `{alias: {"useful", "judged", ...}}`, as `offload` counts verdicts
 
 from ..core import settings
 
@@ -34,19 +38,19 @@ rng = random.Random(settings.env("BENCH_POLICY_SEED") or None)
 _rng_lock = threading.Lock()
 
 
-def seed(value):
+def seed(value: int | str | None) -> None:
     """Start the module's draws over from `value`: the same seed, the same draws."""
     with _rng_lock:
         rng.seed(value)
 
 
-def _counts(record, alias):
+def _counts(record: Record, alias: str) -> tuple[int, int]:
     """`(useful, judged)` of `alias` in `record` (`{alias: {"useful", "judged", ...}}`), 0 when absent."""
     row = record.get(alias) or {}
     return row.get("useful") or 0, row.get("judged") or 0
 
 
-def counted(candidates, record):
+def counted(candidates: Sequence[str], record: Record) -> list[str]:
     """MRG-3: the candidates with verdicts, most useful first, then the higher useful ratio; ties keep
     the candidates' order. Candidates without a verdict are left out: the caller's fallbacks follow."""
     rows = {a: _counts(record, a) for a in candidates}
@@ -54,14 +58,14 @@ def counted(candidates, record):
     return sorted(judged, key=lambda a: (-rows[a][0], -rows[a][0] / rows[a][1]))
 
 
-def posterior(record, alias):
+def posterior(record: Record, alias: str) -> tuple[int, int]:
     """The Beta posterior's `(alpha, beta)` of `alias`: a uniform prior plus its useful and not-useful verdicts."""
     useful, judged = _counts(record, alias)
     useful = max(0, useful)
     return 1 + useful, 1 + max(0, judged - useful)
 
 
-def thompson(candidates, record, draw=None):
+def thompson(candidates: Iterable[str], record: Record, draw: random.Random | None = None) -> list[str]:
     """Every candidate (duplicates once), ordered by one draw each from its Beta posterior, highest first.
 
     `draw` is a `random.Random`; without one the module's `rng` is used."""
@@ -74,14 +78,14 @@ def thompson(candidates, record, draw=None):
     return sorted(unique, key=lambda a: -values[a])
 
 
-def ranked(name, candidates, record, draw=None):
+def ranked(name: str, candidates: Sequence[str], record: Record, draw: random.Random | None = None) -> list[str]:
     """The candidates policy `name` puts forward, best first (counted: only those with verdicts)."""
     if name == THOMPSON:
         return thompson(candidates, record, draw)
     return counted(candidates, record)
 
 
-def pick(name, candidates, record, draw=None):
+def pick(name: str, candidates: Sequence[str], record: Record, draw: random.Random | None = None) -> str | None:
     """The one candidate policy `name` chooses: its first, else the first candidate (nothing judged yet)."""
     order = ranked(name, candidates, record, draw) or list(candidates)
     return order[0] if order else None

@@ -27,23 +27,31 @@ import math
 import random
 import re
 import sys
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from ..models import aliases
 from . import offload, policy, roles
+
+# (panel, the policy's pick, its verdict, the counted rule's pick, its verdict)
+Pick = tuple[str, str | None, bool, str | None, bool]
 
 SEAT = re.compile(r"(member|explorer)(\d*)")
 Z = 1.959964  # the normal quantile of a 95% interval
 
 
-def seat_order(call):
+def seat_order(call: str) -> tuple[int, int]:
     """Sort key of a panel seat's call: members by number, then `explorer`, `explorer2`."""
-    kind, number = SEAT.fullmatch(call.rsplit(".", 1)[1]).groups()
+    seat = SEAT.fullmatch(call.rsplit(".", 1)[1])
+    if seat is None:
+        raise ValueError(f"{call} is no panel seat's call id")
+    kind, number = seat.groups()
     return (0 if kind == "member" else 1, int(number or 1))
 
 
-def panel_of(call):
+def panel_of(call: str) -> str | None:
     """The panel id of a panel seat's call id (`<panel>.member1` → `<panel>`), else None (mergers, route turns)."""
-    if not isinstance(call, str) or "." not in call:
+    if "." not in call:
         return None
     panel, seat = call.rsplit(".", 1)
     return panel if SEAT.fullmatch(seat) else None
@@ -53,70 +61,73 @@ class Evidence:
     """Verdicts in force as the log is read line by line: `{shape: {alias: [useful, judged]}}`, as
     `offload.shape_record` counts them (every judged line of the shape, any collection)."""
 
-    def __init__(self, resolve):
+    def __init__(self, resolve: Callable[[str], str]) -> None:
         self.resolve = resolve
-        self.counts = {}
-        self.in_force = {}  # call -> (shape, alias, useful) its latest line counted
+        self.counts: dict[str, dict[str, list[int]]] = {}
+        self.in_force: dict[str, tuple[str, str, bool]] = {}  # call -> (shape, alias, useful) its latest line counted
 
-    def take(self, line):
-        call = line.get("call") if isinstance(line.get("call"), str) and line.get("call") else None
+    def take(self, line: offload.Line) -> None:
+        call = line.call
         if call in self.in_force:
             self._count(*self.in_force.pop(call), -1)
-        useful, shape = line.get("useful"), offload.shape_of(line)
-        if isinstance(useful, bool) and shape is not None:
-            counted = (shape, aliases.follow(self.resolve, line["model"]), useful)
+        useful, shape = line.useful, line.shape
+        if useful is not None and shape is not None:
+            counted = (shape, aliases.follow(self.resolve, line.model), useful)
             self._count(*counted, 1)
             if call:
                 self.in_force[call] = counted
 
-    def _count(self, shape, alias, useful, sign):
+    def _count(self, shape: str, alias: str, useful: bool, sign: int) -> None:
         row = self.counts.setdefault(shape, {}).setdefault(alias, [0, 0])
         row[0] += sign if useful else 0
         row[1] += sign
 
-    def record(self, shape, candidates):
+    def record(self, shape: str, candidates: Iterable[str]) -> dict[str, dict[str, int]]:
         """`{alias: {useful, judged}}` of the candidates on `shape` as things stand now."""
         rows = self.counts.get(shape, {})
         return {a: {"useful": rows[a][0], "judged": rows[a][1]} for a in candidates if a in rows}
 
 
-def judged_panels(lines, resolve, collection, shape):
+def judged_panels(lines: Iterable[offload.Line], resolve: Callable[[str], str], collection: str,
+                  shape: str) -> tuple[dict[str, dict[str, Any]], int]:
     """`{panel: {"shape", "seats": [(alias, useful)] in seat order}}` of panels in scope with two or more
     judged seats (their verdicts as they stand at the end), and how many in scope had fewer."""
     final = {}
     for line in lines:
-        if panel_of(line.get("call")):
-            final[line["call"]] = line  # OFF-2: the latest line of a call is in force
-    grouped = {}
+        if panel_of(line.call):
+            final[line.call] = line  # OFF-2: the latest line of a call is in force
+    grouped: dict[str, list[tuple[str, offload.Line]]] = {}
     for call, line in final.items():
-        if collection and offload.collection_of(line) != collection:
+        panel = panel_of(call)
+        if panel is None or collection and line.collection != collection or shape and line.shape != shape:
             continue
-        if shape and offload.shape_of(line) != shape:
-            continue
-        grouped.setdefault(panel_of(call), []).append((call, line))
+        grouped.setdefault(panel, []).append((call, line))
     found, short = {}, 0
     for panel, seats in grouped.items():
-        judged = sorted(((call, line) for call, line in seats if isinstance(line.get("useful"), bool)),
+        judged = sorted(((call, line) for call, line in seats if line.useful is not None),
                         key=lambda item: seat_order(item[0]))
         if len(judged) < 2:
             short += 1 if judged else 0
             continue
-        found[panel] = {"shape": offload.shape_of(judged[0][1]) or "general",
-                        "seats": [(aliases.follow(resolve, line["model"]), line["useful"]) for _, line in judged]}
+        found[panel] = {"shape": judged[0][1].shape or "general",
+                        "seats": [(aliases.follow(resolve, line.model), line.useful) for _, line in judged]}
     return found, short
 
 
-def replay(name, lines=None, collection="", shape="", seed=0):
+def replay(name: str, lines: list[offload.Line] | None = None, collection: str = "", shape: str = "",
+           seed: int = 0) -> dict[str, Any]:
     """Replay policy `name` on the log's judged panels (or on `lines`, in the order written): the counts
     `report()` reads. `picks` lists each panel's `(panel, policy's pick, its verdict, counted pick, its verdict)`."""
     lines = offload.lines() if lines is None else lines
     resolve = aliases.resolver()
     panels, short = judged_panels(lines, resolve, collection, shape)
-    evidence, draw, seen, picks = Evidence(resolve), random.Random(seed), set(), []
+    evidence, draw = Evidence(resolve), random.Random(seed)
+    seen: set[str] = set()
+    picks: list[Pick] = []
     chance = 0.0
     for line in lines:
-        panel = panel_of(line.get("call"))
-        if panel in panels and panel not in seen:
+        panel = panel_of(line.call)
+        if panel is not None and panel in panels and panel not in seen:
             seen.add(panel)  # the panel's first line: decide on what was judged before it
             seats = panels[panel]["seats"]
             verdicts = dict(seats)
@@ -132,7 +143,7 @@ def replay(name, lines=None, collection="", shape="", seed=0):
             "random_useful": round(chance, 6), "picks": picks}
 
 
-def wilson(hits, n):
+def wilson(hits: float, n: int) -> tuple[float, float]:
     """The 95% Wilson interval of a rate of `hits` in `n`, as `(low, high)`; `(0, 1)` with no trials."""
     if not n:
         return 0.0, 1.0
@@ -141,7 +152,7 @@ def wilson(hits, n):
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def paired(picks):
+def paired(picks: list[Pick]) -> tuple[float, float, float] | None:
     """The policy's edge over the counted rule, per panel (useful 1 / not 0), with a 95% normal interval
     on the paired differences: `(mean, low, high)`, or None with fewer than two panels."""
     diffs = [int(p[2]) - int(p[4]) for p in picks]
@@ -152,7 +163,7 @@ def paired(picks):
     return mean, mean - Z * spread, mean + Z * spread
 
 
-def summary(result):
+def summary(result: dict[str, Any]) -> dict[str, Any]:
     """`result` with its rates and intervals, for `--json`."""
     n = result["panels"]
     edge = paired(result["picks"])
@@ -166,11 +177,11 @@ def summary(result):
                       for p in result["picks"]]}
 
 
-def _pct(rate):
+def _pct(rate: float) -> str:
     return f"{100 * rate:.0f}%"
 
 
-def report(result):
+def report(result: dict[str, Any]) -> str:
     """What `python -m benchwarmers.panel.replay` prints."""
     n = result["panels"]
     scope = f"{result['collection'] or 'every collection'}, {result['shape'] or 'every shape'}"
@@ -193,12 +204,12 @@ def report(result):
     return "\n".join(lines)
 
 
-def _row(label, hits, n):
+def _row(label: str, hits: int, n: int) -> str:
     low, high = wilson(hits, n)
     return f"  {label}: {hits} of {n} picks judged useful ({_pct(hits / n)}; 95% interval {_pct(low)} to {_pct(high)})"
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     if hasattr(sys.stdout, "reconfigure"):
         sys.stdout.reconfigure(encoding="utf-8")
     parser = argparse.ArgumentParser(prog="python -m benchwarmers.panel.replay",

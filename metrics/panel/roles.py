@@ -9,6 +9,9 @@ and cached on its result, so asking per alias costs a stat, not a parse.
 Results are shared: callers must not mutate them.
 """
 
+from pathlib import Path
+from typing import Any
+
 from ..core import fileio, paths
 from . import collections
 
@@ -45,18 +48,18 @@ SHAPE_DESCRIPTIONS = {
     "quick": "a short, bounded task: classify, extract or summarise",
 }
 
-_cached = (None, None)  # (the file's parsed object, what load() made of it)
+_cached: tuple[object, dict[str, Any]] = (None, {})  # (the file's parsed object, what load() made of it)
 
 
-def path():
+def path() -> Path:
     return paths.file("config", "model-roles.json")
 
 
-def _strings(value):
+def _strings(value: object) -> list[str]:
     return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
 
 
-def _merge(data):
+def _merge(data: dict[str, Any]) -> dict[str, Any]:
     roles = dict(SHIPPED_ROLES)
     extra = data.get("roles")
     if isinstance(extra, dict):
@@ -71,7 +74,7 @@ def _merge(data):
             "_ad_hoc": frozenset(_strings(data.get("ad_hoc")))}
 
 
-def _loaded():
+def _loaded() -> dict[str, Any]:
     global _cached
     data = fileio.read_json(path(), comments=False)
     raw, merged = _cached
@@ -81,7 +84,7 @@ def _loaded():
     return merged
 
 
-def load():
+def load() -> dict[str, Any]:
     """`{roles, shapes, models, ad_hoc}` (ROL-3): the file's `roles`/`shapes` override the shipped
     ones name by name (a shipped name the file does not define stays; none can be removed);
     `models` (`{alias: role}`) and `ad_hoc` (`[alias]`) come from the file alone."""
@@ -89,17 +92,17 @@ def load():
     return {key: merged[key] for key in ("roles", "shapes", "models", "ad_hoc")}
 
 
-def role_of(alias):
+def role_of(alias: str) -> str:
     """`alias`'s role; an unlisted alias is `general` (ROL-1)."""
     return _loaded()["models"].get(alias) or "general"
 
 
-def ad_hoc():
+def ad_hoc() -> frozenset[str]:
     """Aliases never chosen automatically, only when named (ROL-4)."""
     return _loaded()["_ad_hoc"]
 
 
-def status():
+def status() -> str:
     """`""` when model-roles.json reads as a JSON object, else `"missing"` or `"unreadable"`
     (SHP-2; IMP-10: a missing file says so rather than "unreadable")."""
     if fileio.read_json(path(), comments=False):

@@ -50,12 +50,18 @@ import datetime
 import sys
 import threading
 import time
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from ..core import fileio, paths
 from ..core.errors import Invalid
 from ..models import aliases, connections, endpoints, history, learn, registry
 from ..providers import renewal
 from . import collections, offload, policy, roles
+
+Rec = dict[str, Any]  # one model's record as the router weighs it (RTR-2)
+Static = tuple[str, str, str, bool]  # (connection, full tag, family, paid) of a registered alias
+Ages = tuple[datetime.date, dict[object, int]]  # (today, {offload date: days since})
 
 NEVER = 9999
 EXPLORER_CLAMP = 2
@@ -65,12 +71,11 @@ SERVED_REFRESH = 600
 SERVED_TIMEOUT = 20
 
 
-FILES = {"tags": ("config", "provider-tags.json"), "decisions": ("config", "decision-models.json"),
-         "endpoints": ("config", "endpoints.json"), "connections": ("config", "connections.json"),
+FILES = {"tags": ("config", "provider-tags.json"), "connections": ("config", "connections.json"),
          "alerts": ("metrics", "alerts.json")}
 
 
-def family(served):
+def family(served: object) -> str:
     """One model in two chairs is not a second opinion (RTR-10).
 
     The served name's last `/` segment, before any `:`, lower-cased, without `-`, `_`, `.`.
@@ -81,24 +86,25 @@ def family(served):
 
 # -- served names (RTR-1) ---------------------------------------------------------------------
 
-_served = {}  # data folder -> {"names": endpoint names, "lists": {name: frozenset | None}, "union", "at"}
+# data folder -> {"names": endpoint names, "lists": {name: frozenset | None}, "union", "at"}
+_served: dict[str, dict[str, Any]] = {}
 _served_lock = threading.Lock()
-_refreshing = set()
+_refreshing: set[str] = set()
 
 
-def served_lookup(name):
+def served_lookup(name: str) -> set[str]:
     """The ids endpoint `name` serves now (EP-12); raises when it cannot be asked. A seam tests replace (TST-0)."""
     return set(renewal.models(name, timeout=SERVED_TIMEOUT))
 
 
-def _listing(name):
+def _listing(name: str) -> frozenset[str] | None:
     try:
         return frozenset(served_lookup(name))
     except Exception:  # an endpoint that cannot be asked lists nothing
         return None
 
 
-def _refresh(folder):
+def _refresh(folder: str) -> None:
     """Ask every endpoint at once (one slow endpoint costs one timeout, not one each) and cache the answers."""
     try:
         entries = endpoints.load()
@@ -114,13 +120,13 @@ def _refresh(folder):
             _served[folder] = state
 
 
-def _refresh_in_background(folder):
+def _refresh_in_background(folder: str) -> None:
     with _served_lock:
         if folder in _refreshing:
             return
         _refreshing.add(folder)
 
-    def work():
+    def work() -> None:
         try:
             _refresh(folder)
         finally:
@@ -130,7 +136,7 @@ def _refresh_in_background(folder):
     threading.Thread(target=work, name="route-served", daemon=True).start()
 
 
-def refresh_served(block=True):
+def refresh_served(block: bool = True) -> frozenset[str] | None:
     """Ask every endpoint for its listing now; with `block=False` in a background thread.
 
     Returns the served-names filter (see `served_names`) when blocking, else None.
@@ -143,7 +149,7 @@ def refresh_served(block=True):
     return served_names(refresh=False)
 
 
-def served_names(refresh=True, folder=None):
+def served_names(refresh: bool = True, folder: str | None = None) -> frozenset[str] | None:
     """Every id the endpoints list (cached), or None = do not filter (RTR-1, SRV-2).
 
     None when no listing is cached yet for the current endpoints, or the default
@@ -158,42 +164,44 @@ def served_names(refresh=True, folder=None):
         return None
     folder = folder or str(paths.data())
     state = _served.get(folder)
-    current = state is not None and state["names"] == tuple(entries)
-    if refresh and (not current or time.monotonic() - state["at"] >= SERVED_REFRESH):
-        _refresh_in_background(folder)
-    if not current or state["lists"].get(default) is None:
+    if state is None or state["names"] != tuple(entries):  # nothing cached for these endpoints yet
+        if refresh:
+            _refresh_in_background(folder)
         return None
-    return state["union"]
+    if refresh and time.monotonic() - state["at"] >= SERVED_REFRESH:
+        _refresh_in_background(folder)
+    return None if state["lists"].get(default) is None else state["union"]
 
 
 # -- records (RTR-2, RTR-11) ------------------------------------------------------------------
 
-_static = (None, None, {})  # (registrations, other inputs' stats, {alias: (connection, full_tag, family, paid)})
+_static: tuple[object, object, dict[str, Static]] = (None, None, {})  # (registrations, other inputs' stats, statics)
 
 
-def _statics(regs, folder):
+def _statics(regs: Mapping[str, registry.Registration], folder: str) -> dict[str, Static]:
     """Connection, tag, family and paid per registered alias, recomputed only when an input changes.
 
     `registry.registrations()` hands back the same object until its file changes, so identity tells.
     """
     global _static
     where = paths.named_files(folder, FILES)
-    key = (folder,) + tuple(fileio.stamp(where[name]) for name in ("tags", "decisions", "endpoints", "connections"))
+    key = (folder, fileio.stamp(where["tags"]), fileio.stamp(registry.decisions_path()),
+           fileio.stamp(endpoints.path()), fileio.stamp(where["connections"]))
     if _static[0] is regs and _static[1] == key:
         return _static[2]
     preferred = set(connections.facts()["preferred"])
     table = {}
     for alias, reg in regs.items():
         tag = connections.full_tag_of(alias)
-        table[alias] = (tag.split("/", 1)[0], tag, family(reg.get("model_name") or alias), tag in preferred)
+        table[alias] = (tag.split("/", 1)[0], tag, family(reg.model_name or alias), tag in preferred)
     _static = (regs, key, table)
     return table
 
 
-_ages = (None, {})  # (today, {offload date: days since})
+_ages: Ages = (datetime.date.min, {})  # (today, {offload date: days since})
 
 
-def _age_table():
+def _age_table() -> Ages:
     """`{date: days since}` for today, filled as dates are met (a date's age changes only at midnight)."""
     global _ages
     today = datetime.date.today()
@@ -202,7 +210,7 @@ def _age_table():
     return _ages
 
 
-def _stale_days(date, ages):
+def _stale_days(date: object, ages: Ages) -> int:
     today, known = ages
     days = known.get(date)
     if days is None:
@@ -214,13 +222,14 @@ def _stale_days(date, ages):
     return days
 
 
-def _records(regs, folder):
+def _records(regs: Mapping[str, registry.Registration], folder: str) -> tuple[dict[str, Rec], dict[str, bool]]:
     """`{alias: record}` for every registered alias, in registration order, plus `{alias: paid}`."""
     statics = _statics(regs, folder)
     recall = history.suite_recall(folder)
     summary = offload.summary()  # renames already folded; last_date counts every offload, judged or not
-    records, paid = {}, {}
-    nothing = {}
+    records: dict[str, Rec] = {}
+    paid: dict[str, bool] = {}
+    nothing: dict[str, Any] = {}
     ages = _age_table()
     for alias in regs:
         connection, tag, fam, is_paid = statics[alias]
@@ -244,17 +253,17 @@ def _records(regs, folder):
     return records, paid
 
 
-def records():
+def records() -> list[Rec]:
     """One record per registered alias, in registration order (RTR-2)."""
     return list(_records(registry.registrations(), str(paths.data()))[0].values())
 
 
 # -- the pool (RTR-1) and the cooling set (RTR-13) --------------------------------------------
 
-_pool = (None, [])  # ((registrations, served names, perf state), pool)
+_pool: tuple[tuple[object, ...] | None, list[str]] = (None, [])  # ((registrations, served names, perf state), pool)
 
 
-def _available(regs, folder):
+def _available(regs: Mapping[str, registry.Registration], folder: str) -> list[str]:
     global _pool
     served = served_names(folder=folder)
     perf = history.perf(folder)
@@ -264,23 +273,23 @@ def _available(regs, folder):
         return pool
     failing = perf[2]
     pool = [alias for alias, reg in regs.items()
-            if (served is None or (reg.get("model_name") or alias) in served) and alias not in failing]
+            if (served is None or (reg.model_name or alias) in served) and alias not in failing]
     _pool = (key, pool)
     return pool
 
 
-def available():
+def available() -> list[str]:
     """Registered aliases the endpoints still list and whose latest perf rows are not all failures (RTR-1).
     Only the tests call it; `pick_seats()` reads the same pool through `_available`."""
     return list(_available(registry.registrations(), str(paths.data())))
 
 
-def cooling():
+def cooling() -> set[str]:
     """Aliases not to spend an explorer seat on (RTR-13): a `retiring` alert or an active cooldown.
 
     Failures reading either are ignored.
     """
-    out = set()
+    out: set[str] = set()
     try:
         for alert in fileio.read_json(paths.named_files(str(paths.data()), FILES)["alerts"]).values():
             if isinstance(alert, dict) and alert.get("kind") == "retiring":
@@ -298,7 +307,7 @@ def cooling():
 
 # -- the picks (RTR-3..8) ---------------------------------------------------------------------
 
-def check_shape(shape, table=None):
+def check_shape(shape: str, table: Mapping[str, Any] | None = None) -> list[str]:
     """The roles `shape` admits; `Invalid` (a 400) when the router does not know it (RTR-3, PNL-15).
 
     A panel asks this before any seat starts, so the refusal calls no model (PNL-21).
@@ -309,7 +318,8 @@ def check_shape(shape, table=None):
     return known[shape]
 
 
-def pick_seats(shape="general", large=False, nominees=(), members=None, explorers=2, avoid=()):
+def pick_seats(shape: str = "general", large: bool = False, nominees: Iterable[str] = (),
+               members: Iterable[str] | None = None, explorers: int = 2, avoid: Iterable[str] = ()) -> dict[str, Any]:
     """The router's picks for one request (RTR-3..8): explorer seats, and primary, second and reserve.
     Not a panel: `panel.panel` seats the members and asks every seat; this only picks.
 
@@ -337,10 +347,10 @@ def pick_seats(shape="general", large=False, nominees=(), members=None, explorer
     wrong_role = [a for a in rest if (table["models"].get(a) or "general") not in admitted]
     rest = [a for a in rest if a not in wrong_role]
 
-    def fam(alias):
+    def fam(alias: str) -> str:
         return recs[alias]["family"] if alias in recs else family(alias)
 
-    def conn(alias):
+    def conn(alias: str) -> str:
         return recs[alias]["connection"] if alias in recs else connections.connection_of(alias)
 
     scored = [a for a in rest if recs[a]["of"] > 0]
@@ -390,7 +400,7 @@ def pick_seats(shape="general", large=False, nominees=(), members=None, explorer
 
     skip = {aliases.follow(current, a) for a in avoid or ()}
     # issue 20: under Thompson, ties on RTR-6's key go to the model seen least (see the Decisions above)
-    fewest = count and collections.chosen_policy() == policy.THOMPSON
+    fewest = count and collections.settings().policy == policy.THOMPSON
     while len(seats) < count:
         free = [a for a in rest if a not in chosen and fam(a) not in families and a not in skip]
         if not free:
@@ -407,7 +417,7 @@ def pick_seats(shape="general", large=False, nominees=(), members=None, explorer
     apart = [a for a in spare if fam(a) not in families and recs[a]["connection"] not in used]
     reserve = max(apart or spare, key=lambda a: (recs[a]["found"], paid[a]), default=None)
 
-    def record(alias):
+    def record(alias: str | None) -> Rec | None:
         if alias is None:
             return None
         found = dict(recs[alias]) if alias in recs else _unregistered(alias)
@@ -433,7 +443,7 @@ def pick_seats(shape="general", large=False, nominees=(), members=None, explorer
     }
 
 
-def _unregistered(alias):
+def _unregistered(alias: str) -> Rec:
     tag = connections.full_tag_of(alias)
     return {"model": alias, "connection": tag.split("/", 1)[0], "full_tag": tag, "family": family(alias),
             "found": 0, "of": 0, "tasks": 0, "recall": None, "offloads": 0, "helped": 0, "judged": 0,
@@ -442,7 +452,7 @@ def _unregistered(alias):
 
 # -- CLI (RTR-12) -----------------------------------------------------------------------------
 
-def describe(rec):
+def describe(rec: Mapping[str, Any] | None) -> str:
     """One line about a seated record."""
     if rec is None:
         return "—"
@@ -454,7 +464,7 @@ def describe(rec):
     return (f"{rec['model']}{mark}  [{rec['full_tag']}]  {suite}; {rec['offloads']} offload(s), {helped}; {used}")
 
 
-def render(result, large):
+def render(result: Mapping[str, Any], large: bool) -> str:
     lines = [f"shape {result['shape']}, {'large' if large else 'small'} prompt"]
     for key, label in (("primary", "primary"), ("second", "second"), ("explorer", "explorer"),
                        ("explorer2", "explorer 2"), ("reserve", "reserve")):
@@ -469,7 +479,7 @@ def render(result, large):
     return "\n".join(lines)
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchwarmers.panel.route",
                                      description="Show the panel the router would seat.")
     parser.add_argument("--shape", default="general", help="the task's shape (default general)")

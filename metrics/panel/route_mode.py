@@ -48,14 +48,20 @@ import math
 import queue
 import random
 import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
 
 from ..core import console, fileio, images, keys, paths, settings
 from ..models import catalog, connections, history, learn
 from ..calling import client
-from . import collections, conversations, offload, panel, policy, roles, route, shape as shapes
+from . import collections, conversations, offload, panel, policy, roles, roster, route, shape as shapes
 from ..core.errors import NoMembers, PromptTooLarge, TurnFailed, Unsupported, UnknownCollection
 from ..wire import common
+from ..wire.common import Ask
 from ..wire.turn import Turn
+
+T = TypeVar("T")
 
 ROUTE_TIMEOUT = 600
 FIRST_TOKEN = 90
@@ -89,9 +95,8 @@ class Plan:
     shape: str = ""
 
 
-def _members(collection):
-    raw = collection.get("members") if isinstance(collection.get("members"), list) else []
-    return list(dict.fromkeys(a for a in raw if isinstance(a, str) and a))
+def _members(collection: collections.Collection) -> list[str]:
+    return list(dict.fromkeys(collection.aliases))
 
 
 class Reasons:
@@ -99,17 +104,17 @@ class Reasons:
     the catalog. `why_not(alias)` gives the first reason `alias` may not answer, or ""; the size check is
     the planner's, as only it can tell "nobody fits" (413) from "nobody may" (400)."""
 
-    def __init__(self, ask, members, image_count):
+    def __init__(self, ask: Ask, members: list[str], image_count: int) -> None:
         self.ask = ask
         self.image_count = image_count
-        self.retired = panel.retired()
+        self.retired = roster.retired()
         self.ad_hoc = set(roles.ad_hoc())
         self.unknown = set(panel.unregistered(members))
         self.known = catalog.table()
 
-    def why_not(self, alias):
-        if alias in self.retired:
-            return panel.retired_why(self.retired[alias])
+    def why_not(self, alias: str) -> str:
+        if alias in self.retired.names:
+            return panel.retired_why(self.retired, alias)
         if alias in self.unknown:
             return "not registered on the bench"
         if alias in self.ad_hoc:
@@ -126,7 +131,7 @@ class Reasons:
         return ""
 
 
-def plan(name, ask, caller):
+def plan(name: str, ask: Ask, caller: str) -> Plan:
     """Who may answer this turn, best first (RT-2..6); refusals raise before any member is asked."""
     collection = collections.get(name)
     if collection is None:
@@ -159,7 +164,7 @@ def plan(name, ask, caller):
     return Plan(name, caller, eligible, skipped, conversations.key(name, caller, ask.messages))
 
 
-def rank(eligible, shape=None):
+def rank(eligible: list[str], shape: str | None = None) -> list[str]:
     """RT-6: most useful verdicts, then verified suite findings, then a preferred connection; members cooling
     down last; one time in four (ROTATE) the least recently used member first. Evidence that cannot be read
     counts as none.
@@ -168,7 +173,7 @@ def rank(eligible, shape=None):
     instead, from each member's useful/judged verdicts over the whole log (RT-6's evidence: a route turn has
     no shape, and its own verdicts carry none), or from their verdicts on `shape` when one is given (`start()`
     picks it under that policy); cooling members still go last and the rotation still runs."""
-    def evidence(read):
+    def evidence(read: Callable[[], T]) -> T | dict[str, Any]:
         try:
             return read()
         except Exception:
@@ -178,12 +183,12 @@ def rank(eligible, shape=None):
     found = evidence(lambda: history.suite_recall(str(paths.data())))
     preferred = set(evidence(connections.facts).get("preferred") or [])
 
-    def score(alias):
+    def score(alias: str) -> tuple[int, int, bool]:
         verdicts = (useful.get(alias) or {}).get("useful") or 0
         findings = (found.get(alias) or (0,))[0]
         return verdicts, findings, connections.full_tag_of(alias) in preferred
 
-    if collections.chosen_policy() == policy.THOMPSON:
+    if collections.settings().policy == policy.THOMPSON:
         record = useful if shape is None else evidence(lambda: offload.shape_record(shape))
         ranked = policy.thompson(eligible, record)  # issue 20: a draw from each member's posterior on its verdicts
     else:
@@ -199,13 +204,13 @@ def rank(eligible, shape=None):
     return ranked
 
 
-def try_order(record, eligible):
+def try_order(record: conversations.Record, eligible: list[str]) -> list[str]:
     """RT-10: the conversation's member, its stored order, then anyone else eligible; ROUTE_TRIES of them."""
     order = [record["alias"]] + [a for a in record.get("order") or [] if a != record["alias"]] + eligible
     return [a for a in dict.fromkeys(order) if a in eligible][:ROUTE_TRIES]
 
 
-def known(name, ask, caller):
+def known(name: str, ask: Ask, caller: str) -> str:
     """The live conversation id this request belongs to, or "" (the refusal header, improvement 13)."""
     record = conversations.find(conversations.key(name, caller, ask.messages))
     return record["conv"] if record else ""
@@ -248,7 +253,7 @@ class Started:
     events: queue.Queue
 
 
-def upstream_body(alias, ask):
+def upstream_body(alias: str, ask: Ask) -> dict[str, Any]:
     """RT-11: the request's own fields for the member (the client adds its options under them), with the
     output budget cut to the member's known max_output."""
     body = dict(ask.passthrough)
@@ -273,11 +278,11 @@ class Shield:
     `keys.Hider` of its own, which holds back an end that could begin a secret: what it holds goes out with its
     choice's finish, or in `rest()` once the member stops without one."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.known = keys.secrets()
-        self.streams = {}  # (choice number, field name or tool-call index): its Hider
+        self.streams: dict[tuple[int, str | int], keys.Hider] = {}  # (choice number, field name or tool-call index): its Hider
 
-    def chunk(self, chunk):
+    def chunk(self, chunk: dict[str, Any]) -> dict[str, Any]:
         """`chunk` as it may go out: a new object, the one given untouched."""
         shown = keys.hide_all(chunk, self.known)
         choices = chunk.get("choices") if isinstance(chunk, dict) else None
@@ -294,41 +299,41 @@ class Shield:
                 self._end(number, shown["choices"][i].setdefault(field, {}))
         return shown
 
-    def _stream(self, number, delta, out):
+    def _stream(self, number: int, delta: dict[str, Any], out: dict[str, Any]) -> None:
         for name in STREAMED:
             if isinstance(delta.get(name), str):
                 out[name] = self._hider(number, name).feed(delta[name])
-        pieces = delta.get("tool_calls") if isinstance(delta.get("tool_calls"), list) else []
-        for piece, copy in zip(pieces, out.get("tool_calls") or []):
+        pieces = common.items(delta.get("tool_calls"))
+        for piece, copy in zip(pieces, common.items(out.get("tool_calls"))):
             function = piece.get("function") if isinstance(piece, dict) else None
             if isinstance(function, dict) and isinstance(piece.get("index"), int) \
                     and isinstance(function.get("arguments"), str):
                 copy["function"]["arguments"] = self._hider(number, piece["index"]).feed(function["arguments"])
 
-    def _hider(self, number, name):
+    def _hider(self, number: int, name: str | int) -> keys.Hider:
         found = self.streams.get((number, name))
         if found is None:
             found = self.streams[(number, name)] = keys.Hider(self.known)
         return found
 
-    def _end(self, number, out):
+    def _end(self, number: int, out: dict[str, Any]) -> None:
         """What choice `number`'s streams hold, added to its last delta `out`."""
         for key in [key for key in self.streams if key[0] == number]:
             held = self.streams.pop(key).end()
             if not held:
                 continue
             if isinstance(key[1], str):
-                out[key[1]] = (out.get(key[1]) if isinstance(out.get(key[1]), str) else "") + held
+                out[key[1]] = common.string(out.get(key[1])) + held
             else:
-                calls = out.get("tool_calls") if isinstance(out.get("tool_calls"), list) else []
+                calls = common.items(out.get("tool_calls"))
                 out["tool_calls"] = [*calls, {"index": key[1], "function": {"arguments": held}}]
 
-    def rest(self):
+    def rest(self) -> list[dict[str, Any]]:
         """A chunk per choice whose streams still hold text (the member stopped without a finish)."""
         numbers = sorted({key[0] for key in self.streams})
         chunks = []
         for number in numbers:
-            delta = {}
+            delta: dict[str, Any] = {}
             self._end(number, delta)
             if delta:
                 chunks.append({"choices": [{"index": number, "delta": delta}]})
@@ -339,20 +344,20 @@ class Member:
     """One member's try at the turn: its chunks hidden (`Shield`) and held until it goes live (RT-13), then
     passed on."""
 
-    def __init__(self, alias, events):
+    def __init__(self, alias: str, events: queue.Queue[Any]) -> None:
         self.alias = alias
         self.events = events
         self.turn = Turn()
         self.shield = Shield()
-        self.held = []
+        self.held: list[Chunk] = []
         self.live = False
         self.started = time.monotonic()
-        self.reply = {}
+        self.reply: dict[str, Any] = {}
 
-    def on_chunk(self, chunk):
+    def on_chunk(self, chunk: dict[str, Any]) -> None:
         self.take(self.shield.chunk(chunk))
 
-    def take(self, chunk):
+    def take(self, chunk: dict[str, Any]) -> None:
         text, adds = self.turn.feed(chunk)
         if self.live:
             self.events.put(Chunk(chunk, text))
@@ -363,22 +368,22 @@ class Member:
             self.events.put(Live(self.alias))
             self.release()
 
-    def release(self):
+    def release(self) -> None:
         for held in self.held:
             self.events.put(held)
         self.held = []
 
-    def ask(self, ask, last):
-        limits = collections.timeouts()
+    def ask(self, ask: Ask, last: bool) -> str:
+        limits = collections.settings()
         self.reply = client.chat(self.alias, "", messages=ask.messages, body=upstream_body(self.alias, ask),
                                  on_chunk=self.on_chunk, first_token=FIRST_TOKEN, timeout=ROUTE_TIMEOUT,
                                  retries=None if last else 0, purpose="route",
-                                 first_byte=limits["first_byte_timeout"], idle=limits["idle_timeout"])
+                                 first_byte=limits.first_byte_timeout, idle=limits.idle_timeout)
         for rest in self.shield.rest():
             self.take(rest)
         return self.error(last)
 
-    def error(self, last):
+    def error(self, last: bool) -> str:
         """RT-14: what went wrong with this member's try, or "" when it answered (or was the last, empty)."""
         reply = self.reply
         if reply.get("timed_out"):
@@ -403,18 +408,18 @@ class Member:
         return error
 
     @property
-    def seconds(self):
+    def seconds(self) -> float:
         return round(time.monotonic() - self.started, 1)
 
 
-def start(name, ask, caller):
+def start(name: str, ask: Ask, caller: str) -> "Started":
     """Plan the turn, find its conversation and run it on its own thread; returns `Started` (the conversation
     id and a queue of `Live`, `Chunk`, then `Done` or `Failed` events). Refusals raise before anything runs;
     the member call runs to its end even if the client hangs up (RT-18)."""
     planned = plan(name, ask, caller)
 
-    def ranked():
-        if collections.chosen_policy() == policy.THOMPSON:  # issue 20: a new conversation's shape
+    def ranked() -> list[str]:
+        if collections.settings().policy == policy.THOMPSON:  # issue 20: a new conversation's shape
             planned.shape = shapes.pick(conversations.first_user_text(ask.messages))[0]
             return rank(planned.eligible, planned.shape)
         return rank(planned.eligible)
@@ -425,9 +430,9 @@ def start(name, ask, caller):
         console.say(f"route mode: {exc}")
         record = conversations.unstored(ask.messages, ranked())
     panel.admit(caller)
-    events = queue.Queue()
+    events: queue.Queue[Any] = queue.Queue()
 
-    def work():
+    def work() -> None:
         try:
             events.put(run(planned, record, ask, events))
         except Exception as exc:
@@ -439,7 +444,7 @@ def start(name, ask, caller):
     return Started(record["conv"], events)
 
 
-def run(planned, record, ask, events):
+def run(planned: Plan, record: conversations.Record, ask: Ask, events: queue.Queue[Any]) -> "Done":
     """RT-10..17: try the members in order; returns the `Done` event, or raises `TurnFailed`."""
     order = try_order(record, planned.eligible)
     tried = []
@@ -458,7 +463,8 @@ def run(planned, record, ask, events):
     return give_up(planned, record, tried)
 
 
-def finish(planned, record, member, error, tried, notes=()):
+def finish(planned: Plan, record: conversations.Record, member: Member, error: str,
+           tried: list[dict[str, str]], notes: Iterable[str] = ()) -> "Done":
     """RT-16: record the turn of the member that answered (or failed part way), then its event; `notes` are the
     reader's about fields it took but the gateway does not honour (issue 30: Responses' `store: true`)."""
     status = "error" if error else ("ok" if member.turn.answered else "empty")
@@ -493,7 +499,7 @@ def finish(planned, record, member, error, tried, notes=()):
     return Done(member.turn, bench)
 
 
-def give_up(planned, record, tried):
+def give_up(planned: Plan, record: conversations.Record, tried: list[dict[str, str]]) -> NoReturn:
     """RT-17: every member tried failed before saying anything."""
     _written(lambda: write_line(planned, record, "", None, record.get("turns") or 0, "error", tried,
                                 "every member failed"))
@@ -504,7 +510,7 @@ def give_up(planned, record, tried):
     raise TurnFailed(message, 502)
 
 
-def _retry_after(aliases):
+def _retry_after(aliases: list[str]) -> int:
     """Seconds until the first of the rate-limited members is free again, as learned from its errors."""
     now = time.time()
     waits = []
@@ -517,7 +523,7 @@ def _retry_after(aliases):
     return max(1, math.ceil(min(waits))) if waits else RETRY_FALLBACK
 
 
-def _written(write):
+def _written(write: Callable[[], object]) -> list[str]:
     """Run one write of the turn's records: `[]`, or `[why]` when the data folder refused it (the answer
     still goes out; nothing-lost item 4)."""
     try:
@@ -528,11 +534,12 @@ def _written(write):
     return []
 
 
-def routes_path():
+def routes_path() -> Path:
     return paths.file("runs", "gateway", "routes.jsonl")
 
 
-def write_line(planned, record, call, member, turn, status, tried, error):
+def write_line(planned: Plan, record: conversations.Record, call: str, member: Member | None, turn: int, status: str,
+               tried: list[dict[str, str]], error: str) -> None:
     """RT-22: one line per turn; never the prompt or the messages (the task is the first message's first words,
     cleaned as the offload's is)."""
     line = {"conversation": record["conv"], "call": call, "at": panel.local_iso(), "model": f"bench/{planned.name}",
@@ -555,4 +562,4 @@ def write_line(planned, record, call, member, turn, status, tried, error):
     if error:
         line["error"] = keys.cut(error, ERROR_KEPT, last=True)
     settings = collections.settings()  # rotated as the calls log is (security review 9)
-    fileio.append_log(routes_path(), line, settings["calls_log_max_mb"] * 1_000_000, settings["calls_log_keep"])
+    fileio.append_log(routes_path(), line, settings.calls_log_max_mb * 1_000_000, settings.calls_log_keep)

@@ -11,9 +11,10 @@ import json
 import time
 import urllib.error
 import urllib.request
+from typing import Any
 
-from ..core import fileio, keys, paths
-from ..models import endpoints
+from ..core import keys
+from ..models import endpoints, registry
 from . import roles
 
 CONFIDENT = 0.6
@@ -28,27 +29,23 @@ INSTRUCTIONS = ("What kind of task does this prompt ask for? Choose the one opti
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
     """A key is sent: never follow a redirect to another host with it."""
 
-    def redirect_request(self, *args, **kwargs):
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
         return None
 
 
 _opener = urllib.request.build_opener(_NoRedirect)
 
 
-def picker():
+def picker() -> tuple[str, registry.DecisionModel] | None:
     """`(alias, entry)` of the first decision model taking `choice` questions that is not ad hoc, else None."""
     held = set(roles.load().get("ad_hoc") or [])
-    models = fileio.read_json(paths.file("config", "decision-models.json"))
-    for alias, entry in models.items():
-        if not isinstance(entry, dict) or alias in held:
-            continue
-        types = entry.get("question_types")
-        if isinstance(types, list) and "choice" in types:  # IMP-10: no question_types → skip the entry
+    for alias, entry in registry.decision_models().items():
+        if alias not in held and "choice" in entry.question_types:  # IMP-10: no question_types → skip the entry
             return alias, entry
     return None
 
 
-def error_text(exc):
+def error_text(exc: BaseException) -> str:
     if isinstance(exc, urllib.error.HTTPError):
         try:
             body = json.loads(exc.read() or b"{}")
@@ -67,17 +64,17 @@ def error_text(exc):
     return keys.clean(f"{type(exc).__name__}: {exc}")
 
 
-def decide(alias, entry, state, questions):
+def decide(alias: str, entry: registry.DecisionModel, state: str, questions: dict[str, Any]) -> dict[str, Any]:
     """One Decisions API call to the decision model `alias` (its `decision-models.json` entry): `questions`
     ({name: {type, instructions, ...}}) about `state`; returns the reply's `answers` ({} when it sent none).
     A 429 waits and tries again (RATE_LIMIT_WAITS); any other failure raises."""
-    endpoint = endpoints.load().get(entry.get("via") or "") or {}
-    url = (endpoint.get("decisions") or "").replace("{path}", entry.get("path") or "decisions")
+    endpoint = endpoints.load().get(entry.via) or endpoints.Endpoint(entry.via)
+    url = endpoint.decisions.replace("{path}", entry.path or "decisions")
     if not url.startswith(("http://", "https://")):
-        raise ValueError(f"endpoint '{entry.get('via')}' has no Decisions API URL")
-    body = {"model": entry.get("served") or alias, "state": state[:INPUT_CAP], "questions": questions}
-    headers = {"Content-Type": "application/json", **(endpoint.get("headers") or {})}
-    secret = keys.key(endpoint.get("key") or "")
+        raise ValueError(f"endpoint '{entry.via}' has no Decisions API URL")
+    body = {"model": entry.served or alias, "state": state[:INPUT_CAP], "questions": questions}
+    headers = {"Content-Type": "application/json", **endpoint.headers}
+    secret = keys.key(endpoint.key)
     if secret:
         headers["Authorization"] = f"Bearer {secret}"
     request = urllib.request.Request(url, json.dumps(body).encode(), headers, method="POST")
@@ -95,7 +92,7 @@ def decide(alias, entry, state, questions):
     return answers if isinstance(answers, dict) else {}
 
 
-def ask(alias, entry, text):
+def ask(alias: str, entry: registry.DecisionModel, text: str) -> Any:
     """The shape question (SHP-4) put to a decision model; returns `answers.shape` as sent."""
     criteria = {name: roles.SHAPE_DESCRIPTIONS[name] for name in OPTIONS}
     answers = decide(alias, entry, text, {"shape": {"type": "choice", "instructions": INSTRUCTIONS,
@@ -103,7 +100,7 @@ def ask(alias, entry, text):
     return answers.get("shape") or {}
 
 
-def pick(text):
+def pick(text: str) -> tuple[str, str]:
     """`(shape, shape_by)` for a prompt (SHP-2..6)."""
     if roles.status():
         return "general", f"config/model-roles.json {roles.status()}"

@@ -27,6 +27,8 @@ import argparse
 import os
 import re
 import sys
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from ..core import fileio, paths
 from ..models import aliases, scoring
@@ -38,7 +40,7 @@ BUG_SHAPES = frozenset({"seeded", "rebench"})
 FAULT_LINE = re.compile(r"^\W*fault:\s*line\s*(\d+)", re.IGNORECASE)
 
 
-def named_line(text):
+def named_line(text: str | None) -> int | None:
     """The line number a first non-blank line like `FAULT: line 12` names, else None (WRG-1)."""
     for line in (text or "").splitlines():
         if line.strip():
@@ -47,7 +49,7 @@ def named_line(text):
     return None
 
 
-def _first_names(task, phrase):
+def _first_names(task: Mapping[str, Any], phrase: str) -> bool:
     """Whether the task's first must_find clause names `phrase` (its label or one of its alternatives)."""
     clauses = task.get("must_find") or []
     if not clauses:
@@ -57,13 +59,13 @@ def _first_names(task, phrase):
     return any(phrase in str(w).lower() for w in words)
 
 
-def key_lines(task):
+def key_lines(task: Mapping[str, Any]) -> set[int]:
     """The lines a bug task's key accepts: the digits of `must_find[0].label` (SU-20); empty when none."""
     clauses = task.get("must_find") or []
     return {int(d) for d in re.findall(r"\d+", str(scoring.label(clauses[0])))} if clauses else set()
 
 
-def task_kind(task):
+def task_kind(task: Mapping[str, Any]) -> str | None:
     """Which opportunity a task offers: `control`, `bug`, `false claim`, `trap`, or None (not counted)."""
     shape = task.get("shape")
     if shape in BUG_SHAPES:
@@ -75,7 +77,7 @@ def task_kind(task):
     return "trap" if task.get("must_not_claim") else None
 
 
-def judge(task, text):
+def judge(task: Mapping[str, Any], text: str) -> tuple[str | None, bool, str | None]:
     """One saved answer: `(kind, wrong, hunt)`, `kind` None when it is no opportunity (not answered, or a task
     that does not count); `hunt` is the WRG-2 outcome for seeded/rebench tasks, else None."""
     kind = task_kind(task)
@@ -92,15 +94,15 @@ def judge(task, text):
     return kind, bool(scoring.score(task, text)["invented"]), None
 
 
-def _blank():
+def _blank() -> dict[str, Any]:
     return {"answers": 0, "wrong": 0, "by": {k: [0, 0] for k in KINDS}, "hunt": dict.fromkeys(HUNT, 0),
             "reviews": 0, "review_false": 0}
 
 
-def saved_answers(tasks_folder=None):
+def saved_answers(tasks_folder: str | os.PathLike[str] | None = None) -> list[tuple[dict[str, Any], str, str]]:
     """`[(task, alias as saved, text)]` for every non-draft task's saved answers, tasks in folder order."""
     root = tasks_folder or paths.file("suite", "tasks")
-    found = []
+    found: list[tuple[dict[str, Any], str, str]] = []
     try:
         folders = sorted(e.path for e in os.scandir(root) if e.is_dir())
     except OSError:
@@ -123,13 +125,13 @@ def saved_answers(tasks_folder=None):
     return found
 
 
-def counts(answers=None):
+def counts(answers: Iterable[tuple[Mapping[str, Any], str, str]] | None = None) -> dict[str, dict[str, Any]]:
     """WRG-3: `{alias: {answers, wrong, by: {kind: [wrong, opportunities]}, hunt, reviews, review_false}}`.
 
     `answers` defaults to every saved suite answer (a parameter, so a test can hand crafted ones in); the
     reviews come from the offload index's tallies, so the count costs the same whatever the log's size."""
     current = aliases.resolver()
-    found = {}
+    found: dict[str, dict[str, Any]] = {}
     for task, alias, text in saved_answers() if answers is None else answers:
         kind, wrong, hunt = judge(task, text)
         if kind is None:
@@ -148,12 +150,12 @@ def counts(answers=None):
     return found
 
 
-def rate(record):
+def rate(record: Mapping[str, Any]) -> float | None:
     """Wrong per answered opportunity; None with no answers."""
     return record["wrong"] / record["answers"] if record["answers"] else None
 
 
-def report(found):
+def report(found: Mapping[str, Mapping[str, Any]]) -> list[str]:
     """WRG-3's lines: worst rate first (models without answers last), per-kind figures, then reviews."""
     order = sorted(found, key=lambda a: (rate(found[a]) is None, -(rate(found[a]) or 0), -found[a]["answers"], a))
     lines = [f"{'model':<28} {'wrong':>9}  " + "  ".join(f"{k:>11}" for k in KINDS) + "  reviews"]
@@ -166,7 +168,7 @@ def report(found):
     return lines
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchwarmers.panel.wrong", description=__doc__.split("\n\n")[0])
     parser.parse_args(argv)
     if hasattr(sys.stdout, "reconfigure"):

@@ -41,7 +41,8 @@ def root(name):
 
 def admin_secret(name, fallback=True):
     """The endpoint's admin key (KEY-8); with `fallback=False` never its ordinary key (CLI Proxy API)."""
-    return keys.admin_key(endpoints.entry(name), fallback=fallback)
+    found = endpoints.entry(name)
+    return keys.admin_key(found.key, found.admin_key, fallback=fallback)
 
 
 def call(method, url, secret, body=None, headers=None):

@@ -86,13 +86,13 @@ def due(record, now=None):
 def fresh(endpoint):
     """Renew `endpoint`'s sign-in when due (CN-6): `""` when nothing was due or it was renewed, else why it failed
     (a sentence containing `sign in again`)."""
-    entry = endpoints.readable().get(endpoint, {})
-    if not due(entry.get("connect")):
+    entry = endpoints.readable().get(endpoint)
+    if entry is None or not due(entry.connect):
         return ""
-    key_name = entry.get("key") or endpoint
+    key_name = entry.key or endpoint
     with key_lock(key_name):
-        entry = endpoints.readable().get(endpoint, {})  # re-checked: another process may have renewed it
-        record = entry.get("connect")
+        entry = endpoints.readable().get(endpoint)  # re-checked: another process may have renewed it
+        record = entry.connect if entry else None
         if not due(record):
             return ""
         return _renew(endpoint, key_name, record)

@@ -277,7 +277,7 @@ def sees_call(who: str, call: object) -> bool:
     entry = offload.by_call(call)
     if entry is None:
         return True
-    collection = offload.collection_of(entry) or ""  # never a collection named in the prompt (review 6)
+    collection = entry.collection or ""  # never a collection named in the prompt (review 6)
     return collection.removeprefix("bench/") in allowed
 
 

@@ -263,7 +263,7 @@ def verdict(request: Request) -> Reply:
     if not gatekeys.sees_call(who, call):  # another collection's call reads as unknown to a scoped key
         raise errors.UnknownCall(offload.UNKNOWN_CALL.format(call))
     entry = offload.verdict(call, useful, note, claims["real"], claims["false"], by=who)
-    return json_reply(200, {"ok": True, "recorded": offload.receipt(entry)})
+    return json_reply(200, {"ok": True, "recorded": offload.receipt(entry.stored)})
 
 
 def pending(request: Request) -> Reply:
@@ -292,12 +292,13 @@ def gemini_count(request: Request) -> Reply:
 
 def gemini_generate(request: Request) -> Reply:
     api = wire.get(request.route.fmt)
-    return ask_panel(request, api, api.read(request.body, request.params["collection"], "generateContent"))
+    return ask_panel(request, api, wire.gemini.ask(request.body, request.params["collection"], "generateContent"))
 
 
 def gemini_stream(request: Request) -> Reply:
     api = wire.get(request.route.fmt)
-    return ask_panel(request, api, api.read(request.body, request.params["collection"], "streamGenerateContent"))
+    return ask_panel(request, api, wire.gemini.ask(request.body, request.params["collection"],
+                                                   "streamGenerateContent"))
 
 
 def gemini_method(request: Request) -> NoReturn:
@@ -645,7 +646,7 @@ def main(argv: list[str] | None = None) -> None:
         if args.demo:
             from ..demo import demo
             print(demo.snippets(base), flush=True)
-    grace = collections.settings()["stop_grace"]
+    grace = collections.settings().stop_grace
     try:
         server.serve_forever()
     finally:

@@ -39,11 +39,11 @@ FORMATS = {api.name: api for api in (chat.ChatCompletions(), completions.Complet
                                      responses.Responses(), ollama.Chat(), ollama.Generate(), gemini.GenerateContent())}
 
 
-def get(fmt):
+def get(fmt: str) -> common.Format:
     """The `Format` of the fmt id `fmt` (FMT-3); chat completions, the gateway's own shape, for any other."""
     return FORMATS.get(fmt) or FORMATS["chat"]
 
 
-def error_body(fmt, status, message):
+def error_body(fmt: str, status: int, message: str) -> common.Body:
     """§2: the refusal body of `fmt` for any status."""
     return get(fmt).error_body(status, message)

@@ -15,22 +15,26 @@ Decisions where the spec is silent or improved:
 
 import functools
 import json
+from collections.abc import Callable, Iterable
+from typing import Any, NoReturn
 
 from . import common
+from .common import Body, Write
+from .turn import Call, Turn
 
 ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
                404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error", 503: "overloaded_error"}
 # STR-14: the status an error type stands for when an upstream names it (529: Anthropic's "overloaded").
-STATUS_OF = {"invalid_request_error": 400, "authentication_error": 401, "permission_error": 403,
+STATUS_OF: dict[Any, int] = {"invalid_request_error": 400, "authentication_error": 401, "permission_error": 403,
              "not_found_error": 404, "request_too_large": 413, "rate_limit_error": 429, "api_error": 500,
              "overloaded_error": 529}
 FINISH = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "tool_use": "tool_calls"}
 DEFAULT_MAX_TOKENS = 8192
-TOOL_CHOICE = {"auto": "auto", "any": "required", "none": "none"}
+TOOL_CHOICE: dict[Any, str] = {"auto": "auto", "any": "required", "none": "none"}
 STOP_REASON = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use"}
 
 
-def error_body(status, message):
+def error_body(status: int, message: str) -> Body:
     """§2: every refusal on these routes, and the in-stream `error` event."""
     return {"type": "error", "error": {"type": ERROR_TYPES.get(status, "api_error"), "message": message}}
 
@@ -38,7 +42,7 @@ def error_body(status, message):
 # ---------------------------------------------------------------- reading a request
 
 
-def _image(source):
+def _image(source: object) -> Body:
     if not isinstance(source, dict):
         raise common.Unsupported("an image block needs a source: base64 data or a url")
     kind = source.get("type")
@@ -52,16 +56,18 @@ def _image(source):
                              "or a url")
 
 
-def _other_block(kind):
+def _other_block(kind: str) -> NoReturn:
     if kind.endswith(("tool_use", "tool_result")):
         raise common.Unsupported(f"a {kind!r} block is a tool Anthropic runs on its own servers; no other model can "
                                  "take it up")
     raise common.Unsupported(f"a {kind!r} content block cannot be put to a panel; send text and images")
 
 
-def _blocks(content, role):
+def _blocks(content: list[Any], role: str) -> tuple[list[Body], list[Body], list[Body]]:
     """`(parts, calls, results)` of a list of content blocks, in order."""
-    found, calls, results = [], [], []
+    found: list[Body] = []
+    calls: list[Body] = []
+    results: list[Body] = []
     for block in content:
         kind = common.kind_of(block)
         if not isinstance(block, dict):
@@ -86,7 +92,7 @@ def _blocks(content, role):
     return found, calls, results
 
 
-def _result(block):
+def _result(block: Body) -> tuple[Body, list[Body]]:
     """A tool_result as `(tool message, its images)`."""
     content = block.get("content")
     if isinstance(content, str):
@@ -106,7 +112,7 @@ def _result(block):
     return message, [p for p in found if p["type"] == "image_url"]
 
 
-def _message(message):
+def _message(message: Body) -> list[Body]:
     role = message.get("role")
     if role not in ("user", "assistant"):
         raise common.Unsupported(f'a message "role" must be "user" or "assistant", not {role!r}')
@@ -118,7 +124,8 @@ def _message(message):
     found, calls, results = _blocks(content, role)
     if role == "assistant":
         return [common.assistant(found, calls)]
-    out, later = [], []
+    out: list[Body] = []
+    later: list[Body] = []
     for block in results:  # tool results come first: they answer the previous turn's calls
         tool_message, result_images = _result(block)
         out.append(tool_message)
@@ -128,7 +135,7 @@ def _message(message):
     return out
 
 
-def _system(system):
+def _system(system: object) -> str:
     if isinstance(system, str):
         return system
     if not isinstance(system, list):
@@ -139,7 +146,7 @@ def _system(system):
     return "\n\n".join(p["text"] for p in found)
 
 
-def _tools(body):
+def _tools(body: Body) -> Body:
     """`upstream` tool fields from `tools` and `tool_choice`."""
     tools = body.get("tools")
     if tools is None:
@@ -153,7 +160,7 @@ def _tools(body):
             raise common.Unsupported(f"the {kind!r} tool is one Anthropic runs on its own servers; no other model can "
                                      "run it. Send tools with name, description and input_schema")
         defs.append(common.function_tool(tool.get("name"), tool.get("description"), tool.get("input_schema")))
-    upstream = {"tools": defs} if defs else {}
+    upstream: Body = {"tools": defs} if defs else {}
     choice = body.get("tool_choice")
     if defs and isinstance(choice, dict):
         kind = choice.get("type")
@@ -166,10 +173,10 @@ def _tools(body):
     return upstream
 
 
-def _output_format(body):
+def _output_format(body: Body) -> Body:
     """`upstream`'s response_format from `output_config.format` (or the older top-level `output_format`), as the
     other readers map their schema field (issue 30: the SDK's `messages.parse` sends it)."""
-    config = body.get("output_config") if isinstance(body.get("output_config"), dict) else {}
+    config = common.obj(body.get("output_config"))
     shape = config.get("format") or body.get("output_format")
     if isinstance(shape, dict) and shape.get("type") == "json_schema" and isinstance(shape.get("schema"), dict):
         return {"response_format": {"type": "json_schema", "json_schema": {"name": "response",
@@ -177,7 +184,7 @@ def _output_format(body):
     return {}
 
 
-def ask(body):
+def ask(body: Body) -> common.Ask:
     """The Ask of a Messages body (§6.1), or `Unsupported` with why.
 
     Ignored: top_k, thinking, metadata, service_tier, cache_control, container, output_config's effort and the rest.
@@ -192,7 +199,7 @@ def ask(body):
     return common.make_ask(body, messages, body.get("stream"), options, {**_tools(body), **_output_format(body)})
 
 
-def count(body):
+def count(body: Body) -> int:
     """`/v1/messages/count_tokens`: P of the body read exactly as `/v1/messages` reads it (no tool definitions)."""
     return common.prompt_tokens(ask(body).messages)
 
@@ -200,9 +207,9 @@ def count(body):
 # ---------------------------------------------------------------- answering
 
 
-def reply(content, shown, bench, usage, seconds=0):
-    tokens_in, tokens_out = usage
-    answer = {"id": "msg_" + common.hex24(), "type": "message", "role": "assistant", "model": shown,
+def reply(content: str, shown: str, bench: Body | None, tokens: tuple[int, int], seconds: float = 0) -> Body:
+    tokens_in, tokens_out = tokens
+    answer: Body = {"id": "msg_" + common.hex24(), "type": "message", "role": "assistant", "model": shown,
               "content": [{"type": "text", "text": content}], "stop_reason": "end_turn", "stop_sequence": None,
               "usage": {"input_tokens": tokens_in, "output_tokens": tokens_out}}
     if bench is not None:
@@ -210,59 +217,63 @@ def reply(content, shown, bench, usage, seconds=0):
     return answer
 
 
-class Stream:
-    """The panel stream (§6.1): one text block; `bench` rides on `message_delta`; keep-alive is `ping`."""
+class _Events:
+    """What the panel stream and a route turn's stream share: the events, the opening message, text pieces."""
 
     content_type = "text/event-stream"
 
-    def __init__(self, write, shown, prompt_tokens=0):
+    def __init__(self, write: Write, shown: str, prompt_tokens: int = 0) -> None:
         self.write = write
         self.shown = shown
         self.prompt_tokens = prompt_tokens
 
-    def _event(self, payload):
+    def _event(self, payload: Body) -> None:
         self.write(common.sse(payload, payload["type"]))
 
-    def start(self):
-        self._message_start()
-        self._event({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})
-
-    def _message_start(self):
+    def _message_start(self) -> None:
         self._event({"type": "message_start", "message": {
             "id": "msg_" + common.hex24(), "type": "message", "role": "assistant", "model": self.shown, "content": [],
             "stop_reason": None, "stop_sequence": None,
             "usage": {"input_tokens": self.prompt_tokens, "output_tokens": 0}}})
 
-    def text(self, piece):
+    def text(self, piece: str) -> None:
         self._event({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}})
 
-    def end(self, bench):
+    def error(self, status: int, message: str) -> None:
+        self._event(error_body(status, message))
+
+    def keepalive(self) -> None:
+        self._event({"type": "ping"})
+
+
+class Stream(_Events):
+    """The panel stream (§6.1): one text block; `bench` rides on `message_delta`; keep-alive is `ping`."""
+
+    def start(self) -> None:
+        self._message_start()
+        self._event({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})
+
+    def end(self, bench: Body | None) -> None:
         self._event({"type": "content_block_stop", "index": 0})
         tokens_in, tokens_out = common.panel_tokens(bench, self.prompt_tokens)
-        delta = {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                 "usage": {"input_tokens": tokens_in, "output_tokens": tokens_out}}
+        delta: Body = {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                       "usage": {"input_tokens": tokens_in, "output_tokens": tokens_out}}
         if bench is not None:
             delta["bench"] = bench
         self._event(delta)
         self._event({"type": "message_stop"})
 
-    def error(self, status, message):
-        self._event(error_body(status, message))
 
-    def keepalive(self):
-        self._event({"type": "ping"})
-
-
-def stop_reason(finish):
+def stop_reason(finish: str) -> str:
     """RT-21a: a member's finish reason in Anthropic's words."""
     return STOP_REASON.get(finish, "end_turn")
 
 
-def tool_use(call):
+def tool_use(call: Call) -> Body:
     return {"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments_object}
 
 
-def route_reply(turn, shown, bench, tokens_in):
+def route_reply(turn: Turn, shown: str, bench: Body, tokens_in: int) -> Body:
     """A non-streamed route turn (RT-21): a text block (when there is text, or no calls), then `tool_use` blocks."""
     tokens = turn.tokens(tokens_in)
     answer = reply(turn.text, shown, bench, tokens)
@@ -273,29 +284,29 @@ def route_reply(turn, shown, bench, tokens_in):
     return answer
 
 
-class RouteStream(Stream):
+class RouteStream(_Events):
     """A route turn (RT-21): the text block opens with the first text; at the end each call is one `tool_use`
     block whose input arrives whole in one `input_json_delta`, then `message_delta` with the stop reason,
     the member's tokens and `bench`. Reasoning is not shown (RT-21d)."""
 
-    def __init__(self, write, shown, prompt_tokens=0):
+    def __init__(self, write: Write, shown: str, prompt_tokens: int = 0) -> None:
         super().__init__(write, shown, prompt_tokens)
         self.opened = False
 
-    def start(self):
+    def start(self) -> None:
         self._message_start()
 
-    def _open_text(self):
+    def _open_text(self) -> None:
         if not self.opened:
             self.opened = True
             self._event({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})
 
-    def chunk(self, chunk, text):
+    def chunk(self, chunk: Body, text: str) -> None:
         if text:
             self._open_text()
             self.text(text)
 
-    def end(self, turn, bench):
+    def end(self, turn: Turn, bench: Body) -> None:
         index = 0
         if self.opened or not turn.calls:  # an empty turn still has its (empty) text block
             self._open_text()
@@ -317,10 +328,10 @@ class RouteStream(Stream):
 # ---------------------------------------------------------------- outbound
 
 
-def _native_content(content):
+def _native_content(content: object) -> str | list[Body]:
     if isinstance(content, str):
         return content
-    blocks = []
+    blocks: list[Body] = []
     for part in common.parts(content):
         if part["type"] == "text":
             blocks.append({"type": "text", "text": part["text"]})
@@ -335,11 +346,11 @@ def _native_content(content):
     return blocks
 
 
-def request(model, messages, options=None, stream=False):
+def request(model: str, messages: list[Any], options: Body | None = None, stream: bool = False) -> Body:
     """The native Messages body for OpenAI `messages` (OUT-2, REQ-2); `Unsupported` for tool turns."""
     system, turns = common.outbound_turns(messages)
     options = options or {}
-    body = {"model": model, "max_tokens": options.get("max_tokens") or DEFAULT_MAX_TOKENS}
+    body: Body = {"model": model, "max_tokens": options.get("max_tokens") or DEFAULT_MAX_TOKENS}
     for name, native in (("temperature", "temperature"), ("top_p", "top_p"), ("stop", "stop_sequences")):
         if options.get(name) is not None:
             value = options[name]
@@ -362,32 +373,32 @@ class Reader(common.Pieces):
     """
 
     @property
-    def finish(self):
+    def finish(self) -> str:
         return FINISH.get(self.stop, self.stop)
 
-    def _add(self, kind, piece):
+    def _add(self, kind: str, piece: object) -> list[tuple[str, str]]:
         if isinstance(piece, str) and piece:
             self.pieces[kind].append(piece)
             return [(kind, piece)]
         return []
 
-    def _usage(self, usage):
+    def _usage(self, usage: object) -> None:
         if isinstance(usage, dict):
             self.usage.update((k, v) for k, v in usage.items() if v is not None)
 
-    def feed(self, event):
+    def feed(self, event: Body) -> list[tuple[str, str]]:
         kind = event.get("type")
         if kind == "error":
-            error = event.get("error") if isinstance(event.get("error"), dict) else {}
+            error = common.obj(event.get("error"))
             name = error.get("type")
             raise common.UpstreamError(str(error.get("message") or ""), STATUS_OF.get(name) or name or "stream", event)
         if kind == "message":
-            self.model = event.get("model") if isinstance(event.get("model"), str) else ""
+            self.model = common.string(event.get("model"))
             self._usage(event.get("usage"))
             self.stop = event.get("stop_reason") or ""
             self.done = True
-            added = []
-            for block in event.get("content") if isinstance(event.get("content"), list) else ():
+            added: list[tuple[str, str]] = []
+            for block in common.items(event.get("content")):
                 if isinstance(block, dict) and block.get("type") == "text":
                     added += self._add("text", block.get("text"))
                 elif isinstance(block, dict) and block.get("type") == "thinking":
@@ -405,14 +416,14 @@ class Reader(common.Pieces):
             if delta.get("type") == "thinking_delta":
                 return self._add("reasoning", delta.get("thinking"))
         elif kind == "message_delta":
-            delta = event.get("delta") if isinstance(event.get("delta"), dict) else {}
+            delta = common.obj(event.get("delta"))
             self.stop = delta.get("stop_reason") or self.stop
             self._usage(event.get("usage"))
         elif kind == "message_stop":
             self.done = True
         return []
 
-    def end(self):
+    def end(self) -> None:
         """Nothing is pending at the end of an Anthropic stream: errors raised as they came."""
 
 
@@ -428,8 +439,10 @@ class Messages(common.Format):
     answer = staticmethod(reply)
     error_body = staticmethod(error_body)
 
-    def route_writer(self, shown, tokens_in=0, sse=False, custom=()):
+    def route_writer(self, shown: str, tokens_in: int = 0, sse: bool = False,
+                     custom: Iterable[str] = ()) -> Callable[[Write], Any]:
         return functools.partial(RouteStream, shown=shown, prompt_tokens=tokens_in)
 
-    def route_reply(self, turn, shown, bench, tokens_in, seconds, custom=()):
+    def route_reply(self, turn: Turn, shown: str, bench: Body, tokens_in: int, seconds: float,
+                    custom: Iterable[str] = ()) -> tuple[Body, dict[str, str]]:
         return route_reply(turn, shown, bench, tokens_in), {}

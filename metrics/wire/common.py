@@ -20,9 +20,14 @@ import json
 import mimetypes
 import secrets
 import urllib.parse
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from ..core import images
 from ..core.errors import Unsupported
+
+Body = dict[str, Any]  # a JSON object as a request or reply carries it
+Write = Callable[[bytes], object]  # where a stream writer's bytes go
 
 REPLY_MODES = ("all", "merged", "route")
 MAX_WITH = 8
@@ -39,7 +44,7 @@ MAGIC = ((b"\x89PNG", "image/png"), (b"\xff\xd8\xff", "image/jpeg"), (b"GIF8", "
 class UpstreamError(Exception):
     """An error a native upstream sent (OUT-6): `code` as its API names it, `payload` the object itself."""
 
-    def __init__(self, message, code, payload):
+    def __init__(self, message: str, code: object, payload: object) -> None:
         super().__init__(message)
         self.code = code
         self.payload = payload
@@ -48,23 +53,23 @@ class UpstreamError(Exception):
 class Pieces:
     """What a native reader has heard so far: text and reasoning pieces, model, usage, stop reason."""
 
-    def __init__(self):
-        self.pieces = {"text": [], "reasoning": []}
+    def __init__(self) -> None:
+        self.pieces: dict[str, list[str]] = {"text": [], "reasoning": []}
         self.model = ""
-        self.usage = {}
+        self.usage: Body = {}
         self.stop = ""
         self.done = False
 
     @property
-    def text(self):
+    def text(self) -> str:
         return "".join(self.pieces["text"])
 
     @property
-    def reasoning(self):
+    def reasoning(self) -> str:
         return "".join(self.pieces["reasoning"])
 
 
-def body_problem(raw, body):
+def body_problem(raw: bytes, body: object) -> str:
     """Why a parsed JSON body cannot be taken (a 400 on every route), or "" (issue 21).
 
     Nesting is bounded so that no later recursion over the body (a schema walk, `str()`, `json.dumps`)
@@ -81,7 +86,7 @@ def body_problem(raw, body):
     return ""
 
 
-def deeper_than(value, limit):
+def deeper_than(value: object, limit: int) -> bool:
     """True when `value` nests lists and objects more than `limit` deep; walked level by level, never recursing."""
     level = [value]
     for _ in range(limit):
@@ -92,7 +97,7 @@ def deeper_than(value, limit):
     return any(isinstance(item, (list, dict)) for item in level)
 
 
-def encodable(value):
+def encodable(value: object) -> bool:
     """True when every string in `value` (keys included) encodes as UTF-8: no lone surrogate."""
     try:
         json.dumps(value, ensure_ascii=False).encode("utf-8")
@@ -101,17 +106,33 @@ def encodable(value):
     return True
 
 
-def hex24():
+def obj(value: object) -> Body:
+    """`value` when it is a JSON object, else `{}`: a field that should hold an object, read."""
+    return value if isinstance(value, dict) else {}
+
+
+def string(value: object) -> str:
+    """`value` when it is a JSON string, else `""`: a field that should hold text, read."""
+    return value if isinstance(value, str) else ""
+
+
+def items(value: object) -> list[Any]:
+    """`value` when it is a JSON list, else `[]`: a field that should hold a list, read."""
+    return value if isinstance(value, list) else []
+
+
+def hex24() -> str:
+
     return secrets.token_hex(12)
 
 
-def prompt_tokens(messages):
+def prompt_tokens(messages: list[Any]) -> int:
     """P(messages) of §0: the panel's flattening and estimate, 2,500 per valid image."""
     system, prompt = images.flatten(messages)
     return images.request_estimate(system, prompt, images.count(messages))
 
 
-def panel_tokens(bench, tokens_in):
+def panel_tokens(bench: Body | None, tokens_in: int) -> tuple[int, int]:
     """`(input, output)` tokens of a panel reply, one rule for every API (FMT-16, issue 30): each seat's and the
     merger's own counts where their upstream gave them, else estimates (the prompt's, `tokens_in`, for input;
     the merger's prompt with every answer in it; the answer's for output; a failed seat that counted nothing,
@@ -124,14 +145,14 @@ def panel_tokens(bench, tokens_in):
         asked.append((bench["merger"], tokens_in + answers))
     prompt = completion = 0
     for seat, estimate in asked:
-        given = seat.get("usage") if isinstance(seat.get("usage"), dict) else {}
+        given = obj(seat.get("usage"))
         failed = seat.get("status") == "error"
         prompt += given.get("prompt_tokens", 0 if failed else estimate)
         completion += given.get("completion_tokens", images.estimate(seat.get("answer") or ""))
     return prompt, completion
 
 
-def usage(messages, bench):
+def usage(messages: list[Any], bench: Body | None) -> tuple[int, int]:
     """`(input, output)` of a panel reply to `messages` (`panel_tokens`)."""
     return panel_tokens(bench, prompt_tokens(messages))
 
@@ -139,15 +160,15 @@ def usage(messages, bench):
 # ---------------------------------------------------------------- parts and content
 
 
-def text_part(text):
+def text_part(text: str) -> Body:
     return {"type": "text", "text": text}
 
 
-def image_part(url):
+def image_part(url: str) -> Body:
     return {"type": "image_url", "image_url": {"url": url}}
 
 
-def parts(content):
+def parts(content: object) -> list[Body]:
     """OpenAI content as parts (FMT-18): text and image_url parts kept, anything else dropped."""
     if content is None:
         return []
@@ -165,19 +186,19 @@ def parts(content):
     return found
 
 
-def text_of(content):
+def text_of(content: object) -> str:
     """The text of OpenAI content: its text parts joined by a blank line (FMT-18)."""
     return "\n\n".join(p["text"] for p in parts(content) if p["type"] == "text")
 
 
-def pack(found):
+def pack(found: list[Body]) -> str | list[Body]:
     """FMT-19: all-text parts become one string; a single image keeps the part list."""
     if any(p["type"] == "image_url" for p in found):
         return found
     return "\n\n".join(p["text"] for p in found)
 
 
-def sniff(data):
+def sniff(data: str) -> str:
     """The MIME type of base64 image data from its first bytes (FMT-21); image/png when unsure."""
     head = data[:24]
     try:
@@ -190,7 +211,7 @@ def sniff(data):
     return "image/png"
 
 
-def data_url(mime, data, what):
+def data_url(mime: object, data: object, what: str) -> Body:
     """An image part for base64 `data` (FMT-20); `what` names the source in the refusal."""
     if not isinstance(mime, str) or not mime.lower().startswith("image/"):
         shown = mime if isinstance(mime, str) and mime else "of no stated type"
@@ -200,7 +221,7 @@ def data_url(mime, data, what):
     return image_part(f"data:{mime};base64,{data}")
 
 
-def split_data_url(url):
+def split_data_url(url: str) -> tuple[str, str] | None:
     """`(mime, base64 data)` of a `data:<mime>;base64,<data>` URL, or None for any other URL."""
     if not url.lower().startswith("data:"):
         return None
@@ -208,7 +229,7 @@ def split_data_url(url):
     return head[5:].split(";", 1)[0], data
 
 
-def guess_mime(url, default=None):
+def guess_mime(url: str, default: str | None = None) -> str | None:
     """An image's MIME type from its URL's path (`.png`, `.jpg`, ...), else `default`."""
     try:
         path = urllib.parse.urlsplit(url).path
@@ -217,14 +238,14 @@ def guess_mime(url, default=None):
     return mimetypes.guess_type(path)[0] or default
 
 
-def is_web(url):
+def is_web(url: object) -> bool:
     return isinstance(url, str) and url.lower().startswith(("http://", "https://"))
 
 
 # ---------------------------------------------------------------- tools
 
 
-def function_tool(name, description=None, parameters=None, **extra):
+def function_tool(name: object, description: object = None, parameters: object = None, **extra: Any) -> Body:
     """A tool as chat completions takes it (FMT-22)."""
     if not isinstance(name, str) or not name:
         raise Unsupported("every tool needs a name")
@@ -234,20 +255,20 @@ def function_tool(name, description=None, parameters=None, **extra):
     return {"type": "function", "function": function}
 
 
-def arguments_text(arguments):
+def arguments_text(arguments: object) -> str:
     """A tool call's arguments as chat completions carries them: text as given, an object as JSON (FMT-23)."""
     if isinstance(arguments, str):
         return arguments
     return json.dumps(arguments if arguments is not None else {}, ensure_ascii=False)
 
 
-def tool_call(call_id, name, arguments):
+def tool_call(call_id: object, name: object, arguments: object) -> Body:
     """FMT-23: the given id (as text) or an invented `call_<hex24>`."""
     return {"id": str(call_id) if call_id not in (None, "") else "call_" + hex24(), "type": "function",
             "function": {"name": str(name or ""), "arguments": arguments_text(arguments)}}
 
 
-def assistant(found, calls):
+def assistant(found: list[Body], calls: list[Body]) -> Body:
     """FMT-24: with calls, the content is its text or null; without, the packed parts."""
     if not calls:
         return {"role": "assistant", "content": pack(found)}
@@ -255,7 +276,7 @@ def assistant(found, calls):
     return {"role": "assistant", "content": text or None, "tool_calls": calls}
 
 
-def _hashable(name):
+def _hashable(name: object) -> str:
     """A tool name as a dict key: a request may send any JSON value where a name belongs."""
     return name if isinstance(name, str) else json.dumps(name, sort_keys=True)
 
@@ -268,12 +289,14 @@ class Numbering:
     (security review 1: a list scan per result took minutes).
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.n = 0
-        self.open = {}  # sequence number -> call id, for the calls no result has answered yet
-        self.by_id, self.by_name, self.order = {}, {}, collections.deque()
+        self.open: dict[int, str] = {}  # sequence number -> call id, for the calls no result has answered yet
+        self.by_id: dict[str, collections.deque[int]] = {}
+        self.by_name: dict[str, collections.deque[int]] = {}
+        self.order: collections.deque[int] = collections.deque()
 
-    def call(self, given, name):
+    def call(self, given: object, name: object) -> str:
         call_id = str(given) if given not in (None, "") else f"call_{self.n}"
         seq = self.n
         self.n += 1
@@ -283,7 +306,7 @@ class Numbering:
         self.order.append(seq)
         return call_id
 
-    def _answer(self, queue):
+    def _answer(self, queue: collections.deque[int] | None) -> str | None:
         """The id of the oldest open call in `queue`, now answered; None when none is open."""
         while queue:
             call_id = self.open.pop(queue.popleft(), None)
@@ -291,7 +314,7 @@ class Numbering:
                 return call_id
         return None
 
-    def result(self, given, name):
+    def result(self, given: object, name: object) -> str:
         if given not in (None, ""):
             given = str(given)
             self._answer(self.by_id.get(given))
@@ -334,16 +357,16 @@ class Ask:
     custom: list = dataclasses.field(default_factory=list)
     load: bool = False
     include_usage: bool = False  # chat completions' stream_options.include_usage: a final usage chunk
-    notes: tuple = ()
+    notes: tuple[str, ...] = ()
 
     @property
-    def agentic(self):
+    def agentic(self) -> bool:
         """True when the Ask carries tools, tool calls or tool results (§3.2): a panel refuses it (FMT-15)."""
         return bool(self.tools) or any(
             isinstance(m, dict) and (m.get("role") == "tool" or m.get("tool_calls")) for m in self.messages)
 
 
-def bench_fields(body):
+def bench_fields(body: Body) -> tuple[str, list[str], str]:
     """`(model, with, reply)` of any format's body, or `Unsupported` with why (FMT-10, ASK-1).
 
     Any falsy `model`, `with` or `bench` reads as none (corrections from testing). Issue 21: `with`
@@ -365,7 +388,7 @@ def bench_fields(body):
     return model, nominees, bench.get("reply", "")
 
 
-def options(max_tokens=None, temperature=None, top_p=None, stop=None):
+def options(max_tokens: object = None, temperature: object = None, top_p: object = None, stop: object = None) -> Body:
     """Sampling options under chat completions' names (§3.2 `options`): `None` dropped, `stop` always a list.
     A panel never forwards them (FMT-15a); route mode does, in `Ask.passthrough` (RT-11)."""
     if isinstance(stop, str):
@@ -374,8 +397,9 @@ def options(max_tokens=None, temperature=None, top_p=None, stop=None):
     return {k: v for k, v in found.items() if v is not None}
 
 
-def make_ask(body, messages, stream, options, upstream, model=None, custom=(), load=False, include_usage=False,
-             notes=()):
+def make_ask(body: Body, messages: list[Any], stream: object, options: Body, upstream: Body, model: str | None = None,
+             custom: Iterable[str] = (), load: bool = False, include_usage: bool = False,
+             notes: Iterable[str] = ()) -> Ask:
     """The Ask of a reader's results: `options` and `upstream` in chat completions' names, `None` dropped
     (§3.2); `with` and `bench` are checked here for every format."""
     asked, nominees, reply = bench_fields(body)
@@ -390,12 +414,12 @@ NOT_APPLIED = ("max_tokens", "max_completion_tokens", "n", "stop", "temperature"
                "presence_penalty", "frequency_penalty", "logit_bias", "logprobs", "top_logprobs")
 
 
-def _asks_for(field, value):
+def _asks_for(field: str, value: object) -> bool:
     """True when `value` asks for something a panel's reply lacks (`n: 1` and `logprobs: false` ask nothing)."""
     return value is not None and value is not False and not (field == "n" and value == 1)
 
 
-def panel_notes(ask, name):
+def panel_notes(ask: Ask, name: str) -> list[str]:
     """What a panel says in `bench.notes` about the fields it does not apply (FMT-15a, issue 30): the reader's own
     notes, the sampling and shape fields by name, then `response_format`; route mode applies them all."""
     notes = list(ask.notes)
@@ -410,14 +434,14 @@ def panel_notes(ask, name):
     return notes
 
 
-def a_list(value, message):
+def a_list(value: object, message: str) -> list[Body]:
     """`value` when it is a list of objects, else `Unsupported(message)`."""
     if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
         raise Unsupported(message)
     return value
 
 
-def kind_of(value):
+def kind_of(value: object) -> str:
     """A JSON value's kind for a refusal: the `type` of an object, else its JSON type."""
     if isinstance(value, dict):
         return str(value.get("type"))
@@ -437,48 +461,52 @@ class Format:
     """
 
     name = ""
-    Stream = None
+    Stream: Callable[..., Any]  # the panel stream writer's class: `Stream(write, shown=, prompt_tokens=)`
 
-    def read(self, body):
+    def read(self, body: Body) -> Ask:
         """The Ask of a body posted to this API's panel route (§3.2), or `Unsupported` with why (a 400)."""
         raise NotImplementedError
 
-    def answer(self, content, shown, bench, tokens, seconds):
+    def answer(self, content: str, shown: str, bench: Body, tokens: tuple[int, int], seconds: float) -> Body:
         """The body of a non-streamed panel reply (FMT-16); `tokens` = (input, output) estimates."""
         raise NotImplementedError
 
-    def error_body(self, status, message):
+    def error_body(self, status: int, message: str) -> Body:
         """§2: this API's refusal body, for any status."""
         raise NotImplementedError
 
-    def headers(self, bench):
+    def headers(self, bench: Body) -> dict[str, str]:
         """Extra headers of a non-streamed panel reply (FMT-16): none but Gemini's."""
         return {}
 
-    def shown(self, name, ask):
+    def shown(self, name: str, ask: Ask) -> str:
         """FMT-14: the model name a reply shows: the model as asked (chat completions shows the collection)."""
         return ask.model
 
-    def reply(self, content, shown, bench, tokens, seconds):
+    def reply(self, content: str, shown: str, bench: Body, tokens: tuple[int, int],
+              seconds: float) -> tuple[Body, dict[str, str]]:
         """`(body, headers)` of a non-streamed panel reply (FMT-16)."""
         return self.answer(content, shown, bench, tokens, seconds), self.headers(bench)
 
-    def writer(self, shown, tokens_in=0, sse=False):
+    def writer(self, shown: str, tokens_in: int = 0, sse: bool = False) -> Callable[[Write], Any]:
         """A factory `make(write)` for this API's panel stream writer (STR-1); `sse` is Gemini's `?alt=sse`."""
         return functools.partial(self.Stream, shown=shown, prompt_tokens=tokens_in)
 
     # -- route mode (§11.7): one member's turn relayed in this API's shape
 
-    def route_writer(self, shown, tokens_in=0, sse=False, custom=()):
+    def route_writer(self, shown: str, tokens_in: int = 0, sse: bool = False,
+                     custom: Iterable[str] = ()) -> Callable[[Write], Any]:
         """A factory `make(write)` for this API's route stream writer (RT-20, RT-21): `start()`, `chunk(chunk,
         text)` per relayed member chunk and the answer text it added, `end(turn, bench)`, `error(status,
         message)`, `keepalive()`. By default the panel's writer carries the text alone (no tool calls)."""
         make = self.writer(shown, tokens_in, sse)
         return lambda write: TextRoute(make(write), tokens_in)
 
-    def route_reply(self, turn, shown, bench, tokens_in, seconds, custom=()):
+    def route_reply(self, turn: Any, shown: str, bench: Body, tokens_in: int, seconds: float,
+                    custom: Iterable[str] = ()) -> tuple[Body, dict[str, str]]:
         """`(body, headers)` of a non-streamed route reply (RT-21): the panel reply's shape with the member's
-        text and tokens; the formats that carry tool calls replace it."""
+        text and tokens; the formats that carry tool calls replace it. `turn` is a `turn.Turn`, not named
+        here: that module imports this one."""
         return self.answer(turn.text, shown, bench, turn.tokens(tokens_in), seconds), {}
 
 
@@ -487,33 +515,33 @@ class TextRoute:
     generate): each piece of answer text as it comes, the end with the member's finish (`length` when it ran
     out of output, improvement 4; the reference always said `stop`)."""
 
-    def __init__(self, stream, tokens_in=0):
+    def __init__(self, stream: Any, tokens_in: int = 0) -> None:
         self.stream = stream
         self.tokens_in = tokens_in
         self.content_type = stream.content_type
 
-    def start(self):
+    def start(self) -> None:
         self.stream.start()
 
-    def chunk(self, chunk, text):
+    def chunk(self, chunk: Body, text: str) -> None:
         if text:
             self.stream.text(text)
 
-    def end(self, turn, bench):
+    def end(self, turn: Any, bench: Body) -> None:
         self.stream.reason = "length" if turn.stop == "length" else "stop"
         self.stream.end(bench, turn.tokens(self.tokens_in))  # the member's tokens, not a panel's
 
-    def error(self, status, message):
+    def error(self, status: int, message: str) -> None:
         self.stream.error(status, message)
 
-    def keepalive(self):
+    def keepalive(self) -> None:
         self.stream.keepalive()
 
 
 # ---------------------------------------------------------------- outbound
 
 
-def outbound_turns(messages):
+def outbound_turns(messages: list[Any]) -> tuple[str, list[Body]]:
     """`(system text, other messages)` for a native API (OUT-1); tool turns refused (REQ-8)."""
     for message in messages:
         if not isinstance(message, dict):
@@ -531,13 +559,13 @@ def outbound_turns(messages):
 KEEPALIVE_COMMENT = b": keep-alive\n\n"
 
 
-def json_bytes(payload):
+def json_bytes(payload: object) -> bytes:
     """`payload` as UTF-8 JSON, non-ASCII unescaped, for a stream. A lone surrogate (a model's answer may hold
     one) goes out as its `\\udXXX` escape, inside its string, rather than raising mid-stream (issue 21)."""
     return json.dumps(payload, ensure_ascii=False).encode("utf-8", "backslashreplace")
 
 
-def sse(payload, event=None):
+def sse(payload: object, event: str | None = None) -> bytes:
     """One SSE event (§0): named when `event` is given; JSON keeps non-ASCII as UTF-8."""
     head = f"event: {event}\n".encode() if event else b""
     return head + b"data: " + json_bytes(payload) + b"\n\n"

@@ -8,8 +8,12 @@ non-streamed reply, not the reference's `chatcmpl-`.
 """
 
 import time
+from collections.abc import Iterable
+from typing import Any
 
 from . import chat, common
+from .common import Body, Write
+from .turn import Turn
 
 ONE_PROMPT = ('"prompt" must be one string (or a list of exactly one string); lists of several prompts and '
               "token ids are not supported")
@@ -17,7 +21,7 @@ ONE_PROMPT = ('"prompt" must be one string (or a list of exactly one string); li
 error_body = chat.error_body
 
 
-def ask(body):
+def ask(body: Body) -> common.Ask:
     """The Ask of a completions body. Ignored: suffix, echo, n, logprobs, best_of and the rest."""
     prompt = body.get("prompt")
     if isinstance(prompt, list) and len(prompt) == 1:
@@ -28,13 +32,15 @@ def ask(body):
     return common.make_ask(body, [{"role": "user", "content": prompt}], body.get("stream"), options, {})
 
 
-def completion_id():
+def completion_id() -> str:
     return "cmpl-" + common.hex24()
 
 
-def reply(content, shown, bench, usage, seconds=0, reason="stop"):
-    tokens_in, tokens_out = usage
-    answer = {"id": completion_id(), "object": "text_completion", "created": int(time.time()), "model": shown,
+def reply(content: str, shown: str, bench: Body | None, tokens: tuple[int, int], seconds: float = 0,
+          reason: str = "stop") -> Body:
+    tokens_in, tokens_out = tokens
+    answer: Body = {"id": completion_id(),
+ "object": "text_completion", "created": int(time.time()), "model": shown,
               "choices": [{"text": content, "index": 0, "logprobs": None, "finish_reason": reason}],
               "usage": {"prompt_tokens": tokens_in, "completion_tokens": tokens_out,
                         "total_tokens": tokens_in + tokens_out}}
@@ -48,34 +54,34 @@ class Stream:
 
     content_type = "text/event-stream"
 
-    def __init__(self, write, shown, prompt_tokens=0, reason="stop"):
+    def __init__(self, write: Write, shown: str, prompt_tokens: int = 0, reason: str = "stop") -> None:
         self.write = write
         self.shown = shown
         self.id = completion_id()
         self.created = int(time.time())
         self.reason = reason  # a route turn that ran out of output ends `length`
 
-    def _chunk(self, text, finish=None, **extra):
+    def _chunk(self, text: str, finish: str | None = None, **extra: Any) -> None:
         chunk = {"id": self.id, "object": "text_completion", "created": self.created, "model": self.shown,
                  "choices": [{"text": text, "index": 0, "logprobs": None, "finish_reason": finish}], **extra}
         self.write(common.sse(chunk))
 
-    def start(self):
+    def start(self) -> None:
         """Legacy completions have no opening chunk."""
 
-    def text(self, piece):
+    def text(self, piece: str) -> None:
         self._chunk(piece)
 
-    def end(self, bench, tokens=None):
+    def end(self, bench: Body | None, tokens: tuple[int, int] | None = None) -> None:
         """The last chunk; a legacy stream carries no usage, so a route turn's `tokens` are not shown."""
         self._chunk("", self.reason, **({"bench": bench} if bench is not None else {}))
         self.write(b"data: [DONE]\n\n")
 
-    def error(self, status, message):
+    def error(self, status: int, message: str) -> None:
         self.write(common.sse(error_body(status, message)))
         self.write(b"data: [DONE]\n\n")
 
-    def keepalive(self):
+    def keepalive(self) -> None:
         self.write(common.KEEPALIVE_COMMENT)
 
 
@@ -88,7 +94,8 @@ class Completions(common.Format):
     answer = staticmethod(reply)
     error_body = staticmethod(error_body)
 
-    def route_reply(self, turn, shown, bench, tokens_in, seconds, custom=()):
+    def route_reply(self, turn: Turn, shown: str, bench: Body, tokens_in: int, seconds: float,
+                    custom: Iterable[str] = ()) -> tuple[Body, dict[str, str]]:
         """RT-21: the text, the member's tokens, `length` when it ran out of output (improvement 4)."""
         reason = "length" if turn.stop == "length" else "stop"
         return reply(turn.text, shown, bench, turn.tokens(tokens_in), seconds, reason), {}

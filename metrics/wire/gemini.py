@@ -20,8 +20,12 @@ import functools
 import json
 import re
 import urllib.parse
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from . import common
+from .common import Body, Write
+from .turn import Turn
 
 STATUS = {400: "INVALID_ARGUMENT", 413: "INVALID_ARGUMENT", 415: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED",
           403: "PERMISSION_DENIED", 404: "NOT_FOUND", 429: "RESOURCE_EXHAUSTED", 503: "UNAVAILABLE"}
@@ -32,11 +36,11 @@ GEMINI_TOOLS = "a tool Gemini runs itself (Google Search, code execution, URL co
 TOOLS_SHAPE = '"tools" must be a list of {"functionDeclarations": [...]} objects'
 
 
-def error_body(status, message):
+def error_body(status: int, message: str) -> Body:
     return {"error": {"code": status, "message": message, "status": STATUS.get(status, "INTERNAL")}}
 
 
-def model_path(path):
+def model_path(path: str) -> tuple[str, str] | None:
     """`(model, method)` of a Gemini model path (FMT-4), or None. Splits at the last `:`."""
     for root in ROOTS:
         if path.startswith(root):
@@ -45,11 +49,11 @@ def model_path(path):
     return None
 
 
-def not_allowed(method):
+def not_allowed(method: str) -> str:
     return f"POST /v1beta/models/<collection>:generateContent or :streamGenerateContent, not :{method}"
 
 
-def field(obj, camel):
+def field(obj: object, camel: str) -> Any:
     """`obj[camel]`, else its snake_case spelling (`systemInstruction` / `system_instruction`)."""
     if not isinstance(obj, dict):
         return None
@@ -58,7 +62,7 @@ def field(obj, camel):
     return obj.get(re.sub(r"([A-Z])", lambda m: "_" + m.group(1).lower(), camel))
 
 
-def lowered(schema):
+def lowered(schema: object) -> Any:
     """A schema with every string `type` lower-cased, recursively (`OBJECT` → `object`)."""
     if isinstance(schema, dict):
         return {k: (v.lower() if k == "type" and isinstance(v, str) else lowered(v)) for k, v in schema.items()}
@@ -70,7 +74,7 @@ def lowered(schema):
 # ---------------------------------------------------------------- reading a request
 
 
-def _parts(given, role):
+def _parts(given: object, role: str) -> list[Body]:
     if isinstance(given, dict):
         given = [given]
     if not isinstance(given, list):
@@ -80,7 +84,7 @@ def _parts(given, role):
     return given
 
 
-def _media(part):
+def _media(part: Body) -> Body | None:
     """An image part for `inlineData` or `fileData`, else None."""
     inline = field(part, "inlineData")
     if inline is not None:
@@ -99,12 +103,14 @@ def _media(part):
     return common.image_part(uri)
 
 
-def _turn(content, numbering):
+def _turn(content: Body, numbering: common.Numbering) -> list[Body]:
     """The messages of one content object."""
     role = content.get("role") or "user"
     if role not in ("user", "model", "function"):
         raise common.Unsupported(f'a content "role" must be "user" or "model", not {role!r}')
-    found, calls, results = [], [], []
+    found: list[Body] = []
+    calls: list[Body] = []
+    results: list[Body] = []
     for part in _parts(field(content, "parts"), role):
         if part.get("thought") is True:
             continue  # FMT-25
@@ -138,7 +144,7 @@ def _turn(content, numbering):
     return results + ([{"role": "user", "content": common.pack(found)}] if found or not results else [])
 
 
-def _system(given):
+def _system(given: object) -> str:
     if isinstance(given, str):
         return given
     found = []
@@ -151,7 +157,7 @@ def _system(given):
     return "\n\n".join(found)
 
 
-def _tools(body):
+def _tools(body: Body) -> Body:
     tools = field(body, "tools")
     if tools is None:
         return {}
@@ -171,7 +177,7 @@ def _tools(body):
             defs.append(common.function_tool(declaration.get("name"), declaration.get("description"), schema))
     if not defs:
         return {}
-    upstream = {"tools": defs}
+    upstream: Body = {"tools": defs}
     config = field(field(body, "toolConfig"), "functionCallingConfig")
     mode = str(field(config, "mode") or "").upper()
     if mode == "NONE":
@@ -183,7 +189,7 @@ def _tools(body):
     return upstream
 
 
-def ask(body, model, method="generateContent"):
+def ask(body: Body, model: str = "", method: str = "generateContent") -> common.Ask:
     """The Ask of a generateContent body for the path's `model` (§8.1), or `Unsupported` with why.
 
     Ignored: topK, candidateCount, thinkingConfig, safetySettings, cachedContent.
@@ -191,7 +197,7 @@ def ask(body, model, method="generateContent"):
     contents = field(body, "contents")
     if isinstance(contents, dict):
         contents = [contents]
-    messages = []
+    messages: list[Body] = []
     system = field(body, "systemInstruction")
     if system:
         messages.append({"role": "system", "content": _system(system)})
@@ -210,7 +216,7 @@ def ask(body, model, method="generateContent"):
     return common.make_ask(body, messages, method == "streamGenerateContent", options, upstream, model=model)
 
 
-def count(body):
+def count(body: Body) -> int:
     """`:countTokens` (FMT-70): P of `generateContentRequest` when present, else of the body."""
     request = field(body, "generateContentRequest")
     return common.prompt_tokens(ask(request if isinstance(request, dict) else body, "").messages)
@@ -219,27 +225,27 @@ def count(body):
 # ---------------------------------------------------------------- answering
 
 
-def usage_of(tokens_in, tokens_out):
+def usage_of(tokens_in: int, tokens_out: int) -> Body:
     return {"promptTokenCount": tokens_in, "candidatesTokenCount": tokens_out,
             "totalTokenCount": tokens_in + tokens_out}
 
 
-def _chunk(text, shown, response_id, finish=None, usage=None):
-    candidate = {"content": {"role": "model", "parts": [{"text": text}]}, "index": 0}
+def _chunk(text: str, shown: str, response_id: str, finish: str | None = None, usage: Body | None = None) -> Body:
+    candidate: Body = {"content": {"role": "model", "parts": [{"text": text}]}, "index": 0}
     if finish:
         candidate["finishReason"] = finish
-    chunk = {"candidates": [candidate], "modelVersion": shown, "responseId": response_id}
+    chunk: Body = {"candidates": [candidate], "modelVersion": shown, "responseId": response_id}
     if usage:
         chunk["usageMetadata"] = usage
     return chunk
 
 
-def reply(content, shown, bench, usage, seconds=0):
+def reply(content: str, shown: str, bench: Body | None, tokens: tuple[int, int], seconds: float = 0) -> Body:
     """The non-streamed reply: no `bench` key (Google's SDK refuses unknown fields); see `headers()`."""
-    return _chunk(content, shown, common.hex24(), "STOP", usage_of(*usage))
+    return _chunk(content, shown, common.hex24(), "STOP", usage_of(*tokens))
 
 
-def headers(bench):
+def headers(bench: Body) -> dict[str, str]:
     """FMT-16: the panel id and every seat's call id, for clients that cannot read a `bench` field."""
     if not bench:
         return {}
@@ -248,14 +254,15 @@ def headers(bench):
     return {"X-Bench-Panel": bench.get("panel", ""), "X-Bench-Seats": json.dumps(listed)}
 
 
-class Stream:
-    """Chunks as SSE `data:` events (`?alt=sse`) or as one JSON array written as it grows (§8.1).
+class _Chunks:
+    """What the panel stream and a route turn's stream share: chunks as SSE `data:` events (`?alt=sse`) or as one
+    JSON array written as it grows (§8.1), text pieces, the error and the keep-alive.
 
     No `bench` anywhere; keep-alive is an empty-text chunk, since Google's readers
     take any line that is not `data:` for an error.
     """
 
-    def __init__(self, write, shown, prompt_tokens=0, sse=False):
+    def __init__(self, write: Write, shown: str, prompt_tokens: int = 0, sse: bool = False) -> None:
         self.write = write
         self.shown = shown
         self.prompt_tokens = prompt_tokens
@@ -264,7 +271,7 @@ class Stream:
         self.id = common.hex24()
         self.elements = 0
 
-    def _emit(self, obj, last=False):
+    def _emit(self, obj: Body, last: bool = False) -> None:
         data = common.json_bytes(obj)
         if self.sse:
             self.write(b"data: " + data + b"\n\n")
@@ -272,31 +279,35 @@ class Stream:
             self.write((b"[" if not self.elements else b",\r\n") + data + (b"]" if last else b""))
         self.elements += 1
 
-    def start(self):
+    def start(self) -> None:
         """Nothing opens a Gemini stream: the first chunk does."""
 
-    def text(self, piece):
+    def text(self, piece: str) -> None:
         self._emit(_chunk(piece, self.shown, self.id))
 
-    def end(self, bench):
-        usage = usage_of(*common.panel_tokens(bench, self.prompt_tokens))
-        self._emit(_chunk("", self.shown, self.id, "STOP", usage), last=True)
-
-    def error(self, status, message):
+    def error(self, status: int, message: str) -> None:
         self._emit(error_body(status, message), last=True)
 
-    def keepalive(self):
+    def keepalive(self) -> None:
         self._emit(_chunk("", self.shown, self.id))
+
+
+class Stream(_Chunks):
+    """The panel stream: the text as it comes, then a last chunk with the finish and the estimated tokens."""
+
+    def end(self, bench: Body | None) -> None:
+        usage = usage_of(*common.panel_tokens(bench, self.prompt_tokens))
+        self._emit(_chunk("", self.shown, self.id, "STOP", usage), last=True)
 
 
 FINISH_REASON = {"length": "MAX_TOKENS"}
 
 
-def _call_parts(turn):
+def _call_parts(turn: Turn) -> list[Body]:
     return [{"functionCall": {"id": call.id, "name": call.name, "args": call.arguments_object}} for call in turn.calls]
 
 
-def _route_last(turn, shown, response_id, text, tokens):
+def _route_last(turn: Turn, shown: str, response_id: str, text: str, tokens: tuple[int, int]) -> Body:
     """The last chunk of a route turn: the finish, the member's tokens and, when it called tools, the calls as
     its parts (RT-21); no `bench`, which Google's readers refuse."""
     last = _chunk(text, shown, response_id, FINISH_REASON.get(turn.stop, "STOP"), usage_of(*tokens))
@@ -305,36 +316,36 @@ def _route_last(turn, shown, response_id, text, tokens):
     return last
 
 
-def route_reply(turn, shown, tokens_in):
+def route_reply(turn: Turn, shown: str, tokens_in: int) -> Body:
     answer = _route_last(turn, shown, common.hex24(), turn.text, turn.tokens(tokens_in))
     if turn.calls and turn.text:
         answer["candidates"][0]["content"]["parts"].insert(0, {"text": turn.text})
     return answer
 
 
-def route_headers(bench):
+def route_headers(bench: Body) -> dict[str, str]:
     """Gemini carries no `bench` in a body: the call id goes in a header of its own (improvement 7)."""
     return {"X-Bench-Call": bench["call"]} if bench and bench.get("call") else {}
 
 
-class RouteStream(Stream):
+class RouteStream(_Chunks):
     """A route turn (RT-21): text chunks as they come; the last chunk says how it ended and carries the calls."""
 
-    def chunk(self, chunk, text):
+    def chunk(self, chunk: Body, text: str) -> None:
         if text:
             self.text(text)
 
-    def end(self, turn, bench):
+    def end(self, turn: Turn, bench: Body) -> None:
         self._emit(_route_last(turn, self.shown, self.id, "", turn.tokens(self.prompt_tokens)), last=True)
 
 
 # ---------------------------------------------------------------- listing
 
 
-def model_entry(row):
+def model_entry(row: Body) -> Body:
     """FMT-71: one listed name as a Gemini model."""
-    together = row.get("together") if isinstance(row.get("together"), dict) else {}
-    entry = {"name": "models/" + row["id"], "baseModelId": row["id"], "version": "1", "displayName": row["id"],
+    together = common.obj(row.get("together"))
+    entry: Body = {"name": "models/" + row["id"], "baseModelId": row["id"], "version": "1", "displayName": row["id"],
              "description": row.get("description") or ""}
     if together.get("context_window"):
         entry["inputTokenLimit"] = together["context_window"]
@@ -342,24 +353,24 @@ def model_entry(row):
     return entry
 
 
-def models(rows):
+def models(rows: list[Body]) -> Body:
     return {"models": [model_entry(row) for row in rows]}
 
 
-def model(rows, name):
+def model(rows: list[Body], name: str) -> Body | None:
     """FMT-72: the entry for exactly a listed name (`bench/core`, `bench/core:merged`), else None."""
     return next((model_entry(r) for r in rows if r["id"] == name), None)
 
 
-def not_listed(name):
+def not_listed(name: str) -> str:
     return f"{name!r} is not a collection here; GET /v1beta/models lists them"
 
 
 # ---------------------------------------------------------------- outbound
 
 
-def _native_parts(content):
-    found = []
+def _native_parts(content: object) -> list[Body]:
+    found: list[Body] = []
     for part in common.parts(content):
         if part["type"] == "text":
             found.append({"text": part["text"]})
@@ -373,15 +384,15 @@ def _native_parts(content):
     return found
 
 
-def request(messages, options=None):
+def request(messages: list[Any], options: Body | None = None) -> Body:
     """The native generateContent body for OpenAI `messages` (OUT-3, REQ-3); `Unsupported` for tool turns."""
     system, turns = common.outbound_turns(messages)
-    body = {"contents": [{"role": "model" if m.get("role") == "assistant" else "user",
+    body: Body = {"contents": [{"role": "model" if m.get("role") == "assistant" else "user",
                           "parts": _native_parts(m.get("content"))} for m in turns]}
     if system:
         body["systemInstruction"] = {"parts": [{"text": system}]}
     options = options or {}
-    config = {}
+    config: Body = {}
     for name, native in (("max_tokens", "maxOutputTokens"), ("temperature", "temperature"), ("top_p", "topP"),
                          ("stop", "stopSequences")):
         if options.get(name) is not None:
@@ -392,7 +403,7 @@ def request(messages, options=None):
     return body
 
 
-def url(base, model, stream=True):
+def url(base: str, model: str, stream: bool = True) -> str:
     """Where a native call goes (REQ-3): the model without `models/`, URL-quoted keeping `-._~`."""
     name = urllib.parse.quote(model.removeprefix("models/"), safe="-._~")
     method = "streamGenerateContent?alt=sse" if stream else "generateContent"
@@ -403,10 +414,10 @@ class Reader(common.Pieces):
     """Reads Gemini chunks back (OUT-6, STR-15): thought parts are reasoning, the rest text."""
 
     @property
-    def finish(self):
+    def finish(self) -> str:
         return FINISH.get(self.stop, self.stop.lower())
 
-    def feed(self, chunk):
+    def feed(self, chunk: Body) -> list[tuple[str, str]]:
         if "error" in chunk:
             error = chunk["error"] if isinstance(chunk["error"], dict) else {}
             raise common.UpstreamError(str(error.get("message") or ""), error.get("code") or "stream", chunk)
@@ -423,9 +434,9 @@ class Reader(common.Pieces):
         candidate = candidates[0] if isinstance(candidates, list) and candidates else None
         if not isinstance(candidate, dict):
             return []
-        added = []
-        content = candidate.get("content") if isinstance(candidate.get("content"), dict) else {}
-        for part in content.get("parts") if isinstance(content.get("parts"), list) else ():
+        added: list[tuple[str, str]] = []
+        content = common.obj(candidate.get("content"))
+        for part in common.items(content.get("parts")):
             if isinstance(part, dict) and isinstance(part.get("text"), str) and part["text"]:
                 kind = "reasoning" if part.get("thought") is True else "text"
                 self.pieces[kind].append(part["text"])
@@ -435,7 +446,7 @@ class Reader(common.Pieces):
             self.done = True
         return added
 
-    def end(self):
+    def end(self) -> None:
         """Errors raised as they came."""
 
 
@@ -453,12 +464,14 @@ class GenerateContent(common.Format):
     error_body = staticmethod(error_body)
     headers = staticmethod(headers)
 
-    def writer(self, shown, tokens_in=0, sse=False):
+    def writer(self, shown: str, tokens_in: int = 0, sse: bool = False) -> Callable[[Write], Any]:
         """§8.1: SSE events with `?alt=sse`, else one JSON array written as it grows."""
         return functools.partial(Stream, shown=shown, prompt_tokens=tokens_in, sse=sse)
 
-    def route_writer(self, shown, tokens_in=0, sse=False, custom=()):
+    def route_writer(self, shown: str, tokens_in: int = 0, sse: bool = False,
+                     custom: Iterable[str] = ()) -> Callable[[Write], Any]:
         return functools.partial(RouteStream, shown=shown, prompt_tokens=tokens_in, sse=sse)
 
-    def route_reply(self, turn, shown, bench, tokens_in, seconds, custom=()):
+    def route_reply(self, turn: Turn, shown: str, bench: Body, tokens_in: int, seconds: float,
+                    custom: Iterable[str] = ()) -> tuple[Body, dict[str, str]]:
         return route_reply(turn, shown, tokens_in), route_headers(bench)

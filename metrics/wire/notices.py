@@ -32,7 +32,7 @@ PHRASES = (
 )
 
 
-def notice(text):
+def notice(text: str | None) -> str:
     """The first notice phrase in a short reply (case-insensitive), or `""` for a real answer."""
     stripped = (text or "").strip()
     if not stripped or len(stripped) > MAX_LENGTH:
@@ -44,7 +44,7 @@ def notice(text):
     return ""
 
 
-def as_error(text):
+def as_error(text: str) -> str:
     """The seat error for a notice (PN-3), or `""` when `text` is not one; the answer quoted as written down
     (`keys.clean`: a notice may echo a key or a signed URL)."""
     phrase = notice(text)

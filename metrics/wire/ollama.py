@@ -20,8 +20,12 @@ import datetime
 import functools
 import hashlib
 import time
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from . import common
+from .common import Body, Write
+from .turn import Turn
 
 VERSION = "0.12.0"
 ROLES = ("system", "user", "assistant", "tool")
@@ -31,16 +35,16 @@ TOOL_CALLS = "tool_calls must be a list, in an assistant message"
 BASE64_ONLY = "Ollama takes images as base64 only; an http(s) image URL cannot be sent to it"
 
 
-def error_body(status, message):
+def error_body(status: int, message: str) -> Body:
     return {"error": message}
 
 
-def now():
+def now() -> str:
     """Ollama's timestamps: UTC, microseconds, `Z` (FMT-2)."""
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def model_name(model):
+def model_name(model: str) -> str:
     """`:latest` is Ollama's default tag, not a reply mode: it is removed."""
     return model[:-len(":latest")] if isinstance(model, str) and model.endswith(":latest") else model
 
@@ -48,16 +52,16 @@ def model_name(model):
 # ---------------------------------------------------------------- reading a request
 
 
-def _stream(body):
+def _stream(body: Body) -> bool:
     return True if body.get("stream") is None else bool(body["stream"])
 
 
-def _options(body):
-    given = body.get("options") if isinstance(body.get("options"), dict) else {}
+def _options(body: Body) -> Body:
+    given = common.obj(body.get("options"))
     return common.options(given.get("num_predict"), given.get("temperature"), given.get("top_p"), given.get("stop"))
 
 
-def _format(body):
+def _format(body: Body) -> Body:
     shape = body.get("format")
     if shape == "json":
         return {"response_format": {"type": "json_object"}}
@@ -66,7 +70,7 @@ def _format(body):
     return {}
 
 
-def _content(message, role):
+def _content(message: Body, role: str) -> str | list[Body]:
     """Text then one image part per base64 string, packed (FMT-19)."""
     content = message.get("content")
     if content is None:
@@ -86,7 +90,7 @@ def _content(message, role):
     return common.pack(found)
 
 
-def _calls(message, numbering):
+def _calls(message: Body, numbering: common.Numbering) -> list[Body]:
     calls = []
     for item in message["tool_calls"]:
         function = item.get("function") if isinstance(item, dict) else None
@@ -99,9 +103,9 @@ def _calls(message, numbering):
     return calls
 
 
-def _messages(given):
+def _messages(given: object) -> list[Body]:
     numbering = common.Numbering()
-    messages = []
+    messages: list[Body] = []
     for message in common.a_list(given, '"messages" must be a list of message objects'):
         role = message.get("role")
         if role not in ROLES:
@@ -109,7 +113,7 @@ def _messages(given):
         if message.get("tool_calls"):
             if role != "assistant" or not isinstance(message["tool_calls"], list):
                 raise common.Unsupported(TOOL_CALLS)
-            text = message.get("content") if isinstance(message.get("content"), str) else ""
+            text = common.string(message.get("content"))
             messages.append({"role": "assistant", "content": text or None,
                              "tool_calls": _calls(message, numbering)})
         elif role == "tool":
@@ -122,7 +126,7 @@ def _messages(given):
     return messages
 
 
-def _tools(body):
+def _tools(body: Body) -> Body:
     tools = body.get("tools")
     if not tools:
         return {}
@@ -131,14 +135,14 @@ def _tools(body):
     return {"tools": tools}
 
 
-def chat_ask(body):
+def chat_ask(body: Body) -> common.Ask:
     """The Ask of an `/api/chat` body (§7.1). Ignored: keep_alive, think, num_ctx, seed, top_k and the rest."""
     messages = _messages(body.get("messages"))
     return common.make_ask(body, messages, _stream(body), _options(body), {**_tools(body), **_format(body)},
                            model=model_name(common.bench_fields(body)[0]), load=not messages)
 
 
-def generate_ask(body):
+def generate_ask(body: Body) -> common.Ask:
     """The Ask of an `/api/generate` body (§7.2); `format` is read as `/api/chat` reads it (issue 30).
     Ignored: suffix, template, raw, keep_alive."""
     prompt = body.get("prompt")
@@ -149,7 +153,7 @@ def generate_ask(body):
     if body.get("context"):
         raise common.Unsupported('"context" is a model\'s own token state, which a panel of other models cannot '
                                  "take up; send the conversation as messages to /api/chat")
-    messages = [{"role": "system", "content": str(body["system"])}] if body.get("system") else []
+    messages: list[Body] = [{"role": "system", "content": str(body["system"])}] if body.get("system") else []
     user = _content({"content": prompt, "images": body.get("images")}, "user")
     if user:
         messages.append({"role": "user", "content": user})
@@ -160,58 +164,71 @@ def generate_ask(body):
 # ---------------------------------------------------------------- answering
 
 
-def _done(seconds, tokens_in, tokens_out, reason="stop"):
+def _done(seconds: float, tokens_in: int, tokens_out: int, reason: str = "stop") -> Body:
     ns = max(1, int(seconds * 1e9))
     return {"done": True, "done_reason": reason, "total_duration": ns, "load_duration": 0,
             "prompt_eval_count": tokens_in, "prompt_eval_duration": 0, "eval_count": tokens_out,
             "eval_duration": ns}
 
 
-def _said(key, text):
+def _said(key: str, text: str) -> Body:
     return {"message": {"role": "assistant", "content": text}} if key == "message" else {"response": text}
 
 
-def _reply(key, content, shown, bench, usage, seconds, reason):
-    answer = {"model": shown, "created_at": now(), **_said(key, content), **_done(seconds, *usage, reason)}
+def _reply(key: str, content: str, shown: str, bench: Body | None, tokens: tuple[int, int], seconds: float,
+           reason: str) -> Body:
+    answer = {"model": shown, "created_at": now(), **_said(key, content), **_done(seconds, *tokens, reason)}
     if bench is not None:
         answer["bench"] = bench
     return answer
 
 
-def chat_reply(content, shown, bench, usage, seconds=0, reason="stop"):
-    return _reply("message", content, shown, bench, usage, seconds, reason)
+def chat_reply(content: str, shown: str, bench: Body | None, tokens: tuple[int, int], seconds: float = 0,
+               reason: str = "stop") -> Body:
+    return _reply("message", content, shown, bench, tokens, seconds, reason)
 
 
-def generate_reply(content, shown, bench, usage, seconds=0, reason="stop"):
-    return _reply("response", content, shown, bench, usage, seconds, reason)
+def generate_reply(content: str, shown: str, bench: Body | None, tokens: tuple[int, int], seconds: float = 0,
+                   reason: str = "stop") -> Body:
+    return _reply("response", content, shown, bench, tokens, seconds, reason)
 
 
-class ChatStream:
-    """NDJSON, no opening line; `bench` rides on the `done` line; keep-alive is an empty `done: false` line."""
+class _Lines:
+    """What the panel streams and a route turn's stream share: NDJSON lines, no opening line, text pieces."""
 
     content_type = "application/x-ndjson"
     key = "message"
 
-    def __init__(self, write, shown, prompt_tokens=0, reason="stop"):
+    def __init__(self, write: Write, shown: str, prompt_tokens: int = 0, reason: str = "stop") -> None:
         self.write = write
         self.shown = shown
         self.prompt_tokens = prompt_tokens
         self.reason = reason
         self.started = time.monotonic()
 
-    def _line(self, obj):
+    def _line(self, obj: Body) -> None:
         self.write(common.json_bytes(obj) + b"\n")
 
-    def _piece(self, text):
+    def _piece(self, text: str) -> Body:
         return {"model": self.shown, "created_at": now(), **_said(self.key, text), "done": False}
 
-    def start(self):
+    def start(self) -> None:
         """Ollama streams have no opening line."""
 
-    def text(self, piece):
+    def text(self, piece: str) -> None:
         self._line(self._piece(piece))
 
-    def end(self, bench, tokens=None):
+    def error(self, status: int, message: str) -> None:
+        self._line(error_body(status, message))
+
+    def keepalive(self) -> None:
+        self._line(self._piece(""))
+
+
+class ChatStream(_Lines):
+    """NDJSON, no opening line; `bench` rides on the `done` line; keep-alive is an empty `done: false` line."""
+
+    def end(self, bench: Body | None, tokens: tuple[int, int] | None = None) -> None:
         """The `done` line: a panel's tokens (`common.panel_tokens`), or a route turn's `tokens` (TextRoute)."""
         usage = tokens or common.panel_tokens(bench, self.prompt_tokens)
         last = {**self._piece(""), **_done(time.monotonic() - self.started, *usage, self.reason)}
@@ -219,23 +236,17 @@ class ChatStream:
             last["bench"] = bench
         self._line(last)
 
-    def error(self, status, message):
-        self._line(error_body(status, message))
-
-    def keepalive(self):
-        self._line(self._piece(""))
-
 
 class GenerateStream(ChatStream):
     key = "response"
 
 
-def tool_calls(turn):
+def tool_calls(turn: Turn) -> list[Body]:
     """A member's calls as Ollama carries them (11.8a): name and arguments as an object, no ids."""
     return [{"function": {"name": call.name, "arguments": call.arguments_object}} for call in turn.calls]
 
 
-def route_reply(turn, shown, bench, tokens_in, seconds):
+def route_reply(turn: Turn, shown: str, bench: Body, tokens_in: int, seconds: float) -> Body:
     reason = "length" if turn.stop == "length" else "stop"
     answer = chat_reply(turn.text, shown, bench, turn.tokens(tokens_in), seconds, reason)
     if turn.calls:
@@ -243,15 +254,15 @@ def route_reply(turn, shown, bench, tokens_in, seconds):
     return answer
 
 
-class RouteStream(ChatStream):
+class RouteStream(_Lines):
     """A route turn (RT-21): text lines as they come; the calls in one line of their own at the end; then the
     done line with the member's tokens and `bench`."""
 
-    def chunk(self, chunk, text):
+    def chunk(self, chunk: Body, text: str) -> None:
         if text:
             self.text(text)
 
-    def end(self, turn, bench):
+    def end(self, turn: Turn, bench: Body) -> None:
         if turn.calls:
             line = self._piece("")
             line["message"]["tool_calls"] = tool_calls(turn)
@@ -265,7 +276,7 @@ class RouteStream(ChatStream):
 # ---------------------------------------------------------------- listing and the model card
 
 
-def tags(rows):
+def tags(rows: list[Body]) -> Body:
     """`GET /api/tags` from the listing rows (§7.3)."""
     stamp = now()
     return {"models": [{"name": row["id"], "model": row["id"], "modified_at": stamp, "size": 0,
@@ -273,24 +284,24 @@ def tags(rows):
                        for row in rows]}
 
 
-def shown_name(body):
+def shown_name(body: Body) -> str:
     """The name `/api/show` was asked for: `model`, else `name`, `:latest` removed."""
     name = body.get("model") or body.get("name") or ""
     return model_name(name) if isinstance(name, str) else ""
 
 
-def not_found(name):
+def not_found(name: str) -> str:
     return f"model {name!r} not found: GET /api/tags lists the collections you can use"
 
 
-def show(name, rows):
+def show(name: str, rows: list[Body]) -> Body | None:
     """`POST /api/show` (FMT-31): the card of the listed name `name` (or `bench/` + it), else None."""
     row = next((r for r in rows if r["id"] in (name, "bench/" + name)), None) if name else None
     if row is None:
         return None
-    together = row.get("together") if isinstance(row.get("together"), dict) else {}
+    together = common.obj(row.get("together"))
     capabilities = together.get("capabilities") or []
-    info = {"general.architecture": "benchwarmers", "general.basename": name}
+    info: Body = {"general.architecture": "benchwarmers", "general.basename": name}
     if together.get("context_window"):
         info["benchwarmers.context_length"] = together["context_window"]
     able = ["completion"] + (["vision"] if "vision" in capabilities else [])
@@ -303,7 +314,7 @@ def show(name, rows):
 # ---------------------------------------------------------------- outbound
 
 
-def request(model, messages, options=None, stream=False):
+def request(model: str, messages: list[Any], options: Body | None = None, stream: bool = False) -> Body:
     """An Ollama `/api/chat` body for OpenAI `messages` (OUT-5); `Unsupported` for tool turns or image URLs."""
     common.outbound_turns(messages)
     out = []
@@ -322,7 +333,7 @@ def request(model, messages, options=None, stream=False):
         if pictures:
             native["images"] = pictures
         out.append(native)
-    body = {"model": model, "messages": out, "stream": stream}
+    body: Body = {"model": model, "messages": out, "stream": stream}
     options = options or {}
     given = {"num_predict": options.get("max_tokens"), "temperature": options.get("temperature"),
              "top_p": options.get("top_p"), "stop": options.get("stop")}
@@ -334,23 +345,27 @@ def request(model, messages, options=None, stream=False):
 class Reader:
     """Reads Ollama replies and NDJSON lines back (OUT-6): `response`, else `message.content`."""
 
-    def __init__(self):
-        self.pieces = []
+    def __init__(self) -> None:
+        self.pieces: list[str] = []
         self.model = ""
-        self.usage = {}
+        self.usage: Body = {}
         self.finish = ""
         self.done = False
         self.reasoning = ""
 
     @property
-    def text(self):
+    def text(self) -> str:
         return "".join(self.pieces)
 
-    def feed(self, line):
+    def feed(self, line: Body) -> list[tuple[str, str]]:
         if line.get("error"):
             raise common.UpstreamError(str(line["error"]), "stream", line)
-        self.model = line.get("model") if isinstance(line.get("model"), str) else self.model
-        message = line.get("message") if isinstance(line.get("message"), dict) else {}
+        model = line.get("model")
+        if isinstance(model, str):
+            self.model = model
+
+
+        message = common.obj(line.get("message"))
         piece = line["response"] if "response" in line else message.get("content")
         if line.get("done"):
             self.done = True
@@ -361,7 +376,7 @@ class Reader:
             return [("text", piece)]
         return []
 
-    def end(self):
+    def end(self) -> None:
         """Errors raised as they came."""
 
 
@@ -372,18 +387,20 @@ class Chat(common.Format):
     """Ollama's `POST /api/chat` (§7.1)."""
 
     name = "ollama_chat"
-    Stream = ChatStream
+    Stream: type[ChatStream] = ChatStream
     read = staticmethod(chat_ask)
     answer = staticmethod(chat_reply)
     error_body = staticmethod(error_body)
 
-    def route_writer(self, shown, tokens_in=0, sse=False, custom=()):
+    def route_writer(self, shown: str, tokens_in: int = 0, sse: bool = False,
+                     custom: Iterable[str] = ()) -> Callable[[Write], Any]:
         return functools.partial(RouteStream, shown=shown, prompt_tokens=tokens_in)
 
-    def route_reply(self, turn, shown, bench, tokens_in, seconds, custom=()):
+    def route_reply(self, turn: Turn, shown: str, bench: Body, tokens_in: int, seconds: float,
+                    custom: Iterable[str] = ()) -> tuple[Body, dict[str, str]]:
         return route_reply(turn, shown, bench, tokens_in, seconds), {}
 
-    def loaded(self, shown):
+    def loaded(self, shown: str) -> Body:
         """Improvement 9: the empty `done` reply to Ollama's "load the model" call (no prompt, no messages)."""
         said = _said(self.Stream.key, "")
         return {"model": shown, "created_at": now(), **said, "done": True, "done_reason": "load"}
@@ -398,6 +415,7 @@ class Generate(Chat):
     answer = staticmethod(generate_reply)
     route_writer = common.Format.route_writer
 
-    def route_reply(self, turn, shown, bench, tokens_in, seconds, custom=()):
+    def route_reply(self, turn: Turn, shown: str, bench: Body, tokens_in: int, seconds: float,
+                    custom: Iterable[str] = ()) -> tuple[Body, dict[str, str]]:
         reason = "length" if turn.stop == "length" else "stop"
         return generate_reply(turn.text, shown, bench, turn.tokens(tokens_in), seconds, reason), {}

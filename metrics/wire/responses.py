@@ -21,8 +21,12 @@ Decisions where the spec is silent or improved:
 import functools
 import json
 import time
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from . import common
+from .common import Body, Write
+from .turn import Call, Turn
 
 ROLES = ("user", "assistant", "system", "developer")
 CALLS = ("function_call", "custom_tool_call")
@@ -36,7 +40,7 @@ CUSTOM_INPUT = {"type": "object", "required": ["input"],
                 "properties": {"input": {"type": "string", "description": "The tool's whole input, as free text."}}}
 
 
-def error_body(status, message):
+def error_body(status: int, message: str) -> Body:
     return {"error": {"message": message, "type": "invalid_request_error" if status < 500 else "server_error",
                       "param": None, "code": str(status)}}
 
@@ -44,7 +48,7 @@ def error_body(status, message):
 # ---------------------------------------------------------------- reading a request
 
 
-def _part(part):
+def _part(part: object) -> Body:
     kind = part.get("type") if isinstance(part, dict) else common.kind_of(part)
     if not isinstance(part, dict):
         raise common.Unsupported(f"a {kind!r} content part cannot be put to a panel; send text and images")
@@ -62,7 +66,7 @@ def _part(part):
     raise common.Unsupported(f"a {kind!r} content part cannot be put to a panel; send text and images")
 
 
-def _content(content):
+def _content(content: object) -> str | list[Body]:
     if isinstance(content, str):
         return content
     if not isinstance(content, list):
@@ -70,7 +74,7 @@ def _content(content):
     return common.pack([_part(p) for p in content])
 
 
-def _call(item):
+def _call(item: Body) -> Body:
     call_id = item.get("call_id") or item.get("id")
     if item.get("type") == "custom_tool_call":
         return common.tool_call(call_id, item.get("name"), json.dumps({"input": item.get("input")}, ensure_ascii=False))
@@ -78,7 +82,7 @@ def _call(item):
     return common.tool_call(call_id, item.get("name"), "{}" if arguments is None else arguments)
 
 
-def _output(output):
+def _output(output: object) -> str:
     if isinstance(output, str):
         return output
     if isinstance(output, list):
@@ -86,8 +90,8 @@ def _output(output):
     return "" if output is None else json.dumps(output, ensure_ascii=False)
 
 
-def _messages(body):
-    messages = []
+def _messages(body: Body) -> list[Body]:
+    messages: list[Body] = []
     if body.get("instructions"):
         messages.append({"role": "system", "content": str(body["instructions"])})
     items = body.get("input")
@@ -122,9 +126,9 @@ def _messages(body):
     return messages
 
 
-def _custom(tool):
-    description = tool.get("description") if isinstance(tool.get("description"), str) else ""
-    grammar = tool.get("format") if isinstance(tool.get("format"), dict) else {}
+def _custom(tool: Body) -> Body:
+    description = common.string(tool.get("description"))
+    grammar = common.obj(tool.get("format"))
     if grammar.get("type") == "grammar":
         syntax = f" {grammar['syntax']}" if grammar.get("syntax") else ""
         rule = f"The input must follow this{syntax} grammar:\n" + str(grammar.get("definition") or "")
@@ -132,10 +136,11 @@ def _custom(tool):
     return common.function_tool(tool.get("name"), description, CUSTOM_INPUT)
 
 
-def _tools(body):
+def _tools(body: Body) -> tuple[Body, list[str]]:
     """`(upstream tool fields, names of custom tools)`."""
     tools = body.get("tools")
-    upstream, custom = {}, []
+    upstream: Body = {}
+    custom: list[str] = []
     if tools is None:
         tools = []
     if not isinstance(tools, list):
@@ -163,8 +168,8 @@ def _tools(body):
             upstream["tool_choice"] = choice
         if body.get("parallel_tool_calls") is not None:
             upstream["parallel_tool_calls"] = body["parallel_tool_calls"]
-    text = body.get("text") if isinstance(body.get("text"), dict) else {}
-    shape = text.get("format") if isinstance(text.get("format"), dict) else {}
+    text = common.obj(body.get("text"))
+    shape = common.obj(text.get("format"))
     if shape.get("type") == "json_schema":
         upstream["response_format"] = {"type": "json_schema", "json_schema": {
             k: shape[k] for k in ("name", "schema", "strict", "description") if k in shape}}
@@ -173,7 +178,7 @@ def _tools(body):
     return upstream, custom
 
 
-def ask(body):
+def ask(body: Body) -> common.Ask:
     """The Ask of a Responses body (§6.2), or `Unsupported` with why.
 
     Ignored: include, reasoning, truncation, metadata, user and the rest; `store: true` is noted (replies always
@@ -189,7 +194,7 @@ def ask(body):
     return common.make_ask(body, messages, body.get("stream"), options, upstream, custom=custom, notes=notes)
 
 
-def not_stored(response_id):
+def not_stored(response_id: str) -> str:
     """The message of `GET /v1/responses/<id>`'s 404: nothing is stored, so nothing can be fetched."""
     return NOT_STORED.format(repr(response_id))
 
@@ -197,14 +202,15 @@ def not_stored(response_id):
 # ---------------------------------------------------------------- answering
 
 
-def usage_of(tokens_in, tokens_out):
+def usage_of(tokens_in: int, tokens_out: int) -> Body:
     return {"input_tokens": tokens_in, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": tokens_out,
             "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": tokens_in + tokens_out}
 
 
-def response(response_id, created, shown, status, output, usage, bench=None, error=None):
+def response(response_id: str, created: int, shown: str, status: str, output: list[Body], usage: Body,
+             bench: Body | None = None, error: Body | None = None) -> Body:
     """The Response object, keys in the order of §6.2; `bench` last where it carries one."""
-    obj = {"id": response_id, "object": "response", "created_at": created, "status": status, "error": error,
+    obj: Body = {"id": response_id, "object": "response", "created_at": created, "status": status, "error": error,
            "incomplete_details": None, "instructions": None, "max_output_tokens": None, "model": shown,
            "output": output, "parallel_tool_calls": False, "previous_response_id": None,
            "reasoning": {"effort": None, "summary": None}, "store": False, "temperature": None,
@@ -215,26 +221,26 @@ def response(response_id, created, shown, status, output, usage, bench=None, err
     return obj
 
 
-def output_text(text):
+def output_text(text: str) -> Body:
     return {"type": "output_text", "text": text, "annotations": []}
 
 
-def message_item(item_id, text, status="completed"):
+def message_item(item_id: str, text: str, status: str = "completed") -> Body:
     content = [] if status == "in_progress" else [output_text(text)]
     return {"type": "message", "id": item_id, "status": status, "role": "assistant", "content": content}
 
 
-def reply(content, shown, bench, usage, seconds=0):
+def reply(content: str, shown: str, bench: Body | None, tokens: tuple[int, int], seconds: float = 0) -> Body:
     return response("resp_" + common.hex24(), int(time.time()), shown, "completed",
-                    [message_item("msg_" + common.hex24(), content)], usage_of(*usage), bench)
+                    [message_item("msg_" + common.hex24(), content)], usage_of(*tokens), bench)
 
 
-class Stream:
-    """The panel stream (§6.2): numbered events, `bench` in `response.completed`; keep-alive is a comment."""
+class _Events:
+    """What the panel stream and a route turn's stream share: numbered events, the response, text pieces."""
 
     content_type = "text/event-stream"
 
-    def __init__(self, write, shown, prompt_tokens=0):
+    def __init__(self, write: Write, shown: str, prompt_tokens: int = 0) -> None:
         self.write = write
         self.shown = shown
         self.prompt_tokens = prompt_tokens
@@ -242,30 +248,42 @@ class Stream:
         self.item = "msg_" + common.hex24()
         self.created = int(time.time())
         self.sequence = 0
-        self.said = []
+        self.said: list[str] = []
 
-    def _event(self, kind, **fields):
+    def _event(self, kind: str, **fields: Any) -> None:
         self.write(common.sse({"type": kind, "sequence_number": self.sequence, **fields}, kind))
         self.sequence += 1
 
-    def _response(self, status, output, usage, **extra):
+    def _response(self, status: str, output: list[Body], usage: Body, **extra: Any) -> Body:
         return response(self.id, self.created, self.shown, status, output, usage, **extra)
 
-    def _where(self):
+    def _where(self) -> Body:
         return {"item_id": self.item, "output_index": 0, "content_index": 0}
 
-    def start(self):
+    def text(self, piece: str) -> None:
+        self.said.append(piece)
+        self._event("response.output_text.delta", **self._where(), delta=piece, logprobs=[])
+
+    def error(self, status: int, message: str) -> None:
+        self._event("error", code=str(status), message=message, param=None)
+        failed = {"code": "server_error" if status >= 500 else "invalid_request", "message": message}
+        self._event("response.failed", response=self._response("failed", [], usage_of(0, 0), error=failed))
+
+    def keepalive(self) -> None:
+        self.write(common.KEEPALIVE_COMMENT)
+
+
+class Stream(_Events):
+    """The panel stream (§6.2): numbered events, `bench` in `response.completed`; keep-alive is a comment."""
+
+    def start(self) -> None:
         opening = self._response("in_progress", [], usage_of(0, 0))
         self._event("response.created", response=opening)
         self._event("response.in_progress", response=opening)
         self._event("response.output_item.added", output_index=0, item=message_item(self.item, "", "in_progress"))
         self._event("response.content_part.added", **self._where(), part=output_text(""))
 
-    def text(self, piece):
-        self.said.append(piece)
-        self._event("response.output_text.delta", **self._where(), delta=piece, logprobs=[])
-
-    def end(self, bench):
+    def end(self, bench: Body | None) -> None:
         text = "".join(self.said)
         item = message_item(self.item, text)
         self._event("response.output_text.done", **self._where(), text=text, logprobs=[])
@@ -274,16 +292,8 @@ class Stream:
         usage = usage_of(*common.panel_tokens(bench, self.prompt_tokens))
         self._event("response.completed", response=self._response("completed", [item], usage, bench=bench))
 
-    def error(self, status, message):
-        self._event("error", code=str(status), message=message, param=None)
-        failed = {"code": "server_error" if status >= 500 else "invalid_request", "message": message}
-        self._event("response.failed", response=self._response("failed", [], usage_of(0, 0), error=failed))
 
-    def keepalive(self):
-        self.write(common.KEEPALIVE_COMMENT)
-
-
-def call_item(call, custom, status="completed"):
+def call_item(call: Call, custom: Iterable[str], status: str = "completed") -> Body:
     """RT-21b: a member's call as a Responses output item; a call to one of the request's custom tools
     carries its raw input, as the custom tool takes it."""
     if call.name in custom:
@@ -295,47 +305,47 @@ def call_item(call, custom, status="completed"):
             "arguments": "" if status == "in_progress" else call.arguments, "status": status}
 
 
-def route_output(turn, custom):
+def route_output(turn: Turn, custom: Iterable[str]) -> list[Body]:
     """The output items of a route turn: the message (when there is text, or no calls), then each call."""
     items = [message_item("msg_" + common.hex24(), turn.text)] if turn.text or not turn.calls else []
     return items + [call_item(call, custom) for call in turn.calls]
 
 
-def route_reply(turn, shown, bench, tokens_in, custom):
+def route_reply(turn: Turn, shown: str, bench: Body, tokens_in: int, custom: Iterable[str]) -> Body:
     return response("resp_" + common.hex24(), int(time.time()), shown, "completed", route_output(turn, custom),
                     usage_of(*turn.tokens(tokens_in)), bench)
 
 
-class RouteStream(Stream):
+class RouteStream(_Events):
     """A route turn (RT-21): the message item opens with the first text; at the end each call is an item of
     its own with its argument events (a custom tool's `custom_tool_call_input` events, improvement 5), then
     `response.completed` with every item, the member's tokens and `bench`. An empty turn streams the same
     empty message item as the non-streamed reply (improvement 5)."""
 
-    def __init__(self, write, shown, prompt_tokens=0, custom=()):
+    def __init__(self, write: Write, shown: str, prompt_tokens: int = 0, custom: Iterable[str] = ()) -> None:
         super().__init__(write, shown, prompt_tokens)
         self.custom = tuple(custom)
         self.opened = False
 
-    def start(self):
+    def start(self) -> None:
         opening = self._response("in_progress", [], usage_of(0, 0))
         self._event("response.created", response=opening)
         self._event("response.in_progress", response=opening)
 
-    def _open_text(self):
+    def _open_text(self) -> None:
         if not self.opened:
             self.opened = True
             self._event("response.output_item.added", output_index=0,
                         item=message_item(self.item, "", "in_progress"))
             self._event("response.content_part.added", **self._where(), part=output_text(""))
 
-    def chunk(self, chunk, text):
+    def chunk(self, chunk: Body, text: str) -> None:
         if text:
             self._open_text()
             self.text(text)
 
-    def end(self, turn, bench):
-        output = []
+    def end(self, turn: Turn, bench: Body) -> None:
+        output: list[Body] = []
         if self.opened or not turn.calls:
             self._open_text()
             text = "".join(self.said)
@@ -364,8 +374,8 @@ class RouteStream(Stream):
 # ---------------------------------------------------------------- outbound
 
 
-def _input_content(role, content):
-    found = []
+def _input_content(role: str, content: object) -> list[Body]:
+    found: list[Body] = []
     for part in common.parts(content):
         if part["type"] == "text":
             found.append({"type": "output_text" if role == "assistant" else "input_text", "text": part["text"]})
@@ -374,11 +384,11 @@ def _input_content(role, content):
     return found
 
 
-def request(model, messages, options=None, stream=False):
+def request(model: str, messages: list[Any], options: Body | None = None, stream: bool = False) -> Body:
     """The native Responses body for OpenAI `messages` (OUT-4); `Unsupported` for tool turns."""
     system, turns = common.outbound_turns(messages)
     options = options or {}
-    body = {"model": model, "input": [], "store": False}
+    body: Body = {"model": model, "input": [], "store": False}
     for message in turns:
         role = "assistant" if message.get("role") == "assistant" else "user"
         body["input"].append({"role": role, "content": _input_content(role, message.get("content"))})
@@ -400,33 +410,33 @@ class Reader:
     `UpstreamError` for anything but a completed response.
     """
 
-    def __init__(self):
-        self.pieces = {"text": [], "reasoning": []}
-        self.final = None
+    def __init__(self) -> None:
+        self.pieces: dict[str, list[str]] = {"text": [], "reasoning": []}
+        self.final: Body | None = None
         self.model = ""
-        self.usage = {}
+        self.usage: Body = {}
         self.finish = ""
-        self.answer = None
+        self.answer: str | None = None
 
     @property
-    def done(self):
+    def done(self) -> bool:
         return self.final is not None
 
     @property
-    def text(self):
+    def text(self) -> str:
         return self.answer if self.answer is not None else "".join(self.pieces["text"])
 
     @property
-    def reasoning(self):
+    def reasoning(self) -> str:
         return "".join(self.pieces["reasoning"])
 
-    def _add(self, kind, piece):
+    def _add(self, kind: str, piece: object) -> list[tuple[str, str]]:
         if isinstance(piece, str) and piece:
             self.pieces[kind].append(piece)
             return [(kind, piece)]
         return []
 
-    def feed(self, event):
+    def feed(self, event: Body) -> list[tuple[str, str]]:
         kind = event.get("type")
         if kind == "response.output_text.delta":
             return self._add("text", event.get("delta"))
@@ -440,20 +450,20 @@ class Reader:
                           "response": event}
         return []
 
-    def end(self):
+    def end(self) -> None:
         if self.final is None:
             return
         final = self.final
-        body = final.get("response") if isinstance(final.get("response"), dict) else {}
+        body = common.obj(final.get("response"))
         if final.get("type") != "response.completed":
             obj = body.get("error") or body.get("incomplete_details") or final
             code = obj.get("code") if isinstance(obj, dict) else None
             message = obj.get("message") if isinstance(obj, dict) else None
             raise common.UpstreamError(str(message or final.get("message") or ""), code or final.get("type"), obj)
-        self.model = body.get("model") if isinstance(body.get("model"), str) else ""
-        self.usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
+        self.model = common.string(body.get("model"))
+        self.usage = common.obj(body.get("usage"))
         self.finish = "stop"
-        texts = [part.get("text") for item in body.get("output") or [] if isinstance(item, dict)
+        texts = [part["text"] for item in body.get("output") or [] if isinstance(item, dict)
                  and item.get("type") == "message" for part in item.get("content") or []
                  if isinstance(part, dict) and part.get("type") == "output_text" and isinstance(part.get("text"), str)]
         if texts:
@@ -472,8 +482,10 @@ class Responses(common.Format):
     answer = staticmethod(reply)
     error_body = staticmethod(error_body)
 
-    def route_writer(self, shown, tokens_in=0, sse=False, custom=()):
+    def route_writer(self, shown: str, tokens_in: int = 0, sse: bool = False,
+                     custom: Iterable[str] = ()) -> Callable[[Write], Any]:
         return functools.partial(RouteStream, shown=shown, prompt_tokens=tokens_in, custom=custom)
 
-    def route_reply(self, turn, shown, bench, tokens_in, seconds, custom=()):
+    def route_reply(self, turn: Turn, shown: str, bench: Body, tokens_in: int, seconds: float,
+                    custom: Iterable[str] = ()) -> tuple[Body, dict[str, str]]:
         return route_reply(turn, shown, bench, tokens_in, custom), {}

@@ -14,12 +14,15 @@ produced no text tokens by the provider's measure), not a missing one.
 """
 
 import json
+from typing import cast
+
 
 from ..core import images
 from . import common
+from .common import Body
 
 
-def delta_text(value):
+def delta_text(value: object) -> str:
     """A delta's (or a message's) text: a string, or a list of parts whose `text` fields are joined."""
     if isinstance(value, str):
         return value
@@ -28,7 +31,7 @@ def delta_text(value):
     return ""
 
 
-def _count(value):
+def _count(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
@@ -37,19 +40,19 @@ class Call:
 
     __slots__ = ("id", "name", "pieces", "invented")
 
-    def __init__(self, call_id):
+    def __init__(self, call_id: str | None) -> None:
         self.invented = not call_id
         self.id = str(call_id) if call_id else "call_" + common.hex24()
         self.name = ""
-        self.pieces = []
+        self.pieces: list[str] = []
 
     @property
-    def arguments(self):
+    def arguments(self) -> str:
         """The arguments as the member sent them, text; `{}` when it sent none (RT-21 chat: `"{}"`)."""
         return "".join(self.pieces) or "{}"
 
     @property
-    def arguments_object(self):
+    def arguments_object(self) -> Body:
         """ACC-4: the arguments as an object, for the formats that need one."""
         raw = "".join(self.pieces)
         if not raw.strip():
@@ -60,7 +63,7 @@ class Call:
             return {"arguments": raw}
         return value if isinstance(value, dict) else {"arguments": value}
 
-    def chat(self):
+    def chat(self) -> Body:
         """The call in chat completions' `tool_calls` shape."""
         return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": self.arguments}}
 
@@ -68,33 +71,36 @@ class Call:
 class Turn:
     """ACC-1..4: what a member's chunks add up to."""
 
-    def __init__(self):
-        self._text, self._reasoning = [], []
-        self.calls = []
-        self._by_id, self._by_index, self._last = {}, {}, None
-        self.usage = {}
+    def __init__(self) -> None:
+        self._text: list[str] = []
+        self._reasoning: list[str] = []
+        self.calls: list[Call] = []
+        self._by_id: dict[str, Call] = {}
+        self._by_index: dict[int, Call] = {}
+        self._last: Call | None = None
+        self.usage: Body = {}
         self.model = ""
         self.finish = ""
 
     @property
-    def text(self):
+    def text(self) -> str:
         return "".join(self._text)
 
     @property
-    def reasoning(self):
+    def reasoning(self) -> str:
         return "".join(self._reasoning)
 
     @property
-    def stop(self):
+    def stop(self) -> str:
         """ACC-4: `tool_calls` whenever a call exists, else the member's last finish reason, else `stop`."""
         return "tool_calls" if self.calls else (self.finish or "stop")
 
     @property
-    def answered(self):
+    def answered(self) -> bool:
         """Whether the member said anything an agent can use: text or a tool call (RT-16 `ok`)."""
         return bool(self._text) or bool(self.calls)
 
-    def feed(self, chunk):
+    def feed(self, chunk: object) -> tuple[str, bool]:
         """Take one chunk; returns `(answer text it added, whether it added text or a tool-call delta)` (ACC-3)."""
         if not isinstance(chunk, dict):
             return "", False
@@ -118,13 +124,13 @@ class Turn:
         if text:
             self._text.append(text)
         touched = False
-        for piece in delta.get("tool_calls") if isinstance(delta.get("tool_calls"), list) else ():
+        for piece in common.items(delta.get("tool_calls")):
             if isinstance(piece, dict):
                 self._call_delta(piece)
                 touched = True
         return text, bool(text) or touched
 
-    def _call_delta(self, piece):
+    def _call_delta(self, piece: Body) -> None:
         """ACC-2: the call a delta belongs to, then its name and arguments."""
         given = piece.get("id")
         given = str(given) if given not in (None, "") else None
@@ -136,14 +142,14 @@ class Turn:
         if call is None and (given or not self.calls or (index is not None and index not in self._by_index)):
             call = Call(given)
             self.calls.append(call)
-        if call is None:
-            call = self._by_index[index] if index is not None else self._last
+        if call is None:  # a turn with calls has touched one: `_last` is set
+            call = self._by_index[index] if index is not None else cast(Call, self._last)
         if given:
             self._by_id[given] = call
         if index is not None:
             self._by_index[index] = call
         self._last = call
-        function = piece.get("function") if isinstance(piece.get("function"), dict) else {}
+        function = common.obj(piece.get("function"))
         if not call.name and isinstance(function.get("name"), str):
             call.name = function["name"]
         arguments = function.get("arguments")
@@ -152,7 +158,7 @@ class Turn:
         elif isinstance(arguments, (dict, list)):
             call.pieces.append(json.dumps(arguments, ensure_ascii=False))
 
-    def tokens(self, estimate_in):
+    def tokens(self, estimate_in: int) -> tuple[int, int]:
         """ACC-4: (input, output) tokens, from the member's usage when it reported them, else estimated."""
         usage = self.usage
         tokens_in = _count(usage.get("prompt_tokens"))
@@ -167,7 +173,7 @@ class Turn:
             tokens_out = images.estimate(self.text + "".join("".join(c.pieces) for c in self.calls))
         return tokens_in, tokens_out
 
-    def reasoning_tokens(self):
+    def reasoning_tokens(self) -> int | None:
         """The reasoning tokens the member reported (RT-22 `reasoning`), or None."""
         details = self.usage.get("completion_tokens_details") or self.usage.get("output_tokens_details")
         return _count(details.get("reasoning_tokens")) if isinstance(details, dict) else None
