@@ -183,9 +183,9 @@ def test_col6_together_reads_the_catalog_and_connections():
 def test_col7_reply_errors():
     assert collections.reply_errors("all", "", ["x"]) == []
     assert collections.reply_errors("route", "x", ["x"]) == []
-    assert collections.reply_errors("both", "", []) == ["reply must be one of all, merged, route"]
+    assert collections.reply_errors("both", "", []) == ["reply must be one of all, merged, route, council"]
     errors = collections.reply_errors("", "ghost", ["x"])
-    assert errors[0] == "reply must be one of all, merged, route"
+    assert errors[0] == "reply must be one of all, merged, route, council"
     assert errors[1] == "merger: 'ghost' is not a chat model on the bench; leave it empty to choose by verdicts"
     assert collections.reply_errors("all", "x", ["x"]) == []  # any chat model may merge, member or not
     assert "'ghost'" in collections.reply_errors("merged", "ghost", ["real"])[0]

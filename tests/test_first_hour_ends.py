@@ -34,7 +34,7 @@ def test_a_reply_mode_typo_lists_the_suffixes(gateway):
     status, body = ask(gateway, {"model": "bench/core:foo", "messages": message(PROMPT)})
     assert status == 404
     assert body["error"]["message"].startswith("'bench/core:foo' is not a collection here. ':foo' is not a reply mode: "
-                                               "after a collection's name put :all, :merged, :route or nothing.")
+                                               "after a collection's name put :all, :merged, :route, :council or nothing.")
     status, body = ask(gateway, {"model": "bench/nothing", "messages": message(PROMPT)})
     assert status == 404 and body["error"]["message"].startswith("'bench/nothing' is not a collection here.")
 

@@ -365,7 +365,7 @@ def test_collection_editor_rules_collect_every_error_co7(dash):
     text = " | ".join(answer["errors"])
     for said in ("name: 2-32 lower-case letters", "not chat models on the bench: picker, nobody", "shape must be one of",
                  "description: at most 300 characters", "tags are lower-case words joined by '-'", "at most 8 tags",
-                 "reply must be one of all, merged, route", "merger: 'ghost' is not a chat model on the bench"):
+                 "reply must be one of all, merged, route, council", "merger: 'ghost' is not a chat model on the bench"):
         assert said in text
     many = {"name": "many", "members": ["alpha", "beta", "gamma", "slow", "seer", "tiny"]}
     assert "at most 5 members" in call(dash, "POST", "/api/collection", many)[2]["errors"][0]

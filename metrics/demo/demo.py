@@ -53,6 +53,10 @@ Model spec keys (all optional):
   schema bool: a chat request whose `response_format` asks for a JSON schema is answered with JSON that fits
         it, its values drawn from the tool results since the last user message, else from that message
         (`draw()`); `json_object` gets `{"answer": <the usual answer>}`
+  ranks str (issue 32, a council's scripted judge): a request showing answers as `## Response A`, … is answered
+        with a ranking of them: "longest" (most words first), "shortest", "first" (the order shown, a judge
+        with position bias) or "garbage" (no ranking at all). With `schema` and a requested JSON schema it is
+        `{"ranking": ["Response B", ...]}`, else reasoning text ending in a `FINAL RANKING:` list
   serves_as str: the name the reply's `model` field gives instead of the requested one (a provider that
         silently serves another model: SWAP, the capability probe's `served as`, PROBE-3)
   ratelimit int (issue 19, quota records and pacing): the model allows that many requests (its count since
@@ -339,6 +343,8 @@ def check_spec(name, spec):
     if "split" in spec and not (isinstance(spec["split"], int) and not isinstance(spec["split"], bool)
                                 and spec["split"] > 0):
         raise ValueError(f"model {name!r}: split is a positive number of characters, not {spec['split']!r}")
+    if "ranks" in spec and spec["ranks"] not in RANKS:
+        raise ValueError(f"model {name!r}: ranks is one of {RANKS}, not {spec['ranks']!r}")
     for key in SCRIPTED:
         if key in spec and "tool_calls" not in spec:
             raise ValueError(f"model {name!r}: {key} needs tool_calls")
@@ -420,10 +426,33 @@ def fill(templates, name, messages):
     return template.format(model=name, topic=topic, images=describe_images(messages))
 
 
+RANKS = ("longest", "shortest", "first", "garbage")
+SHOWN = re.compile(r"^## Response ([A-Z]+)\n\n", re.M)
+
+
+def ranking_text(spec, asked, as_json):
+    """A scripted judge's ranking of the responses `asked` shows (`ranks`); the message's last paragraph is the
+    instructions, so no answer's length counts them."""
+    pieces = SHOWN.split(asked.rsplit("\n\n", 1)[0])[1:]
+    shown = list(zip(pieces[::2], pieces[1::2]))
+    if spec["ranks"] == "garbage" or not shown:
+        return "They all have merit; I would not want to pick one."
+    if spec["ranks"] != "first":
+        shown.sort(key=lambda pair: len(pair[1].split()), reverse=spec["ranks"] == "longest")
+    labels = [f"Response {label}" for label, _ in shown]
+    if as_json:
+        return json.dumps({"ranking": labels})
+    listed = "\n".join(f"{i}. {label}" for i, label in enumerate(labels, 1))
+    return f"{labels[0]} is the most useful; {labels[-1]} the least.\n\nFINAL RANKING:\n{listed}"
+
+
 def answer_text(name, spec, messages, response_format=None):
-    """What the model answers on success: JSON for a requested schema, a tool_calls model's or an agent's tool
-    results, echo, a fixed answer, a notice, N words, or its persona's text."""
+    """What the model answers on success: a ranking, JSON for a requested schema, a tool_calls model's or an
+    agent's tool results, echo, a fixed answer, a notice, N words, or its persona's text."""
     wanted = response_format.get("type") if spec.get("schema") and isinstance(response_format, dict) else None
+    asked = part_text(last_user(messages).get("content"))
+    if spec.get("ranks") and "## Response A" in asked:
+        return ranking_text(spec, asked, wanted == "json_schema")
     if wanted == "json_schema":
         return json.dumps(shaped(response_format, messages))
     if wanted == "json_object":
@@ -435,7 +464,6 @@ def answer_text(name, spec, messages, response_format=None):
         return "Tool results: " + "; ".join(results)
     if spec.get("echo"):
         return json.dumps(messages)
-    asked = part_text(last_user(messages).get("content"))
     for needle, reply in (spec.get("replies") or {}).items():
         if needle in asked:
             return reply

@@ -31,7 +31,9 @@ from ..core.errors import Broken
 COLLECTIONS = "collections.json"
 SETTINGS = "gateway.json"
 PREFIX = "bench/"
-REPLIES = ("all", "merged", "route")
+REPLIES = ("all", "merged", "route", "council")
+REPLY_WORDS = '"all", "merged", "route" or "council"'
+ORDERS = (1, 2)  # a council's rankers see the answers in one order, or in it and its reverse (CNC-3)
 EXPLORER_CLAMP = 2  # the router never seats more than two explorers, whatever the settings say
 CAPABILITIES = ("tools", "vision", "structured_output", "reasoning")
 LIMITS = ("rpm", "rpd", "tpm", "tpd")
@@ -44,9 +46,9 @@ Named = TypeVar("Named")  # what a client sent as a model name: checked for text
 @dataclasses.dataclass(frozen=True)
 class Collection:
     """One entry of config/collections.json (gateway.md §2): `{name: {"members": [alias...], "description"?,
-    "note"? (the legacy description), "tags"?: [word...], "shape"?, "reply"?: "all" | "merged" | "route",
-    "merger"?: alias, ...other keys kept}}`. Keys starting `_` are comments; an entry that is no object is no
-    collection.
+    "note"? (the legacy description), "tags"?: [word...], "shape"?, "reply"?: "all" | "merged" | "route" |
+    "council", "merger"?: alias, "council"?: {"orders"?: 1 | 2, "chairman"?: alias}, ...other keys kept}}`.
+    Keys starting `_` are comments; an entry that is no object is no collection.
 
     `members` and `tags` are the lists as written (`()` when no list): a member that is no alias is named in a
     panel's `skipped` (PNL-3), so it is kept; `aliases` are the members that are (non-empty strings). The text
@@ -64,6 +66,8 @@ class Collection:
     merger: str
     problems: tuple[str, ...]
     stored: Mapping[str, Any]
+    council_orders: int = 2  # `council.orders`: each ranker sees one order of the answers, or two (CNC-3)
+    council_chairman: str = ""  # `council.chairman`: the chairman, else the merger's rule picks one (CNC-5)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,8 +121,12 @@ def record(name: str, c: Mapping[str, Any]) -> Collection:
     """The `Collection` an entry of the file stands for."""
     members = _listed(c.get("members"))
     text = {field: records.string(c.get(field)) for field in ("shape", "reply", "merger")}
+    council = records.mapping(c.get("council"))
+    orders = council.get("orders")
     return Collection(name, members, tuple(m for m in members if isinstance(m, str) and m), _description(c),
-                      _listed(c.get("tags")), **text, problems=tuple(field_problems(c)), stored=c)
+                      _listed(c.get("tags")), **text, problems=tuple(field_problems(c)), stored=c,
+                      council_orders=orders if orders in ORDERS and not isinstance(orders, bool) else 2,
+                      council_chairman=records.string(council.get("chairman")))
 
 
 _loaded: tuple[object, dict[str, Collection]] = (None, {})  # (the file's cached object, its collections)
@@ -184,7 +192,8 @@ def field_problems(c: Mapping[str, Any]) -> list[str]:
             problems.append(f'"{field}" must be {wanted}; got {_got(value)}')
     reply = c.get("reply")
     if reply not in (None, "", *REPLIES):
-        problems.append(f'"reply" must be "all", "merged" or "route"; got {_got(reply)}')
+        problems.append(f'"reply" must be {REPLY_WORDS}; got {_got(reply)}')
+    problems += council_problems(c.get("council"))
     tags = c.get("tags")
     if tags is not None and not isinstance(tags, list):
         problems.append(f'"tags" must be a list of words (strings); got {_got(tags)}')
@@ -192,6 +201,22 @@ def field_problems(c: Mapping[str, Any]) -> list[str]:
         odd = [t for t in tags if not isinstance(t, str)]
         if odd:
             problems.append(f'"tags" must be a list of words (strings); it holds {_got(odd[0])}')
+    return problems
+
+
+def council_problems(council: object) -> list[str]:
+    """What is wrong with a collection's `council` object (CNC-3, CNC-5): `orders` 1 or 2, `chairman` an alias."""
+    if council is None:
+        return []
+    if not isinstance(council, dict):
+        return [f'"council" must be an object with "orders" and "chairman"; got {_got(council)}']
+    problems = []
+    orders = council.get("orders")
+    if orders is not None and (isinstance(orders, bool) or orders not in ORDERS):
+        problems.append(f'"council.orders" must be 1 or 2; got {_got(orders)}')
+    chairman = council.get("chairman")
+    if chairman is not None and not isinstance(chairman, str):
+        problems.append(f'"council.chairman" must be a model alias (a string); got {_got(chairman)}')
     return problems
 
 
@@ -338,7 +363,7 @@ def reply_mode(collection: Collection | str, asked: str = "") -> str:
 
 
 def split_reply(model: Named) -> tuple[Named | str, str]:
-    """`(model, mode)` when `model` ends in `:all`, `:merged` or `:route`, else `(model, "")` (COL-5)."""
+    """`(model, mode)` when `model` ends in `:all`, `:merged`, `:route` or `:council`, else `(model, "")` (COL-5)."""
     if not isinstance(model, str):
         return model, ""
     head, colon, tail = model.rpartition(":")

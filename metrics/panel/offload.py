@@ -72,7 +72,9 @@ _verdict_lock = threading.Lock()
 class Line:
     """One line of metrics/offloads.jsonl (OFF-1, OFF-3), its keys in this order: `{date, model, task,
     useful: true | false | null, note, call?, real?: [claim...], false?: [claim...], status?, seconds?,
-    collection?, shape?}`. A later line with the same `call` supersedes the earlier one (OFF-2); a line
+    collection?, shape?, ranked?: [call...]}`. A line with `ranked` is a council's peer ranking (CNC-7): its
+    model ranked those calls, best first (`[]` when its ranking could not be read); it may be judged, is
+    never owed a verdict, and counts towards no model's record. A later line with the same `call` supersedes the earlier one (OFF-2); a line
     whose `model` is no string is no offload.
 
     A text field of the wrong type reads as ""; `useful` as None (unjudged) unless true or false; `real` and
@@ -94,6 +96,7 @@ class Line:
     collection: str | None
     shape: str | None
     stored: Mapping[str, Any]
+    ranked: tuple[str, ...] | None = None
 
 
 def line(record: Mapping[str, Any]) -> Line:
@@ -104,7 +107,13 @@ def line(record: Mapping[str, Any]) -> Line:
                 useful if isinstance(useful, bool) else None, records.string(record.get("note")),
                 records.string(record.get("call")), records.strings(record.get("real")),
                 records.strings(record.get("false")), records.string(record.get("status")),
-                seconds if number else None, _collection_of(record), _shape_of(record), record)
+                seconds if number else None, _collection_of(record), _shape_of(record), record,
+                records.strings(record["ranked"]) if _ranking(record) else None)
+
+
+def _ranking(record: Mapping[str, Any]) -> bool:
+    """A council's peer ranking (CNC-7), not a seat's answer."""
+    return isinstance(record.get("ranked"), list)
 
 
 def log_path() -> Path:
@@ -121,8 +130,9 @@ def note_for(label: str, status: str, seconds: float, error: str = "") -> str:
 
 def add(model: str, task: str, useful: bool | None = None, note: str = "", call: str | None = None,
         real: Iterable[str] | None = None, false: Iterable[str] | None = None, status: str | None = None,
-        seconds: float | None = None, collection: str | None = None, shape: str | None = None) -> Line:
-    """Append one offload line (OFF-1, OFF-3) and return it.
+        seconds: float | None = None, collection: str | None = None, shape: str | None = None,
+        ranked: Iterable[str] | None = None) -> Line:
+    """Append one offload line (OFF-1, OFF-3) and return it; `ranked` makes it a peer ranking (CNC-7).
 
     Key order is the contract's, then our `status`, `seconds`, `collection` and `shape` when given
     (a panel seat's collection and shape as fields, so no reader has to find them in the task's
@@ -145,6 +155,8 @@ def add(model: str, task: str, useful: bool | None = None, note: str = "", call:
         entry["collection"] = collection
     if shape:
         entry["shape"] = shape
+    if ranked is not None:
+        entry["ranked"] = list(ranked)
     data = (json.dumps(entry) + "\n").encode("ascii")
     # append_bytes' flock already keeps lines whole; this lock also covers systems without flock
     with _append_lock:
@@ -236,7 +248,7 @@ def verdict(call: object, useful: object, note: object = "", real: object = None
             _count_today(by)
         kept = target.stored  # the seat's own fields as written, never those a reader infers from its task
         return add(target.model, target.task, useful, said, call, real_claims, false_claims, kept.get("status"),
-                   kept.get("seconds"), kept.get("collection"), kept.get("shape"))
+                   kept.get("seconds"), kept.get("collection"), kept.get("shape"), target.ranked)
 
 
 def _cut(text: str) -> str:
@@ -309,7 +321,8 @@ Counted = tuple[str, int, Any, int, int]  # an entry as a tally counts it: date,
 Merged = list[Any]  # [offloads, useful, judged, (latest date, position), its task]
 
 ALL: Group = ("all",)
-JUDGED, USEFUL, FAILED = 1, 2, 4  # an entry's flags: it has a verdict, the verdict is useful, the seat errored
+JUDGED, USEFUL, FAILED, RANKING = 1, 2, 4, 8  # an entry's flags: it has a verdict, the verdict is useful, the
+# seat errored, it is a peer ranking (in no tally, never pending: CNC-7)
 BLOCK = 1 << 20  # bytes read at a time while building: the parsed lines are never all held at once
 
 
@@ -415,6 +428,7 @@ class Index:
         self.kind_ids: dict[tuple[tuple[str, ...], str | None], int] = {((), None): 0}
         self.groups: dict[Group, dict[str, _Tally]] = {}
         self.judged_in: dict[str, set[int]] = {}
+        self.ranked_in: dict[str, set[int]] = {}  # each collection's peer rankings, judged or not
 
     def refresh(self) -> None:
         """Take in what was appended since the last look; start over when the file was replaced or cut."""
@@ -465,6 +479,8 @@ class Index:
         return _intern(self.kind_keys, self.kind_ids, ((collection,) if collection else (), _shape_of(record)))
 
     def _places(self, raw: str, flags: int, kind: int) -> list[tuple[Group, str]]:
+        if flags & RANKING:
+            return []
         places: list[tuple[Group, str]] = [(ALL, raw)]
         if flags & JUDGED:
             collections, shape = self.kind_keys[kind]
@@ -485,7 +501,8 @@ class Index:
         if not isinstance(raw, str):
             return  # not an offload line: nothing to attribute it to
         useful = record.get("useful")
-        flags = (0 if useful is None else JUDGED | (USEFUL if useful else 0)) | (FAILED if _failed(record) else 0)
+        flags = (0 if useful is None else JUDGED | (USEFUL if useful else 0)) | (FAILED if _failed(record) else 0) \
+            | (RANKING if _ranking(record) else 0)
         kind = self._kind(record) if flags & JUDGED else 0
         date = _date(record)
         model, day = _intern(self.names, self.name_ids, raw), _intern(self.days, self.day_ids, date)
@@ -523,6 +540,9 @@ class Index:
         for group, _ in after:
             if group[0] == "collection":
                 self.judged_in.setdefault(group[1], set()).add(pos)
+        collection = _collection_of(record)
+        if flags & RANKING and collection:
+            self.ranked_in.setdefault(collection, set()).add(pos)
 
     def _answer(self, compute: Callable[[], T]) -> T:
         """`compute()` on the index brought up to date, under its lock; built again and retried if a
@@ -694,12 +714,18 @@ class Index:
         return self._answer(lambda: [self._mapped(self._entry(pos), resolve)
                                      for pos in sorted(self.judged_in.get(collection, ()))])
 
+    def rankings(self, collection: str) -> list[Line]:
+        """The peer rankings of `collection` (CNC-7), judged or not, oldest first, under today's aliases."""
+        resolve = aliases.resolver()
+        return self._answer(lambda: [self._mapped(self._entry(pos), resolve)
+                                     for pos in sorted(self.ranked_in.get(collection, ()))])
+
     def pending(self, calls: Iterable[object]) -> list[str]:
         def compute() -> list[str]:
             out = []
             for call in calls:
                 pos = self.calls.get(call) if isinstance(call, str) else None
-                if isinstance(call, str) and pos is not None and not self.flags[pos] & (JUDGED | FAILED):
+                if isinstance(call, str) and pos is not None and not self.flags[pos] & (JUDGED | FAILED | RANKING):
                     out.append(call)
             return out
         return self._answer(compute)
@@ -776,8 +802,15 @@ def judged(collection: str) -> list[Line]:
     return index().judged(collection)
 
 
+def rankings(collection: str) -> list[Line]:
+    """Every peer ranking of `collection` (`bench/<name>`), oldest first, one per call id (CNC-7): what the
+    leaderboard's `peers` source fits."""
+    return index().rankings(collection)
+
+
 def pending(calls: Iterable[object]) -> list[str]:
-    """VRD-3: the given ids (order and duplicates kept) the log knows, unjudged, and not errored seats."""
+    """VRD-3: the given ids (order and duplicates kept) the log knows, unjudged, and neither errored seats nor
+    peer rankings (CNC-7: a ranking may be judged but is never owed a verdict)."""
     return index().pending(calls)
 
 

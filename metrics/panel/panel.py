@@ -62,6 +62,11 @@ Seat = dict[str, Any]  # a seat's result, then as `bench.seats` lists it: call, 
 OnDelta = Callable[[str, str], None]  # `on_delta(kind, piece)`: a seat's answer ("text") or reasoning as it comes
 # each seat's answer to come: (its plan, key, alias, when it was asked)
 Asked = dict[concurrent.futures.Future[Seat], tuple["Plan", str, str, float]]
+OnPart = Callable[[str], object]
+# what follows the seats in a reply mode of its own (a council, CNC-1): `finish(plan, seats, bench, every, on_part,
+# gone)` gives the content and the calls it made after the seats, each already in the offload log
+Finish = Callable[["Plan", list[Seat], dict[str, Any], str, OnPart | None, threading.Event | None],
+                  tuple[str, list[Seat]]]
 
 SEAT_TIMEOUT = 420
 LARGE = 8000
@@ -79,7 +84,7 @@ MERGE_SYSTEM = (
 )
 
 # One pool for every panel's seats: threads are reused instead of started per seat.
-_pool = concurrent.futures.ThreadPoolExecutor(max_workers=512, thread_name_prefix="seat")
+pool = concurrent.futures.ThreadPoolExecutor(max_workers=512, thread_name_prefix="seat")
 
 
 BUSY_RETRY = Busy.retry_after
@@ -201,22 +206,24 @@ def seat_label(key: str) -> str:
 
 
 def ask_seat(alias: str, system: str, prompt: str, messages: list[Any] | None = None,
-             on_delta: OnDelta | None = None) -> Seat:
+             on_delta: OnDelta | None = None, body: dict[str, Any] | None = None) -> Seat:
     """Ask one seat (SEAT-1..5); a model failure never raises, it comes back as status `error`."""
-    return begin_seat(alias, system, prompt, messages, on_delta)()
+    return begin_seat(alias, system, prompt, messages, on_delta, body)()
 
 
 def begin_seat(alias: str, system: str, prompt: str, messages: list[Any] | None = None,
-               on_delta: OnDelta | None = None) -> Callable[[], Seat]:
+               on_delta: OnDelta | None = None, body: dict[str, Any] | None = None) -> Callable[[], Seat]:
     """`ask_seat()` in two halves: the seat's request is sent now, on the caller's thread (the built-in
-    client); the function returned waits for the answer and returns the seat's result."""
+    client); the function returned waits for the answer and returns the seat's result. `body` holds request
+    fields of the caller's own (a council's `response_format`): the built-in client sends them to chat
+    completions only, so a caller gives them only for such a model."""
     started = time.monotonic()
     try:
-        if messages is not None or client.backend(alias) == "builtin":
+        if messages is not None or body is not None or client.backend(alias) == "builtin":
             limits = collections.settings()  # a stalled upstream ends the seat long before SEAT_TIMEOUT
             answer = client.begin(alias, prompt, system=system, timeout=SEAT_TIMEOUT, messages=messages,
                                   on_delta=on_delta, purpose="gateway", first_byte=limits.first_byte_timeout,
-                                  idle=limits.idle_timeout)
+                                  idle=limits.idle_timeout, body=body)
         else:
             answer = functools.partial(llm_backend.ask, alias, prompt, system=system, timeout=SEAT_TIMEOUT,
                                        on_delta=on_delta)
@@ -355,7 +362,8 @@ class Plan:
         self.skipped: list[dict[str, str]] = []
         self.notes: list[str] = []
         self._seat_members(collection.members, nominees)
-        self.merged = collections.reply_mode(collection, reply) == "merged"
+        self.mode = collections.reply_mode(collection, reply)
+        self.merged = self.mode == "merged"
         self._merger_choice()
         self._shape()
         self.panel = panel_id()
@@ -440,7 +448,7 @@ class Plan:
         merger = self.collection.merger
         gone = roster.retired()
         if merger in gone.names:
-            if self.merged:
+            if self.mode in ("merged", "council"):
                 self.skip("merger", merger, retired_why(gone, merger) + "; the merger is chosen by verdicts")
             merger = ""
         self.merger = merger
@@ -538,27 +546,35 @@ def _text_to(on_part: Callable[[str], object]) -> OnDelta:
 
 
 def merge(plan: Plan, seats: list[Seat], on_part: Callable[[str], object] | None = None,
-          gone: threading.Event | None = None) -> tuple[Seat | None, str, str]:
-    """Ask one more model to write a single answer (MRG-1..8): `(merger seat or None, answer, note)`."""
+          gone: threading.Event | None = None, candidates: list[str] | None = None) -> tuple[Seat | None, str, str]:
+    """Ask one more model to write a single answer (MRG-1..8): `(merger seat or None, answer, note)`.
+    `candidates` replaces MRG-3's (a council's fallback: CNC-6)."""
     answered = [s for s in seats if s["status"] == "ok"]
     if not answered:
         return None, "", "no seat answered"
-    text = merge_prompt(plan, answered)
-    need = images.estimate(MERGE_SYSTEM + "\n\n" + text)
+    chosen = merger_candidates(plan) if candidates is None else candidates
+    return write_one(plan, "merger", "merge", MERGE_SYSTEM, merge_prompt(plan, answered), chosen, on_part, gone)
+
+
+def write_one(plan: Plan, key: str, work: str, system: str, text: str, candidates: list[str],
+              on_part: Callable[[str], object] | None, gone: threading.Event | None) -> tuple[Seat | None, str, str]:
+    """Ask the first of `candidates` whose window fits to write one answer from the seats' (the merger, a
+    council's chairman), logged as seat `key`: `(its seat or None, answer, note)`; `work` names the task in notes."""
+    need = images.estimate(system + "\n\n" + text)
     known = catalog.table()  # afresh: a seat's failure may have taught a smaller window meanwhile
-    fits = [a for a in merger_candidates(plan) if not catalog.too_small(a, need, known)]
+    fits = [a for a in candidates if not catalog.too_small(a, need, known)]
     if not fits:
-        return None, "", f"no merger has the context window for the merge (about {need:,} tokens)"
+        return None, "", f"no {key} has the context window for the {work} (about {need:,} tokens)"
     alias = fits[0]
     if STOPPED.done():
         return None, "", GATEWAY_STOPPED
     if gone is not None and gone.is_set():
-        return None, "", "the caller hung up before the merge, so no merger was asked"
-    result = ask_seat(alias, MERGE_SYSTEM, text, on_delta=_text_to(on_part) if on_part is not None else None)
-    seat = seat_record(call_id(plan.panel, "merger"), "merger", alias, result)
+        return None, "", f"the caller hung up before the {work}, so no {key} was asked"
+    result = ask_seat(alias, system, text, on_delta=_text_to(on_part) if on_part is not None else None)
+    seat = seat_record(call_id(plan.panel, key), key, alias, result)
     log_seat(seat, plan)
     if seat["status"] != "ok":
-        note = f"the merger {alias} came back {seat['status']}"
+        note = f"the {key} {alias} came back {seat['status']}"
         if seat["error"]:
             note += f": {seat['error'][:120]}"
         return seat, "", note
@@ -567,16 +583,17 @@ def merge(plan: Plan, seats: list[Seat], on_part: Callable[[str], object] | None
 
 def run(name: str, messages: list[Any], nominees: Iterable[str] = (), reply: str = "", caller: str = "local",
         on_part: Callable[[str], object] | None = None, on_seated: Callable[[], object] | None = None,
-        gone: threading.Event | None = None) -> tuple[str, dict[str, Any]]:
+        gone: threading.Event | None = None, finish: Finish | None = None) -> tuple[str, dict[str, Any]]:
     """Seat, ask, log and merge one panel; returns `(content, bench)` (PNL-1..22, MRG-*, RPL-*).
 
     `on_seated()` hears, once, that no refusal can follow: just before the first seat is asked.
     `gone` (an Event) is set once the caller has hung up: the seats asked are still waited for and
-    logged, but no merger is asked. Raises `Busy` (503) when the process or the key already has
+    logged, but no merger is asked. `finish` writes what follows the seats, which are streamed as
+    they come (`council.finish`). Raises `Busy` (503) when the process or the key already has
     its cap of panels in flight."""
     admit(caller)
     try:
-        return _run(name, messages, nominees, reply, caller, on_part, on_seated, gone)
+        return _run(name, messages, nominees, reply, caller, on_part, on_seated, gone, finish)
     finally:
         flight.leave(caller)
 
@@ -589,7 +606,7 @@ def admit(caller: str) -> None:
 
 def _run(name: str, messages: list[Any], nominees: Iterable[str], reply: str, caller: str,
          on_part: Callable[[str], object] | None, on_seated: Callable[[], object] | None,
-         gone: threading.Event | None) -> tuple[str, dict[str, Any]]:
+         gone: threading.Event | None, finish: Finish | None = None) -> tuple[str, dict[str, Any]]:
     begun: list[tuple[Callable[[], Seat], tuple[Plan, str, str], float]] = []
     futures: Asked = {}
 
@@ -610,7 +627,7 @@ def _run(name: str, messages: list[Any], nominees: Iterable[str], reply: str, ca
         # refusals all come before the first seat starts; after an unexpected failure the seats already
         # asked are still waited for and written to the offload log when they finish (PNL-20)
         for answer, (half_made, key, alias), _ in begun:
-            _pool.submit(answer).add_done_callback(functools.partial(_log_orphan, half_made, key, alias))
+            pool.submit(answer).add_done_callback(functools.partial(_log_orphan, half_made, key, alias))
         raise
     if len(plan.whole) >= HEAVY:
         flight.heavy = True
@@ -622,7 +639,7 @@ def _run(name: str, messages: list[Any], nominees: Iterable[str], reply: str, ca
             relay_all(top)  # before the seat threads start, so the caller's 200 and heading leave at once
     finally:
         for answer, (planned, key, alias), started in begun:
-            futures[_pool.submit(answer)] = (planned, key, alias, started)
+            futures[pool.submit(answer)] = (planned, key, alias, started)
 
     finished: dict[str, Seat] = {}
     for key, done in _answers(plan, futures):
@@ -638,16 +655,19 @@ def _run(name: str, messages: list[Any], nominees: Iterable[str], reply: str, ca
         bench["skipped"] = plan.skipped
     if plan.notes:
         bench["notes"] = plan.notes
-    merger = None
+    after: list[Seat] = []
     if plan.merged:
         content, merger = merged_content(plan, seats, bench, every, on_part, gone)
+        after = [merger] if merger else []
+    elif finish is not None:
+        content, after = finish(plan, seats, bench, every, on_part, gone)
     else:
         content = every
         if relay_all is not None:
             relay_all("\n" + footer())
-    problems = [f"{s['call']}: {s['log_error']}" for s in seats + [merger] if s and s.get("logged") is False]
+    problems = [f"{s['call']}: {s['log_error']}" for s in seats + after if s.get("logged") is False]
     try:
-        write_call_log(plan, seats, merger)
+        write_call_log(plan, seats, after)
     except OSError as exc:
         problems.append(f"calls log: {exc}")
     if problems:
@@ -695,21 +715,33 @@ def _log_orphan(plan: Plan, key: str, alias: str, future: concurrent.futures.Fut
         pass  # the panel has already failed with its own error
 
 
+Written = tuple[Seat | None, str, str]  # what `write_one` gives: the writer's seat or None, its answer, a note
+
+
+def relayed(on_part: OnPart | None, write: Callable[[OnPart | None], Written], work: str) -> tuple[Written, bool]:
+    """`write(relay)` with the writer's words passed on as they come, each known secret hidden (issue 29 item 2:
+    its upstream may echo its key), and an unexpected failure made a note; gives back what it wrote and whether
+    any word was streamed (a fallback that follows must start on a new line)."""
+    streamed: list[str] = []
+    hider = keys.Hider()
+    relay = functools.partial(_relayed, streamed, hider, on_part) if on_part else None
+    try:
+        written = write(relay)
+    except Exception as exc:
+        written = None, "", f"the {work} failed ({type(exc).__name__}: {exc})"
+    rest = hider.end()  # what it held back, now that the writer has said all
+    if rest and on_part:
+        streamed.append(rest)
+        on_part(rest)
+    return written, bool(streamed)
+
+
 def merged_content(plan: Plan, seats: list[Seat], bench: dict[str, Any], every: str,
                    on_part: Callable[[str], object] | None,
                    gone: threading.Event | None = None) -> tuple[str, Seat | None]:
     """The merged reply, or every answer with a one-line note when the merge cannot be had (MRG-6..8)."""
-    streamed: list[str] = []
-    hider = keys.Hider()  # the merger's upstream may echo its key in the words it streams (issue 29 item 2)
-    relay = functools.partial(_relayed, streamed, hider, on_part) if on_part else None
-    try:
-        merger, answer, note = merge(plan, seats, relay, gone)
-    except Exception as exc:
-        merger, answer, note = None, "", f"the merge failed ({type(exc).__name__}: {exc})"
-    rest = hider.end()  # what it held back, now that the merger has said all
-    if rest and on_part:
-        streamed.append(rest)
-        on_part(rest)
+    (merger, answer, note), streamed = relayed(
+        on_part, lambda relay: merge(plan, seats, relay, gone), "merge")
     if merger:
         bench["merger"] = merger
     if answer and merger is not None:  # an answer is its merger's
@@ -738,8 +770,9 @@ def _relayed(streamed: list[str], hider: keys.Hider, on_part: Callable[[str], ob
         on_part(shown)
 
 
-def write_call_log(plan: Plan, seats: list[Seat], merger: Seat | None) -> None:
-    """One line per panel in runs/gateway/calls.jsonl (CLG-1), after seats and merge.
+def write_call_log(plan: Plan, seats: list[Seat], after: list[Seat]) -> None:
+    """One line per panel in runs/gateway/calls.jsonl (CLG-1), after seats and merge (`after`: the merger, or a
+    council's rankings and chairman).
 
     Answers are written as cleaned as prompts (IMG-8, KEY-7): one may quote a user:password URL,
     or the key its upstream was sent. The caller got them with the keys hidden only. Security review 9:
@@ -749,7 +782,7 @@ def write_call_log(plan: Plan, seats: list[Seat], merger: Seat | None) -> None:
     known = keys.secrets()
     order = ("call", "seat", "alias", "status", "answer", "error", "seconds")
     logged = [{k: keys.clean(s[k], known=known) if k in ("answer", "error") else s[k] for k in order}
-              for s in seats + ([merger] if merger else [])]
+              for s in seats + after]
     line = {"panel": plan.panel, "at": local_iso(), "model": f"bench/{plan.name}", "shape": plan.shape,
             "shape_by": keys.clean(plan.shape_by, known=known), "key": plan.caller,
             "system": logged_text(plan.system, plan.settings, known),
@@ -805,8 +838,8 @@ class Failed:
 
 
 def start(name: str, messages: list[Any], nominees: Iterable[str] = (), reply: str = "", caller: str = "local",
-          gone: threading.Event | None = None) -> queue.Queue[Any]:
-    """Run a panel on its own thread (STR-2); returns a queue of events. `gone` as for `run()`.
+          gone: threading.Event | None = None, finish: Finish | None = None) -> queue.Queue[Any]:
+    """Run a panel on its own thread (STR-2); returns a queue of events. `gone` and `finish` as for `run()`.
 
     Events: `Seated()` once no refusal can follow, `Part(text)`s, then `Done(content, bench)` or
     `Failed(exc)`; a refusal is a `Failed` before any `Seated`.
@@ -817,7 +850,7 @@ def start(name: str, messages: list[Any], nominees: Iterable[str] = (), reply: s
     def work() -> None:
         try:
             events.put(Done(*_run(name, messages, nominees, reply, caller, lambda text: events.put(Part(text)),
-                                  lambda: events.put(Seated()), gone)))
+                                  lambda: events.put(Seated()), gone, finish)))
         except Exception as exc:
             events.put(Failed(exc))
         finally:

@@ -28,7 +28,7 @@ from .. import wire
 from ..core import console, errors, keys, paths
 from ..wire import routes
 from ..net import remote
-from ..panel import collections, leaderboard, offload, panel, route_mode
+from ..panel import collections, council, leaderboard, offload, panel, route_mode
 from . import exchange, gatekeys, guard, httpserver, mcp_server, routing
 from .exchange import Reply, Request, json_reply
 
@@ -351,14 +351,15 @@ def ask_panel(request: Request, api: Any, ask: Any) -> Reply:
                              "several models' prose, not a tool call; use route mode instead: "
                              f'bench/{name}:route or "bench": {{"reply": "route"}} for one model that can use tools')
     messages = ask.messages
+    finish = council.finish if mode == "council" else None  # CNC-1: stages 2 and 3 follow the seats
     if ask.stream:
         sse = request.query.get("alt") == ["sse"]  # GW-6
         usage = {"include_usage": True} if ask.include_usage else {}  # only chat completions asks for it
         writer = api.writer(shown, wire.prompt_tokens(messages), sse, **usage)
-        return stream_panel(request, name, ask, reply, writer)
+        return stream_panel(request, name, ask, reply, writer, finish)
     started = time.monotonic()
     try:
-        content, bench = panel.run(name, messages, ask.nominees, reply, request.who)
+        content, bench = panel.run(name, messages, ask.nominees, reply, request.who, finish=finish)
     except errors.Refusal:
         raise
     except Exception as exc:  # IMP-1: every failure is answered, never a dropped connection
@@ -467,14 +468,15 @@ def loaded(api: Any, ask: Any, shown: str) -> Reply:
     return exchange.stream_reply(api.Stream.content_type, lambda send: send(json.dumps(payload).encode() + b"\n"))
 
 
-def stream_panel(request: Request, name: str, ask: Any, reply: str, make_writer: Callable[..., Any]) -> Reply:
+def stream_panel(request: Request, name: str, ask: Any, reply: str, make_writer: Callable[..., Any],
+                 finish: panel.Finish | None = None) -> Reply:
     """§10: the 200 once the panel is seated (1 s grace), then each piece as it comes.
 
     `make_writer(write)` gives the format's stream writer (STR-1), so one loop serves every format.
     A refusal before the 200 (the caps, a stopping gateway, a plan that fails) is answered as such.
     """
     gone = threading.Event()
-    events = panel.start(name, ask.messages, ask.nominees, reply, request.who, gone)
+    events = panel.start(name, ask.messages, ask.nominees, reply, request.who, gone, finish)
     try:
         event = events.get(timeout=STREAM_GRACE)
     except queue.Empty:

@@ -29,7 +29,7 @@ from ..core.errors import Unsupported
 Body = dict[str, Any]  # a JSON object as a request or reply carries it
 Write = Callable[[bytes], object]  # where a stream writer's bytes go
 
-REPLY_MODES = ("all", "merged", "route")
+REPLY_MODES = ("all", "merged", "route", "council")
 MAX_WITH = 8
 MAX_ALIAS = 200
 TOOL_TURNS = "tool calls and results are sent to chat completions only, not a native API"
@@ -133,8 +133,8 @@ def prompt_tokens(messages: list[Any]) -> int:
 
 
 def panel_tokens(bench: Body | None, tokens_in: int) -> tuple[int, int]:
-    """`(input, output)` tokens of a panel reply, one rule for every API (FMT-16, issue 30): each seat's and the
-    merger's own counts where their upstream gave them, else estimates (the prompt's, `tokens_in`, for input;
+    """`(input, output)` tokens of a panel reply, one rule for every API (FMT-16, issue 30; a council's stages,
+    CNC-9): each seat's and the merger's own counts where their upstream gave them, else estimates (the prompt's, `tokens_in`, for input;
     the merger's prompt with every answer in it; the answer's for output; a failed seat that counted nothing,
     nothing), summed. The markdown reply itself is never counted: the seats' tokens are what was spent."""
     bench = bench or {}
@@ -149,6 +149,10 @@ def panel_tokens(bench: Body | None, tokens_in: int) -> tuple[int, int]:
         failed = seat.get("status") == "error"
         prompt += given.get("prompt_tokens", 0 if failed else estimate)
         completion += given.get("completion_tokens", images.estimate(seat.get("answer") or ""))
+    spent = obj(obj(bench.get("council")).get("stages"))  # a council's rankings and chairman, counted by stage
+    for stage in ("ranking", "chairman"):
+        prompt += obj(spent.get(stage)).get("prompt_tokens", 0)
+        completion += obj(spent.get(stage)).get("completion_tokens", 0)
     return prompt, completion
 
 
@@ -384,7 +388,7 @@ def bench_fields(body: Body) -> tuple[str, list[str], str]:
                           "each: nominees fill explorer seats, of which a panel has at most 2")
     bench = body.get("bench") or {}
     if not isinstance(bench, dict) or ("reply" in bench and bench["reply"] not in REPLY_MODES):
-        raise Unsupported('"bench" must be an object whose "reply" is "all", "merged" or "route"')
+        raise Unsupported('"bench" must be an object whose "reply" is "all", "merged", "route" or "council"')
     return model, nominees, bench.get("reply", "")
 
 
