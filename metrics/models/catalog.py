@@ -76,6 +76,8 @@ def listing_facts(row):
         facts["tools"] = "tools" in features
     elif isinstance(parameters, list):
         facts["tools"] = "tools" in parameters
+    if isinstance(parameters, list) and ("response_format" in parameters or "structured_outputs" in parameters):
+        facts["structured_output"] = True  # a council asks such a model for its ranking as a JSON schema (CNC-4)
     return {name: value for name, value in facts.items() if value is not None}
 
 
