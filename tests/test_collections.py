@@ -252,7 +252,8 @@ def test_lst2_file_order_default_mode_and_an_invalid_stored_reply():
 def test_lst2_a_scoped_caller_lists_only_its_own():
     write_collections({"core": {}, "vision": {}})
     ids = [r["id"] for r in collections.listed(may_call=lambda name: name == "vision")]
-    assert ids == ["bench/vision", "bench/vision:merged", "bench/vision:route"]
+    assert ids == ["bench/vision", "bench/vision:merged", "bench/vision:route",
+                   "bench/vision:council"]
     assert collections.listed(may_call=lambda name: False) == []
 
 

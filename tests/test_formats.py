@@ -873,7 +873,7 @@ def test_err1_keys_each_sdk_sends_its_own_header_and_refusals_keep_the_route_sha
             model="bench/eyes", max_tokens=100, messages=ASKED)
     google = genai.Client(api_key=secret, http_options=types.HttpOptions(base_url=gw))
     assert [m.name for m in google.models.list()] == ["models/bench/core", "models/bench/core:merged",
-                                                      "models/bench/core:route"]
+                                                      "models/bench/core:route", "models/bench/core:council"]
     wrong = genai.Client(api_key="wrong", http_options=types.HttpOptions(base_url=gw))  # kept: GC closes it
     with pytest.raises(genai_errors.ClientError) as caught:
         wrong.models.generate_content(model="bench/core", contents="hi")
@@ -882,7 +882,8 @@ def test_err1_keys_each_sdk_sends_its_own_header_and_refusals_keep_the_route_sha
         google.models.count_tokens(model="bench/eyes", contents="hi")  # improvement 3: out of scope reads unknown
     assert caught.value.code == 404
     local = ollama.Client(host=gw, headers={"Authorization": f"Bearer {secret}"})
-    assert [m.model for m in local.list().models] == ["bench/core", "bench/core:merged", "bench/core:route"]
+    assert [m.model for m in local.list().models] == ["bench/core", "bench/core:merged", "bench/core:route",
+                                                      "bench/core:council"]
     with pytest.raises(ollama.ResponseError) as caught:
         local.show("eyes")
     assert caught.value.status_code == 404

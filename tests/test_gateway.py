@@ -357,7 +357,8 @@ def test_lst_listing_and_retrieve(gateway, bench):
     """LST-1, LST-2, TST-14, IMP-21."""
     ask(["alpha"], reply="merged", description="core")
     status, listing = get(gateway, "/v1/models")
-    assert status == 200 and [m["id"] for m in listing["data"]] == ["bench/core", "bench/core:all", "bench/core:route"]
+    assert status == 200 and [m["id"] for m in listing["data"]] == ["bench/core", "bench/core:all", "bench/core:route",
+                                                                    "bench/core:council"]
     assert listing["data"][0]["reply"] == "merged" and listing["data"][0]["owned_by"] == "benchwarmers"
     ids = [m.id for m in sdk(gateway).models.list()]
     assert ids[0] == "bench/core"

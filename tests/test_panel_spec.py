@@ -961,7 +961,8 @@ def test_lst1_lst2_listing_rows_and_an_invalid_reply(gw, bench):
     collection(["alpha", "seer"], reply="bogus", description="two", tags=["t"], shape="review", merger="merger")
     _, head, raw = request(gw, "GET", "/v1/models")
     rows = json.loads(raw)["data"]
-    assert [r["id"] for r in rows] == ["bench/core", "bench/core:all", "bench/core:merged", "bench/core:route"]
+    assert [r["id"] for r in rows] == ["bench/core", "bench/core:all", "bench/core:merged", "bench/core:route",
+                                       "bench/core:council"]
     first = rows[0]
     assert list(first) == ["id", "object", "owned_by", "description", "tags", "members", "shape", "explorers",
                            "reply", "merger", "together"]

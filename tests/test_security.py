@@ -459,7 +459,8 @@ def test_test6_scope_cap_and_callers_end_to_end(port, keys_on, watch):
     as_estate = {"Authorization": f"Bearer {estate}"}
     as_chat = {"Authorization": f"Bearer {chat_ui}"}
     _, _, listed = request(port, "GET", "/v1/models", headers=as_estate)
-    assert [row["id"] for row in listed["data"]] == ["bench/vision", "bench/vision:merged", "bench/vision:route"]
+    assert [row["id"] for row in listed["data"]] == ["bench/vision", "bench/vision:merged", "bench/vision:route",
+                                                     "bench/vision:council"]
     assert request(port, "GET", "/v1/models/bench/core", headers=as_estate)[0] == 404
     assert request(port, "GET", "/v1/models/bench/vision", headers=as_estate)[0] == 200
     status, _, reply = request(port, "POST", "/v1/chat/completions", ask_body("bench/nope"), as_estate)

@@ -428,7 +428,8 @@ def test_gateway_keys_made_scoped_and_revoked_st5_st6(dash, monkeypatch):
     monkeypatch.setenv("BENCHWARMERS_REQUIRE_KEYS", "1")
     bearer = {"Authorization": f"Bearer {key}"}
     ids = [row["id"] for row in call(dash, "GET", "/v1/models", headers=bearer)[2]["data"]]
-    assert ids == ["bench/vision", "bench/vision:merged", "bench/vision:route"]
+    assert ids == ["bench/vision", "bench/vision:merged", "bench/vision:route",
+                   "bench/vision:council"]
     listed = call(dash, "GET", "/api/gateway-keys")[2]
     assert listed["required"] is True and listed["keys"][0]["collections"] == ["vision"] and listed["keys"][0]["rpm"] == 1
     for where in (gatekeys.path(), paths.file("config", "changes.jsonl")):

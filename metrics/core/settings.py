@@ -194,6 +194,12 @@ SETTINGS = (
     _config("gateway.json", "calls_log_keep", 3, "Rotated calls logs kept.", "panel.collections"),
     _config("gateway.json", "calls_log_prompts", True, "Whether the calls log keeps prompts (PRIVACY.md).",
             "panel.collections"),
+    # -- config/collections.json: a collection's own settings beside its members (GATEWAY.md)
+    _config("collections.json", "<name>.council.orders", 2, "How many orders each ranker of a council reply sees "
+            "the answers in: 2 (the second reversed, so position bias shows) or 1 (half the ranking calls).",
+            "panel.collections"),
+    _config("collections.json", "<name>.council.chairman", "", "The model that writes a council reply from the "
+            "answers and the peers' ranking; unset, the merger's rule picks one.", "panel.collections"),
     # -- the other settings files
     _config("scheduler.json", "mode", "off", "The scheduler's mode: `off`, `log-only` (writes what it would run "
             "to `runs/scheduler.log`) or `run`.", "admin.jobs"),
@@ -317,12 +323,20 @@ def _variable(s: Setting, environ: Mapping[str, str]) -> Row:
 
 
 def _key(s: Setting, data: Mapping[str, Any]) -> Row:
-    if s.name.startswith("<"):  # one entry per alias, connection or checkout: the file's entries
-        named = sorted(k for k in data if not k.startswith("_"))
+    if s.name.startswith("<"):  # one entry per alias, connection, checkout or collection: the entries that set it
+        path = s.name.split(".")[1:]
+        named = sorted(k for k, v in data.items() if not k.startswith("_") and _holds(v, path))
         return s, ", ".join(named) if named else "none", FROM_FILE if named else "default"
     if s.name in data:
         return s, _json(data[s.name]), FROM_FILE
     return s, _json(s.default), "default"
+
+
+def _holds(value: object, path: list[str]) -> bool:
+    """Whether `value` has the keys of `path` nested in it (`["council", "orders"]`); `[]` always."""
+    if not path:
+        return True
+    return isinstance(value, dict) and path[0] in value and _holds(value[path[0]], path[1:])
 
 
 def _json(value: object) -> str:
