@@ -18,7 +18,7 @@ from google.genai import types
 from benchwarmers.core import fileio, paths
 from benchwarmers.demo import demo
 from benchwarmers.models import catalog
-from benchwarmers.panel import council, offload
+from benchwarmers.panel import council, offload, peers
 
 QUESTION = "Which loop bound is right, i < n or i <= n?"
 
@@ -261,3 +261,43 @@ def test_read_ranking_takes_json_or_a_final_list_and_never_guesses():
     assert council.read_ranking("FINAL RANKING: Response A, Response A, Response B", labels) is None
     assert council.read_ranking('{"ranking": ["Response B", "Response Z", "Response A"]}', labels) is None
     assert council.read_ranking("I like B best.", labels) is None
+
+
+def board(gateway, source):
+    import http.client
+    host, port = gateway.split("//")[1].split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=30)
+    conn.request("GET", f"/bench/leaderboard?collection=bench/c&source={source}")
+    response = conn.getresponse()
+    answer = json.loads(response.read())
+    conn.close()
+    return response.status, answer
+
+
+def test_the_leaderboard_fits_peer_rankings_verdicts_or_both(gateway, bench):
+    convene(["judge-json", "judge-text", "judge-first"])
+    _, told = ask(gateway)
+    status, verdicts = board(gateway, "verdicts")
+    assert status == 200 and verdicts["source"] == "verdicts" and verdicts["models"] == []
+    _, peer = board(gateway, "peers")
+    # the length judges put judge-first last both times; the first-preferring judge cancels itself out
+    assert [m["model"] for m in peer["models"]][-1] == "judge-first" and peer["panels"] == 1
+    assert peer["comparisons"] == 6 * 1  # six readable rankings of two answers: one pair each
+    seat = {s["alias"]: s["call"] for s in told["seats"]}
+    offload.verdict(seat["judge-first"], True, "short and right")
+    offload.verdict(seat["judge-json"], False, "too long")
+    _, people = board(gateway, "verdicts")
+    assert [m["model"] for m in people["models"]] == ["judge-first", "judge-json"]
+    _, both = board(gateway, "both")
+    assert both["comparisons"] == 6 + 1 and both["panels"] == 1
+    # judge-text ranked judge-json over judge-first twice; the people judged the other way
+    assert {r["model"]: (r["pairs"], r["agreement"]) for r in both["rankers"]}["judge-text"] == (2, 0.0)
+    status, refused = board(gateway, "gossip")
+    assert status == 400 and refused["error"]["message"] == peers.BAD_SOURCE
+
+
+def test_a_rankers_own_model_never_counts_for_itself():
+    ranking = offload.line({"model": "m1", "call": "p1.rank-member1", "ranked": ["p1.member2", "p1.member3",
+                                                                                "p1.member4"]})
+    models = {"p1.member2": "m2", "p1.member3": "m1", "p1.member4": "m3"}  # m1 sat twice
+    assert peers.pairs(ranking, models) == [("m2", "m3")]

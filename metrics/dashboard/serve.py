@@ -53,7 +53,7 @@ from ..core import changes, errors, paths, settings, themes
 from ..wire import routes
 from ..models import endpoints, registry
 from ..calling import client
-from ..panel import collections, leaderboard, panel
+from ..panel import collections, leaderboard, panel, peers
 from ..server import exchange, gateway, guard, routing
 from ..server.exchange import Reply, Request, json_reply
 from ..admin import (collectionedit, connect, endpointedit, hubadd, jobs, modeledit, modelfacts, onboarding,
@@ -262,8 +262,8 @@ def api_onboard_log(request: Request) -> Reply:
 def api_leaderboard(request: Request) -> Reply:
     """At a glance's leaderboard (issue 20): `/bench/leaderboard`'s board for the signed-in admin, who sees
     every collection; `&format=csv` is the panel's download link."""
-    collection, shape, fmt = gateway.board_query(request)
-    answer = leaderboard.board(leaderboard.named(collection), shape)
+    collection, shape, fmt, source = gateway.board_query(request)
+    answer = peers.board(leaderboard.named(collection), shape, source)
     return gateway.board_reply(answer, fmt, lambda board: {"ok": True, "errors": [], **board})
 
 

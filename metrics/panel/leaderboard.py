@@ -252,21 +252,28 @@ def filename(answer: Mapping[str, Any]) -> str:
 
 
 def board(collection: str, shape: str = "", entries: Iterable[offload.Line] | None = None,
-          resamples: int = RESAMPLES) -> dict[str, Any]:
-    """The leaderboard of `collection` (`bench/<name>`) on the offload log, or on `entries` when given."""
+          resamples: int = RESAMPLES, peer: Mapping[str, list[Pair]] | None = None,
+          verdicts: bool = True) -> dict[str, Any]:
+    """The leaderboard of `collection` (`bench/<name>`) on the offload log, or on `entries` when given.
+
+    `peer` adds `{panel id: [(winner, loser)]}` from the panels' peer rankings (issue 32, `panel.peers`), fitted
+    with the verdicts' comparisons of the same panel as one prompt; `verdicts` False leaves the verdicts' out."""
     found = panels(offload.judged(collection) if entries is None else entries, collection, shape)
     judged: dict[str, int] = {}
     useful: dict[str, int] = {}
     wins: dict[str, int] = {}
     played: dict[str, int] = {}
-    groups: list[list[Pair]] = []
-    for _, seats in found:
+    by_panel: dict[str, list[Pair]] = {}
+    for panel, seats in found:
         for model, good in seats.items():
             judged[model] = judged.get(model, 0) + 1
             useful[model] = useful.get(model, 0) + good
-        pairs = comparisons(seats)
-        if pairs:
-            groups.append(pairs)
+        if verdicts:
+            by_panel[panel] = comparisons(seats)
+    for panel, pairs in (peer or {}).items():
+        by_panel[panel] = by_panel.get(panel, []) + pairs
+    groups = [pairs for pairs in by_panel.values() if pairs]
+    for pairs in groups:
         for winner, loser in pairs:
             wins[winner] = wins.get(winner, 0) + 1
             for model in (winner, loser):
@@ -277,7 +284,7 @@ def board(collection: str, shape: str = "", entries: Iterable[offload.Line] | No
     order = sorted(ranked, key=lambda m: (-whole[m], m))
     rows = [{"rank": i + 1, "model": m, "score": round(whole[m], 3), "low": round(spread[m][0], 3),
              "high": round(spread[m][1], 3), "comparisons": played[m], "wins": wins.get(m, 0),
-             "judged": judged[m], "useful": useful[m]} for i, m in enumerate(order)]
+             "judged": judged.get(m, 0), "useful": useful.get(m, 0)} for i, m in enumerate(order)]
     unranked = [{"model": m, "judged": judged[m], "useful": useful[m]} for m in sorted(judged) if m not in played]
     return {"collection": collection, "shape": shape, "panels": len(groups),
             "comparisons": sum(len(g) for g in groups), "resamples": resamples if groups else 0,

@@ -28,7 +28,7 @@ from .. import wire
 from ..core import console, errors, keys, paths
 from ..wire import routes
 from ..net import remote
-from ..panel import collections, council, leaderboard, offload, panel, route_mode
+from ..panel import collections, council, leaderboard, offload, panel, peers, route_mode
 from . import exchange, gatekeys, guard, httpserver, mcp_server, routing
 from .exchange import Reply, Request, json_reply
 
@@ -143,14 +143,17 @@ def record(request: Request) -> Reply:
                             "aliases": offload.record(collection, task) if seen else {}})
 
 
-def board_query(request: Request) -> tuple[str, str, str]:
-    """Issue 20: the leaderboard's `collection`, `shape` and `format` (`json` unless asked); no collection, a
-    bad shape or a bad format is a 400."""
+def board_query(request: Request) -> tuple[str, str, str, str]:
+    """Issue 20: the leaderboard's `collection`, `shape`, `format` (`json` unless asked) and `source` (issue 32,
+    CNC-10: `verdicts` unless asked); no collection, a bad shape, format or source is a 400."""
     collection, shape, fmt = request.arg("collection"), request.arg("shape"), request.arg("format") or "json"
+    source = request.arg("source") or peers.VERDICTS
     refused = leaderboard.problem(request.route.path, collection, shape, fmt)
+    if not refused and source not in peers.SOURCES:
+        refused = peers.BAD_SOURCE
     if refused:
         raise errors.Invalid(refused)
-    return collection, shape, fmt
+    return collection, shape, fmt, source
 
 
 def board_reply(answer: dict[str, Any], fmt: str, wrapped: Callable[[dict[str, Any]], Any] = dict) -> Reply:
@@ -164,11 +167,12 @@ def board_reply(answer: dict[str, Any], fmt: str, wrapped: Callable[[dict[str, A
 def bench_leaderboard(request: Request) -> Reply:
     """Issue 20: the collection's leaderboard from its judged panels, refused and scoped as `/bench/record` is:
     an unknown collection, or one a scoped key may not call, answers an empty board (improvement 12)."""
-    collection, shape, fmt = board_query(request)
+    collection, shape, fmt, source = board_query(request)
     charge(request.who)
     name = leaderboard.named(collection)
     seen = gatekeys.sees_collection(request.who, name)
-    return board_reply(leaderboard.board(name, shape, entries=None if seen else []), fmt)
+    hidden: list[offload.Line] | None = None if seen else []
+    return board_reply(peers.board(name, shape, source, entries=hidden, rankings=hidden), fmt)
 
 
 def ollama_tags(request: Request) -> Reply:

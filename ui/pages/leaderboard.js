@@ -1,7 +1,9 @@
 /* At a glance's Leaderboard (issue 20): one collection's models ranked by a Bradley–Terry fit to the verdicts
    inside its judged panels (GET /api/leaderboard, the gateway's /bench/leaderboard for the signed-in admin).
    Each model's score sits on one shared scale with its 95% interval; the figures are in a folded table, and
-   the same board downloads as CSV. The chosen collection is remembered in localStorage (bench.leaderboard). */
+   the same board downloads as CSV. The chosen collection is remembered in localStorage (bench.leaderboard).
+   Issue 32: the source is the people's verdicts, council panels' peer rankings, or both (bench.leaderboard.source),
+   and each ranking model's agreement with the people on the same panels is listed under the board. */
 "use strict";
 (function () {
   var Bench = window.Bench, h = Bench.h, $ = Bench.$;
@@ -16,17 +18,23 @@
     if (!names.length) return;  /* no collection, no panels to rank */
     var pick = h("select", {id: "lb-collection"}, names.map(function (n) { return h("option", {value: n, text: "bench/" + n}); }));
     if (names.indexOf(Bench.store("bench.leaderboard")) >= 0) pick.value = Bench.store("bench.leaderboard");
+    var source = h("select", {id: "lb-source"}, [["verdicts", "Verdicts"], ["peers", "Peer rankings"], ["both", "Both"]].map(
+      function (o) { return h("option", {value: o[0], text: o[1]}); }));
+    if (["peers", "both"].indexOf(Bench.store("bench.leaderboard.source")) >= 0) source.value = Bench.store("bench.leaderboard.source");
     var csv = h("a", {id: "lb-csv", cls: "btn ghost small", download: "", text: "Download CSV"});
     var body = h("div", {id: "lb-body"}, h("p", {cls: "muted", text: "Loading…"}));
-    pick.addEventListener("change", function () { Bench.store("bench.leaderboard", pick.value); load(pick.value, body, csv); });
+    var reload = function () { load(pick.value, source.value, body, csv); };
+    pick.addEventListener("change", function () { Bench.store("bench.leaderboard", pick.value); reload(); });
+    source.addEventListener("change", function () { Bench.store("bench.leaderboard.source", source.value); reload(); });
     Bench.add($("#tab-glance"), h("div", {cls: "card", id: "leaderboard"}, h("h2", {text: "Leaderboard"}),
       h("p", {cls: "sub", text: "Who wins when asked the same prompt: inside each judged panel, a useful seat beat a not-useful one. Scores are a Bradley–Terry fit (0 is average, +1 is e≈2.7 times the odds); bars are 95% intervals, and overlapping bars cannot yet be told apart."}),
-      h("div", {cls: "row"}, h("label", {"for": "lb-collection", text: "Collection"}), pick, csv), body));
-    load(pick.value, body, csv);
+      h("div", {cls: "row"}, h("label", {"for": "lb-collection", text: "Collection"}), pick,
+        h("label", {"for": "lb-source", text: "From"}), source, csv), body));
+    reload();
   }
 
-  function load(name, body, csv) {
-    var query = "/api/leaderboard?collection=" + encodeURIComponent("bench/" + name);
+  function load(name, from, body, csv) {
+    var query = "/api/leaderboard?collection=" + encodeURIComponent("bench/" + name) + "&source=" + from;
     csv.href = query + "&format=csv";
     Bench.get(query).then(function (r) {
       body.textContent = "";
@@ -35,6 +43,9 @@
         text: "No ranking yet: it needs a judged panel where one seat was useful and another was not."}));
       if (r.unranked.length) Bench.add(body, h("p", {cls: "muted", text: "Judged only in panels that agreed: " +
         r.unranked.map(function (u) { return u.model; }).join(", ")}));
+      if (r.rankers.length) Bench.add(body, h("p", {cls: "muted", id: "lb-rankers", text: "Rankers' agreement with the people: " +
+        r.rankers.map(function (k) { return k.model + " " + (k.agreement === null ? "no judged pairs yet" :
+          Math.round(100 * k.agreement) + "% of " + k.pairs + " pairs"); }).join("; ")}));
     });
   }
 
