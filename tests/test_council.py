@@ -198,7 +198,7 @@ def test_rankings_can_be_judged_but_are_never_owed(gateway, bench):
     assert judged.useful is True and judged.ranked == tuple(told["council"]["rankings"][0]["ranked"])
     assert offload.pending([ranking]) == []
     assert "judge-json" not in offload.record("bench/c")  # a ranking counts towards no model's record
-    assert [r.call for r in offload.rankings("bench/c")][0] == ranking
+    assert sorted(r.call for r in offload.rankings("bench/c")) == sorted(r["call"] for r in told["council"]["rankings"])
 
 
 def test_the_council_streams_stage_by_stage(gateway, bench):

@@ -277,15 +277,19 @@ THOUGHTS = {
 }
 DEFAULT_THOUGHT = 'Thinking about "{topic}" step by step, weighing the options before committing to an answer.'
 
+# each ranks a council's answers in its own way (issue 32): by length either way, or the order shown; seer cannot
 DEMO_MODELS = {
-    "terse": {"persona": "terse", "latency": 0.05, "context_window": 32768, "max_output": 4096, "tools": True},
-    "verbose": {"persona": "verbose", "latency": 0.3, "context_window": 131072, "max_output": 16384, "tools": True},
+    "terse": {"persona": "terse", "latency": 0.05, "context_window": 32768, "max_output": 4096, "tools": True,
+              "ranks": "shortest"},
+    "verbose": {"persona": "verbose", "latency": 0.3, "context_window": 131072, "max_output": 16384, "tools": True,
+                "ranks": "longest"},
     "contrarian": {"persona": "contrarian", "latency": 0.1, "context_window": 8192, "max_output": 2048,
-                   "tools": False},
-    "slowpoke": {"persona": "slowpoke", "latency": 1.5, "context_window": 65536, "max_output": 8192},
+                   "tools": False, "ranks": "first"},
+    "slowpoke": {"persona": "slowpoke", "latency": 1.5, "context_window": 65536, "max_output": 8192,
+                 "ranks": "longest"},
     "seer": {"persona": "seer", "latency": 0.2, "vision": True, "context_window": 128000, "max_output": 4096},
     "thinker": {"persona": "thinker", "latency": 0.4, "context_window": 200000, "max_output": 32000,
-                "tools": True},
+                "tools": True, "ranks": "longest", "schema": True},
     # route mode's point (issue 30 item 8): an agent that calls the tool it is given, and one that answers in JSON
     "fetcher": {"persona": "plain", "latency": 0.05, "context_window": 65536, "max_output": 8192, "agent": True,
                 "schema": True},
