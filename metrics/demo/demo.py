@@ -289,7 +289,7 @@ DEMO_MODELS = {
                  "ranks": "longest"},
     "seer": {"persona": "seer", "latency": 0.2, "vision": True, "context_window": 128000, "max_output": 4096},
     "thinker": {"persona": "thinker", "latency": 0.4, "context_window": 200000, "max_output": 32000,
-                "tools": True, "ranks": "longest", "schema": True},
+                "tools": True, "ranks": "longest"},
     # route mode's point (issue 30 item 8): an agent that calls the tool it is given, and one that answers in JSON
     "fetcher": {"persona": "plain", "latency": 0.05, "context_window": 65536, "max_output": 8192, "agent": True,
                 "schema": True},
