@@ -30,6 +30,19 @@ its own process, at once. The figures, per policy:
     python -m benchmarks.learning                 the full run: 2,000 prompts (about 2 minutes)
     python -m benchmarks.learning --prompts 300   a short run (the test's)
     python -m benchmarks.learning --seed 7 --out DIR
+    python -m benchmarks.learning --peers [--readme]   the peer-ranking study (issue 32), about a minute
+
+Issue 32's question, `--peers`: do a council's peer rankings, as a second source beside the people's verdicts,
+make the leaderboard's τ against the truth rise faster at the same 30% judged, and does position-bias control
+(each ranker seeing the answers in two orders) matter? The study runs on the same hidden world (TRUTH, the shape
+mix, the judge's 30% judged and one flip in five), without the degradation and the newcomer, offline: the demo
+upstream's judges rank by length, so through the gateway a ranking would measure the answers' length, not their
+hidden usefulness. What is the product's own is the fitting: each ranking's pairs are `panel.peers.pairs`, the
+verdicts' `leaderboard.comparisons`, fitted by `leaderboard.fit` exactly as `?source=verdicts|peers|both` fits
+them. Each model ranks with a behaviour (`JUDGES`): a strong judge orders the answers it is shown by their hidden
+chance on the prompt's shape plus a little noise, a weak one with much noise, and a first-preferrer puts the first
+answer shown on top (the rest as a weak judge). Scenarios vary who judges how, including judges whose taste has
+nothing to do with usefulness, where peers must not help.
 
 Writes `<out>/learning-<stamp>.json` (every figure and the raw choices), `<out>/learning-<stamp>.svg`
 (the curves, drawn here, no plotting library) and, with `--readme`, the table and picture into
@@ -461,6 +474,153 @@ def figures(run, prompts, every):
             "shape picked right": round(sum(e["picked"] == e["shape"] for e in run["events"]) / len(run["events"]), 3)}
 
 
+# -------------------------------------------------------------------------------- peer rankings (issue 32)
+
+
+STRONG, WEAK, FIRST, TASTE = "strong", "weak", "first", "taste"
+NOISE = {STRONG: 0.08, WEAK: 0.3, FIRST: 0.3, TASTE: 0.08}
+MIXED = {m: WEAK for m in TRUTH} | {"gen-alpha": STRONG, "review-ace": STRONG, "design-ace": STRONG,
+                                     "gen-beta": STRONG, "wrong-way": FIRST}
+SCENARIOS = {
+    "mixed judges (4 strong, 6 weak, 1 prefers the first shown)": MIXED,
+    "weak judges only": {m: WEAK for m in TRUTH},
+    "half prefer the first shown": {m: FIRST if i % 2 else WEAK for i, m in enumerate(TRUTH)},
+    "judges with a taste unrelated to usefulness": {m: TASTE for m in TRUTH},
+}
+SOURCES = ("verdicts", "peers, 1 order", "peers, 2 orders", "both, 1 order", "both, 2 orders")
+AGREEMENT = "rankers' agreement with the people"
+PEER_SEEDS = 5
+PEER_CHECKPOINTS = (50, 100, 200, 400, 800)
+
+
+def peer_world():
+    """The study's models (no newcomer, no degradation) and each one's hidden taste: a value per model that a
+    TASTE judge ranks by instead of usefulness (style, length, confidence: anything but being right)."""
+    models = [m for m in TRUTH if m != NEWCOMER]
+    draw = random.Random(32)
+    return models, {m: draw.random() for m in models}
+
+
+def judge_order(behaviour, shown, shape, taste, draw):
+    """One ranking of `shown` (models, in the order shown) by a judge with `behaviour`, best first."""
+    noise = NOISE[behaviour]
+    if behaviour == TASTE:
+        score = {m: taste[m] + draw.gauss(0, noise) for m in shown}
+    else:
+        score = {m: TRUTH[m][SHAPES.index(shape)] + draw.gauss(0, noise) for m in shown}
+    if behaviour == FIRST:
+        return [shown[0]] + sorted(shown[1:], key=score.get, reverse=True)
+    return sorted(shown, key=score.get, reverse=True)
+
+
+def peer_panel(draw, judges, models, taste):
+    """One council panel: `(shape, verdict pairs, pairs of the first orders, pairs of both orders, (agree,
+    pairs))`, the last the rankings' pairs whose answers the people judged apart, and how many put the useful one
+    first (the leaderboard's `rankers` agreement, over every ranker)."""
+    from benchwarmers.panel import leaderboard, offload, peers
+
+    shape = draw.choices(SHAPES, MIX)[0]
+    seats = list(MEMBERS) + draw.sample([m for m in models if m not in MEMBERS], 2)
+    verdicts = {}
+    for m in seats:
+        useful = draw.random() < TRUTH[m][SHAPES.index(shape)]
+        if draw.random() < JUDGED:
+            verdicts[m] = useful != (draw.random() < FLIPPED)
+    calls = {f"p.{m}": m for m in seats}
+    one, two = [], []
+    agree = apart = 0
+    for ranker in seats:
+        shown = [m for m in seats if m != ranker]
+        draw.shuffle(shown)
+        for order, listed in enumerate((shown, shown[::-1])):
+            ranked = judge_order(judges[ranker], listed, shape, taste, draw)
+            line = offload.line({"model": ranker, "call": f"p.rank-{ranker}", "ranked": [f"p.{m}" for m in ranked]})
+            pairs = peers.pairs(line, calls)
+            two += pairs
+            if order == 0:
+                one += pairs
+            judged_apart = [(w, b) for w, b in pairs if w in verdicts and b in verdicts and verdicts[w] != verdicts[b]]
+            apart += len(judged_apart)
+            agree += sum(verdicts[w] for w, _ in judged_apart)
+    return shape, leaderboard.comparisons(verdicts), one, two, (agree, apart)
+
+
+def peer_taus(groups, models, shape):
+    """τ of each source's fit against the truth on `shape`."""
+    from benchwarmers.panel import leaderboard
+
+    real = {m: TRUTH[m][SHAPES.index(shape)] for m in models}
+    verdicts, one, two = ([p for g in groups for p in g[i]] for i in range(3))
+    chosen = {"verdicts": verdicts, "peers, 1 order": one, "peers, 2 orders": two, "both, 1 order": verdicts + one,
+              "both, 2 orders": verdicts + two}
+    out = {}
+    for source, pairs in chosen.items():
+        score = leaderboard.fit(pairs, models) if pairs else {m: 0.0 for m in models}
+        out[source] = kendall(ranks(models, score.get), real)
+    return out
+
+
+def peer_run(judges, seed, prompts):
+    """One seeded run of one scenario: `{checkpoint: {source: mean τ over shapes, AGREEMENT: share}}`."""
+    models, taste = peer_world()
+    draw = random.Random(seed)
+    by_shape = {s: [] for s in SHAPES}
+    out = {}
+    agree = apart = 0
+    for at in range(1, prompts + 1):
+        shape, verdicts, one, two, (agreed, judged_apart) = peer_panel(draw, judges, models, taste)
+        by_shape[shape].append((verdicts, one, two))
+        agree, apart = agree + agreed, apart + judged_apart
+        if at in PEER_CHECKPOINTS:
+            per = [peer_taus(by_shape[s], models, s) for s in SHAPES]
+            out[at] = {source: sum(p[source] for p in per) / len(SHAPES) for source in SOURCES}
+            out[at][AGREEMENT] = agree / apart if apart else 0.0
+    return out
+
+
+def peer_study(seeds=PEER_SEEDS, prompts=max(PEER_CHECKPOINTS)):
+    """Every scenario over `seeds` seeds: `{scenario: {checkpoint: {source: (mean τ, sd)}}}`."""
+    found = {}
+    for name, judges in SCENARIOS.items():
+        runs = [peer_run(judges, seed, prompts) for seed in range(1, seeds + 1)]
+        found[name] = {at: {source: _mean_sd([r[at][source] for r in runs]) for source in SOURCES + (AGREEMENT,)}
+                       for at in PEER_CHECKPOINTS}
+    return found
+
+
+def _mean_sd(values):
+    mean = sum(values) / len(values)
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1)) if len(values) > 1 else 0.0
+    return round(mean, 3), round(sd, 3)
+
+
+def peer_table(found, seeds=PEER_SEEDS):
+    """The README's markdown: per scenario, each source's mean τ (± sd over seeds) at each checkpoint."""
+    head = ("| Judges | Source | " + " | ".join(f"τ at {at}" for at in PEER_CHECKPOINTS) + " |\n|---|---|"
+            + "---|" * len(PEER_CHECKPOINTS))
+    rows = []
+    for name, points in found.items():
+        for source in SOURCES + (AGREEMENT,):
+            cells = " | ".join(f"{points[at][source][0]:.2f} ± {points[at][source][1]:.2f}" for at in PEER_CHECKPOINTS)
+            rows.append(f"| {name} | {source} | {cells} |")
+    return (f"Council panels of 7 seats (bench/sim's 5 members and 2 others at random), {int(100 * JUDGED)}% of "
+            f"seats judged, {int(100 * FLIPPED)}% of verdicts flipped, {seeds} seeds; τ is the mean over the five "
+            f"shapes of Kendall τ-b between the fit and the truth.\n\n{head}\n" + "\n".join(rows) + "\n")
+
+
+def write_block(text, name):
+    """Replace the README's block between `<!-- name:start -->` and `<!-- name:end -->` with `text`."""
+    readme = HERE / "README.md"
+    found = readme.read_text(encoding="utf-8")
+    start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
+    block = f"{start}\n{text}{end}"
+    if start in found:
+        found = re.sub(re.escape(start) + ".*?" + re.escape(end), lambda _: block, found, flags=re.S)
+    else:
+        found = found.rstrip("\n") + "\n\n" + block + "\n"
+    readme.write_text(found, encoding="utf-8")
+
+
 # -------------------------------------------------------------------------------- the picture
 
 
@@ -569,15 +729,7 @@ def table(results, prompts, seed, picture):
 
 def write_readme(text):
     """Replace the README's "Learning loop" results block (between its markers) with `text`."""
-    readme = HERE / "README.md"
-    found = readme.read_text(encoding="utf-8")
-    start, end = "<!-- learning:start -->", "<!-- learning:end -->"
-    block = f"{start}\n{text}{end}"
-    if start in found:
-        found = re.sub(re.escape(start) + ".*?" + re.escape(end), lambda _: block, found, flags=re.S)
-    else:
-        found = found.rstrip("\n") + "\n\n" + block + "\n"
-    readme.write_text(found, encoding="utf-8")
+    write_block(text, "learning")
 
 
 def start_upstream(run):
@@ -636,7 +788,18 @@ def main(argv=None):
     parser.add_argument("--out", default=str(HERE / "results"), help="where the JSON and SVG go")
     parser.add_argument("--readme", action="store_true", help="write the table into benchmarks/README.md")
     parser.add_argument("--again", metavar="JSON", help="work the figures out again from a saved run, run nothing")
+    parser.add_argument("--peers", action="store_true", help="the peer-ranking study (issue 32), offline")
     args = parser.parse_args(argv)
+    if args.peers:
+        found = peer_study()
+        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+        (Path(args.out) / f"peers-{stamp}.json").write_text(json.dumps(found), encoding="utf-8")
+        text = peer_table(found)
+        print(text)
+        if args.readme:
+            write_block(text, "peers")
+        return 0
     if args.again:
         saved = json.loads(Path(args.again).read_text(encoding="utf-8"))
         simulate(saved["prompts"], saved["seed"], saved.get("every", args.every), args.out, args.readme,
