@@ -301,3 +301,26 @@ def test_a_rankers_own_model_never_counts_for_itself():
                                                                                 "p1.member4"]})
     models = {"p1.member2": "m2", "p1.member3": "m1", "p1.member4": "m3"}  # m1 sat twice
     assert peers.pairs(ranking, models) == [("m2", "m3")]
+
+
+def test_a_council_field_of_the_wrong_kind_is_named(home):
+    from benchwarmers.panel import collections
+
+    assert collections.field_problems({"council": {"orders": 3, "chairman": 7}}) == [
+        '"council.orders" must be 1 or 2; got a number',
+        '"council.chairman" must be a model alias (a string); got a number']
+    assert collections.field_problems({"council": "yes"}) == [
+        '"council" must be an object with "orders" and "chairman"; got "yes"']
+    found = collections.record("c", {"members": ["a"], "council": {"orders": 1, "chairman": "b"}})
+    assert (found.council_orders, found.council_chairman) == (1, "b")
+    assert (collections.record("c", {}).council_orders, collections.record("c", {}).council_chairman) == (2, "")
+
+
+def test_bench_settings_names_the_collections_that_set_council_keys(home):
+    from benchwarmers.core import settings
+
+    demo.set_collection("c", ["a"], council={"orders": 1})
+    demo.set_collection("d", ["a"])
+    rows = {s.label: (value, source) for s, value, source in settings.effective({}, paths.data())}
+    assert rows["collections.json <name>.council.orders"] == ("c", "data folder")
+    assert rows["collections.json <name>.council.chairman"] == ("none", "default")

@@ -620,7 +620,8 @@
     var boxes = h("div", {cls: "members", role: "group", "aria-label": "Members"});
     var count = h("p", {cls: "muted", id: "cd-count", "aria-live": "polite"});
     var shape = h("select", {id: "cd-shape"}, h("option", {value: "", text: "automatic"}), C.shapes.map(function (s) { return h("option", {value: s, text: s, selected: s === c.shape}); }));
-    var reply = h("select", {id: "cd-reply"}, [["all", "every answer"], ["merged", "merged"], ["route", "route (one member, for agents)"]].map(function (o) {
+    var reply = h("select", {id: "cd-reply"}, [["all", "every answer"], ["merged", "merged"], ["route", "route (one member, for agents)"],
+      ["council", "council (the seats rank each other, a chairman answers)"]].map(function (o) {
       return h("option", {value: o[0], text: o[1], selected: o[0] === c.reply}); }));
     var merger = h("select", {id: "cd-merger"}, h("option", {value: "", text: "automatic"}), C.models.map(function (m) { return h("option", {value: m, text: m, selected: m === c.merger}); }));
     var mergerField = h("div", {cls: "field"}, h("label", {"for": "cd-merger", text: "Merger"}), merger);
