@@ -969,7 +969,7 @@ def test_lst1_lst2_listing_rows_and_an_invalid_reply(gw, bench):
     assert (first["object"], first["owned_by"], first["reply"], first["explorers"]) == ("model", "benchwarmers",
                                                                                        "bogus", 0)
     assert first["together"]["context_window"] == 32000 and first["together"]["context_unknown"] == []
-    assert [r["reply"] for r in rows[1:]] == ["all", "merged", "route"]
+    assert [r["reply"] for r in rows[1:]] == ["all", "merged", "route", "council"]
     model = sdk(gw).models.retrieve("bench/core:merged")
     assert model.id == "bench/core:merged" and model.model_extra["reply"] == "merged"
     assert json.loads(request(gw, "GET", "/v1/models/core")[2])["id"] == "bench/core"
