@@ -584,7 +584,7 @@ def peer_study(seeds=PEER_SEEDS, prompts=max(PEER_CHECKPOINTS)):
     for name, judges in SCENARIOS.items():
         runs = [peer_run(judges, seed, prompts) for seed in range(1, seeds + 1)]
         found[name] = {at: {source: _mean_sd([r[at][source] for r in runs]) for source in SOURCES + (AGREEMENT,)}
-                       for at in PEER_CHECKPOINTS}
+                       for at in PEER_CHECKPOINTS if at <= prompts}
     return found
 
 
@@ -596,12 +596,13 @@ def _mean_sd(values):
 
 def peer_table(found, seeds=PEER_SEEDS):
     """The README's markdown: per scenario, each source's mean τ (± sd over seeds) at each checkpoint."""
-    head = ("| Judges | Source | " + " | ".join(f"τ at {at}" for at in PEER_CHECKPOINTS) + " |\n|---|---|"
-            + "---|" * len(PEER_CHECKPOINTS))
+    checkpoints = list(next(iter(found.values())))
+    head = ("| Judges | Source | " + " | ".join(f"τ at {at}" for at in checkpoints) + " |\n|---|---|"
+            + "---|" * len(checkpoints))
     rows = []
     for name, points in found.items():
         for source in SOURCES + (AGREEMENT,):
-            cells = " | ".join(f"{points[at][source][0]:.2f} ± {points[at][source][1]:.2f}" for at in PEER_CHECKPOINTS)
+            cells = " | ".join(f"{points[at][source][0]:.2f} ± {points[at][source][1]:.2f}" for at in checkpoints)
             rows.append(f"| {name} | {source} | {cells} |")
     return (f"Council panels of 7 seats (bench/sim's 5 members and 2 others at random), {int(100 * JUDGED)}% of "
             f"seats judged, {int(100 * FLIPPED)}% of verdicts flipped, {seeds} seeds; τ is the mean over the five "

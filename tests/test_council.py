@@ -324,3 +324,14 @@ def test_bench_settings_names_the_collections_that_set_council_keys(home):
     rows = {s.label: (value, source) for s, value, source in settings.effective({}, paths.data())}
     assert rows["collections.json <name>.council.orders"] == ("c", "data folder")
     assert rows["collections.json <name>.council.chairman"] == ("none", "default")
+
+
+def test_the_peer_study_runs_and_tables_every_source():
+    """benchmarks/learning.py --peers in a short mode: it completes and tables every source and scenario (the
+    figures are measured by the full run, benchmarks/README.md, never asserted here)."""
+    from benchmarks import learning
+
+    found = learning.peer_study(seeds=2, prompts=50)
+    assert list(found) == list(learning.SCENARIOS) and all(list(points) == [50] for points in found.values())
+    text = learning.peer_table(found, seeds=2)
+    assert "| Judges | Source | τ at 50 |" in text and text.count("| peers, 2 orders |") == len(learning.SCENARIOS)
