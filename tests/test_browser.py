@@ -530,3 +530,13 @@ def test_issue20_leaderboard_on_at_a_glance(page, dash):
     page.select_option("#lb-collection", "vision")
     page.wait_for_selector("#lb-body:has-text('No ranking yet')")
     assert page.evaluate("localStorage.getItem('bench.leaderboard')") == "vision"
+    # issue 32: a council's peer ranking, fitted alone, puts beta first; gamma's disagreement with the people shows
+    offload.add("gamma", "Review x (bench/core, review)", None, "ranking", call="p1.rank-member3",
+                collection="bench/core", shape="review", ranked=["p1.member2", "p1.member1"])
+    page.select_option("#lb-collection", "core")
+    page.select_option("#lb-source", "peers")
+    page.wait_for_selector("#lb-rankers")
+    assert page.eval_on_selector_all("#leaderboard .lb-lines li", "els => els.map(e => e.dataset.model)") == [
+        "beta", "alpha"]
+    assert page.text_content("#lb-rankers") == "Rankers' agreement with the people: gamma 0% of 1 pairs"
+    assert page.evaluate("localStorage.getItem('bench.leaderboard.source')") == "peers"
