@@ -199,6 +199,10 @@ def test_rankings_can_be_judged_but_are_never_owed(gateway, bench):
     assert offload.pending([ranking]) == []
     assert "judge-json" not in offload.record("bench/c")  # a ranking counts towards no model's record
     assert sorted(r.call for r in offload.rankings("bench/c")) == sorted(r["call"] for r in told["council"]["rankings"])
+    from benchwarmers.dashboard import gatewaycard
+
+    [card] = gatewaycard.panels()
+    assert len(card["seats"]) == 3 + 6 + 1 and card["owed"] == 3 + 1  # the seats and the chairman, no ranking
 
 
 def test_the_council_streams_stage_by_stage(gateway, bench):

@@ -52,7 +52,8 @@ def panels():
                      "model": str(record.get("model", "")), "key": str(record.get("key") or "local"),
                      "shape": str(record.get("shape", "")), "shape_by": str(record.get("shape_by", "")),
                      "seats": seats, "skipped": skipped,
-                     "owed": sum(1 for s in seats if s["useful"] is None and s["call"])})
+                     "owed": sum(1 for s in seats if s["useful"] is None and s["call"]
+                                 and s["seat"] != "ranking")})  # a council's ranking is never owed (CNC-7)
     return rows
 
 
