@@ -339,3 +339,26 @@ def test_the_peer_study_runs_and_tables_every_source():
     assert list(found) == list(learning.SCENARIOS) and all(list(points) == [50] for points in found.values())
     text = learning.peer_table(found, seeds=2)
     assert "| Judges | Source | τ at 50 |" in text and text.count("| peers, 2 orders |") == len(learning.SCENARIOS)
+
+
+def test_a_caller_hanging_up_loses_no_seat_or_ranking(gateway, bench):
+    """STR-9 for a council: every seat asked is logged after the client is gone, and every ranking asked too; once
+    the gateway sees the caller gone it asks no more (no ranking, no chairman), as it asks no merger."""
+    import socket
+
+    from conftest import wait_for
+
+    convene(["judge-json", "judge-text", "judge-first"])
+    host, port = gateway.split("//")[1].split(":")
+    body = json.dumps({"model": "bench/c:council", "stream": True, "messages": [{"role": "user", "content": QUESTION}]})
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall((f"POST /v1/chat/completions HTTP/1.0\r\nHost: {host}:{port}\r\n"
+                      f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n{body}").encode())
+        assert sock.recv(100).startswith(b"HTTP/1.0 200")
+    calls = paths.file("runs", "gateway", "calls.jsonl")
+    assert wait_for(lambda: calls.exists() and fileio.read_jsonl(calls))
+    [line] = fileio.read_jsonl(calls)
+    assert [s["seat"] for s in line["seats"]][:3] == ["member"] * 3
+    asked = len(ranking_requests(bench))
+    assert [s["seat"] for s in line["seats"]].count("ranking") == asked
+    assert len([e for e in offload.entries() if e.ranked is not None]) == asked
