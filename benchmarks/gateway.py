@@ -28,6 +28,10 @@ load average and the CPU the rest of the machine used meanwhile (other engineers
     python benchmarks/gateway.py --quick      3 s phases and fewer panels, for development
     python benchmarks/gateway.py --phases overhead,streaming
     python benchmarks/gateway.py --profile    where the gateway's time goes: py-spy, strace, call counts
+    python benchmarks/gateway.py --instructions [--against CHECKOUT]
+                                              CPU instructions per panel under valgrind's callgrind: a
+                                              count that the other work on the machine does not move, so a
+                                              small regression shows where timings drown in noise
 
 Results print as a table and go to benchmarks/results/gateway-<time>.json (profile-<time>.json).
 """
@@ -354,14 +358,14 @@ def start_upstream(run):
     return proc, base
 
 
-def start_gateway(run, data, name, command=None, **env):
+def start_gateway(run, data, name, command=None, start_timeout=START_TIMEOUT, **env):
     """`python gateway.py --port 0` on the data folder; returns (process, port) once /health answers."""
     out = run / f"gateway-{name}.out"
     argv = command or [sys.executable, str(CODE / "gateway.py"), "--port", "0"]
     proc = subprocess.Popen(argv, cwd=CODE, stdout=out.open("w"), stderr=(run / f"gateway-{name}.err").open("w"),
                             env=clean_env(BENCHWARMERS_HOME=str(data), LLM_USER_PATH=str(data.parent / "llm"),
                                           **env))
-    port = int(wait_for_line(out, r"http://127\.0\.0\.1:(\d+)/v1", proc).group(1))
+    port = int(wait_for_line(out, r"http://127\.0\.0\.1:(\d+)/v1", proc, start_timeout).group(1))
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     conn.request("GET", "/health")
     conn.getresponse().read()
@@ -665,12 +669,12 @@ class Bench:
         self.gateway = None
         self.port = None
 
-    def fresh_gateway(self, name, log_lines=0, command=None, warm=3, **env):
+    def fresh_gateway(self, name, log_lines=0, command=None, warm=3, start_timeout=START_TIMEOUT, **env):
         """Stop the current gateway; start one on a new data folder (log pre-filled) and warm it up."""
         stop(self.gateway)
         data = make_data(self.run / name, self.base, log_lines)
         started = time.perf_counter()
-        self.gateway, self.port = start_gateway(self.run, data, name, command, **env)
+        self.gateway, self.port = start_gateway(self.run, data, name, command, start_timeout, **env)
         ready = time.perf_counter() - started
         first = time.perf_counter()
         for _ in range(warm):  # warm-up: the catalog listing, the offload index, the router's records
@@ -1058,6 +1062,38 @@ def profile(bench, say):
     return out
 
 
+INSTRUCTION_RUNS = (5, 25)  # panels per run; the difference over the difference is the cost of one panel
+
+
+def instructions(bench, say, checkouts):
+    """Instructions per panel of each checkout's `gateway.py` under callgrind, all driven by this upstream.
+
+    Two runs per checkout (INSTRUCTION_RUNS panels after the same warm-up) cancel the start and the warm-up
+    out. Threads run one at a time under valgrind, so the count is the same whatever else the machine does.
+    """
+    if not shutil.which("valgrind"):
+        raise SystemExit("--instructions needs valgrind (Debian's valgrind package)")
+    found = {}
+    for checkout in checkouts:
+        totals = {}
+        for panels in INSTRUCTION_RUNS:
+            say(f"callgrind: {checkout}, {panels} panels")
+            out = bench.run / f"callgrind-{len(found)}-{panels}.out"
+            bench.fresh_gateway(f"cg-{len(found)}-{panels}", start_timeout=300, command=[
+                "valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                sys.executable, str(Path(checkout) / "gateway.py"), "--port", "0"])
+            sequential(bench.port, bench.direct, panels)
+            stop(bench.gateway, 300)  # callgrind writes its counts on the way out
+            bench.gateway = None
+            totals[panels] = sum(int(m.group(1)) for f in bench.run.glob(f"{out.name}*")
+                                 for m in [re.search(r"^summary:\s+(\d+)", f.read_text(errors="replace"), re.M)]
+                                 if m)
+        few, many = INSTRUCTION_RUNS
+        found[str(checkout)] = {"instructions_per_panel_M": round((totals[many] - totals[few]) / (many - few) / 1e6,
+                                                                  2), "totals": totals}
+    return found
+
+
 def render_profile(found):
     lines = []
     for name, value in found.items():
@@ -1089,6 +1125,10 @@ def main(argv=None):
     parser.add_argument("--phases", default="overhead,streaming,throughput,logsize,backends,workers,route",
                         help="comma-separated subset of overhead,streaming,throughput,logsize,backends,workers,route")
     parser.add_argument("--profile", action="store_true", help="profile the gateway instead of benchmarking it")
+    parser.add_argument("--instructions", action="store_true",
+                        help="count the CPU instructions a panel costs under callgrind (needs valgrind)")
+    parser.add_argument("--against", action="append", default=[], metavar="CHECKOUT",
+                        help="with --instructions, also count another checkout's gateway.py (an A/B)")
     parser.add_argument("--tokens", type=int, default=TOKENS,
                         help=f"chunks each ~1,000-character answer streams in (default {TOKENS}; 1 isolates the "
                              "per-panel cost from the per-chunk cost)")
@@ -1113,6 +1153,10 @@ def main(argv=None):
         if args.profile:
             results["profile"] = profile(bench, say)
             text = render_profile(results["profile"])
+        elif args.instructions:
+            results["instructions"] = instructions(bench, say, [CODE, *args.against])
+            text = "\n".join(f"{v['instructions_per_panel_M']:8.2f} M instructions a panel  {k}"
+                             for k, v in results["instructions"].items())
         else:
             run_phases(bench, phases, results, say)
             text = render(results)
@@ -1121,7 +1165,7 @@ def main(argv=None):
     results["machine"]["loadavg_end"] = loadavg()
     results["seconds"] = round(time.monotonic() - began, 1)
     RESULTS.mkdir(exist_ok=True)
-    kind = "profile" if args.profile else "gateway"
+    kind = "profile" if args.profile else "instructions" if args.instructions else "gateway"
     target = Path(args.out) if args.out else RESULTS / f"{kind}-{stamp}{'-quick' if args.quick else ''}.json"
     target.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     print(text)

@@ -189,7 +189,7 @@ def _ask_ranking(plan: panel.Plan, ranker: Seat, shown: list[Seat], order: int, 
     call = panel.call_id(plan.panel, key)
     spent[call] = images.estimate(RANK_SYSTEM + "\n\n" + text)
     wait = panel.begin_seat(ranker["alias"], RANK_SYSTEM, text, body={"response_format": schema(labels)}
-                            if as_json else None)
+                            if as_json else None, limits=plan.settings, known=plan.secrets)
 
     def settle() -> Seat:
         result = wait()

@@ -212,15 +212,17 @@ def ask_seat(alias: str, system: str, prompt: str, messages: list[Any] | None = 
 
 
 def begin_seat(alias: str, system: str, prompt: str, messages: list[Any] | None = None,
-               on_delta: OnDelta | None = None, body: dict[str, Any] | None = None) -> Callable[[], Seat]:
+               on_delta: OnDelta | None = None, body: dict[str, Any] | None = None,
+               limits: collections.Settings | None = None, known: list[str] | None = None) -> Callable[[], Seat]:
     """`ask_seat()` in two halves: the seat's request is sent now, on the caller's thread (the built-in
     client); the function returned waits for the answer and returns the seat's result. `body` holds request
     fields of the caller's own (a council's `response_format`): the built-in client sends them to chat
-    completions only, so a caller gives them only for such a model."""
+    completions only, so a caller gives them only for such a model. A panel passes the `limits`
+    (config/gateway.json) and `known` secrets it looked up once for all its seats."""
     started = time.monotonic()
     try:
         if messages is not None or body is not None or client.backend(alias) == "builtin":
-            limits = collections.settings()  # a stalled upstream ends the seat long before SEAT_TIMEOUT
+            limits = limits or collections.settings()  # a stalled upstream ends the seat long before SEAT_TIMEOUT
             answer = client.begin(alias, prompt, system=system, timeout=SEAT_TIMEOUT, messages=messages,
                                   on_delta=on_delta, purpose="gateway", first_byte=limits.first_byte_timeout,
                                   idle=limits.idle_timeout, body=body)
@@ -229,7 +231,7 @@ def begin_seat(alias: str, system: str, prompt: str, messages: list[Any] | None 
                                        on_delta=on_delta)
     except Exception as exc:  # one seat failing must not lose the others
         answer = exc
-    return functools.partial(_seat_result, alias, started, answer)
+    return functools.partial(_seat_result, alias, started, answer, known)
 
 
 def counted(usage: object) -> dict[str, int]:
@@ -239,7 +241,8 @@ def counted(usage: object) -> dict[str, int]:
             if isinstance(usage.get(k), int) and not isinstance(usage.get(k), bool)}
 
 
-def _seat_result(alias: str, started: float, answer: Callable[[], dict[str, Any]] | Exception) -> Seat:
+def _seat_result(alias: str, started: float, answer: Callable[[], dict[str, Any]] | Exception,
+                 known: list[str] | None = None) -> Seat:
     text, error, usage = "", "", {}
     try:
         if isinstance(answer, Exception):
@@ -254,7 +257,8 @@ def _seat_result(alias: str, started: float, answer: Callable[[], dict[str, Any]
         text, error = "", f"{type(exc).__name__}: {exc}"
     if not error:
         error = notices.as_error(text)  # PN-3: a notice is no answer
-    known = keys.secrets()
+    if known is None:
+        known = keys.secrets()
     if error:
         error = keys.clean(error, known=known)  # every seat error, not only an image request's (IMP-15)
         try:
@@ -356,6 +360,7 @@ class Plan:
             raise UnknownCollection(collections.choose_message(name))
         self.collection = collection
         self.settings = collections.settings()
+        self.secrets = keys.secrets()  # one look at the key store for every seat's answer and the call log
         self.known = catalog.table()  # one look at the catalog's files for the whole plan
         self.whole = (self.system + "\n\n" + self.prompt).strip()
         self.needed = images.request_estimate(self.system, self.prompt, self.image_count)
@@ -368,7 +373,7 @@ class Plan:
         self._shape()
         self.panel = panel_id()
         # cleaned before the cut, which drops the word it splits: no URL's user:password is ever half-kept (IMG-8)
-        self.task = keys.clean(" ".join(self.prompt.split()), TASK_CHARS) + f" (bench/{name}, {self.shape})"
+        self.task = keys.clean(" ".join(self.prompt.split()), TASK_CHARS, known=self.secrets) + f" (bench/{name}, {self.shape})"
         self._seats(on_seat)
 
     def skip(self, seat: str, alias: str, why: str) -> None:
@@ -617,7 +622,8 @@ def _run(name: str, messages: list[Any], nominees: Iterable[str], reply: str, ca
         # asked), sent from this thread; the seats' own threads, which only wait for the answers, start
         # once every request is out, so none of them competes with this thread for the GIL meanwhile
         seat_messages = messages if plan.image_count else None
-        begun.append((begin_seat(alias, plan.system, plan.prompt, seat_messages), (plan, key, alias),
+        begun.append((begin_seat(alias, plan.system, plan.prompt, seat_messages, limits=plan.settings,
+                                 known=plan.secrets), (plan, key, alias),
                       time.monotonic()))
 
     try:
@@ -779,7 +785,7 @@ def write_call_log(plan: Plan, seats: list[Seat], after: list[Seat]) -> None:
     `calls_log_prompts: false` keeps the prompt out of it (its length stays), and the log is rotated
     once it reaches `calls_log_max_mb` (`calls.jsonl.1` … `.N`, `calls_log_keep` of them).
     """
-    known = keys.secrets()
+    known = plan.secrets
     order = ("call", "seat", "alias", "status", "answer", "error", "seconds")
     logged = [{k: keys.clean(s[k], known=known) if k in ("answer", "error") else s[k] for k in order}
               for s in seats + after]
