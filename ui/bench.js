@@ -1345,7 +1345,7 @@
     drawGlance();
     drawModels();
     drawCollections();
-    show(store("bench.tab") || "glance");
+    show(B.owed ? "review" : store("bench.tab") || "glance");  /* REV-1: verdicts owed open the Review page */
     var picking = null;
     try { picking = sessionStorage.getItem("bench.pick"); sessionStorage.removeItem("bench.pick"); } catch (e) { picking = null; }
     if (picking !== null) { show("endpoints"); openPicker(picking); }
