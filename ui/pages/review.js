@@ -49,7 +49,9 @@
     walkText(box, /\[image: [^\]]*\]/g, function (found) { return thumb(found.slice(8, -1)); });
     return box;
   }
-  function thumb(label) { return h("span", {cls: "thumb tile", role: "img", "aria-label": "image: " + label, title: label, text: "🖼 " + label}); }
+  function thumb(label) {
+    return h("span", {cls: "thumb tile", role: "img", "aria-label": "image: " + label, title: label}, h("strong", {text: "image"}), " " + label);
+  }
   function walkText(root, pattern, make) {
     var walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT), texts = [];
     while (walker.nextNode()) if (pattern.test(walker.currentNode.nodeValue)) texts.push(walker.currentNode);
@@ -103,7 +105,7 @@
     if (at < trail.length - 1) { at++; return open(trail[at]); }
     return readQueue().then(function () {
       var next = nextOwed();
-      if (!next) { P = null; drawPanel(); return; }
+      if (!next) { P = null; at = trail.length; drawPanel(); return; }  /* past the last: k opens the last again */
       trail = trail.slice(0, at + 1).concat([next.panel]);
       at = trail.length - 1;
       return open(next.panel);
@@ -112,13 +114,13 @@
   function back() {
     if (at <= 0) { say("This is the first panel opened here."); return; }
     at--;
-    open(trail[at]);
+    return open(trail[at]);
   }
   function skip() {
     if (!P) return;
     skipped[P.panel] = true;
     trail = trail.slice(0, at + 1);
-    forward();
+    return forward();
   }
 
   /* -- blind mode (REV-6): a panel's own shuffle, the same each time it is shown ------------------------------ */
@@ -243,11 +245,13 @@
     orderSel.addEventListener("change", function () { order = orderSel.value; Bench.store("bench.review.order", order); restart(); });
     var blindBox = h("input", {type: "checkbox", id: "rv-blind", checked: blind});
     blindBox.addEventListener("change", function () { toggleBlind(); });
-    add(bar, h("label", {}, "Order", orderSel), select("collection", "Collection", c.collection), select("shape", "Shape", c.shape),
-      select("model", "Model", c.model), dateBox("since", "From"), dateBox("until", "To"),
-      h("label", {}, blindBox, " Blind (b)"),
+    var chosen = Object.keys(filters).filter(function (k) { return filters[k]; });
+    add(bar, h("label", {}, "Order", orderSel), h("label", {}, blindBox, " Blind (b)"),
       h("button", {type: "button", cls: "btn ghost small", id: "rv-help", text: "Keys (?)", "aria-expanded": "false",
-        on: {click: toggleHelp}}));
+        on: {click: toggleHelp}}),
+      h("details", {cls: "rv-filters", open: chosen.length > 0}, h("summary", {text: chosen.length ? "Filters · " + chosen.length : "Filters"}),
+        h("div", {cls: "toolbar"}, select("collection", "Collection", c.collection), select("shape", "Shape", c.shape),
+          select("model", "Model", c.model), dateBox("since", "From"), dateBox("until", "To"))));
   }
   function drawQueueLine() {
     var line = $("#rv-queue");
@@ -298,9 +302,19 @@
       "aria-labelledby": "rv-seat-title-" + (place + 1), "aria-current": place === focus ? "true" : null},
       h("header", {cls: "rv-seat-head"}, h("h3", {id: "rv-seat-title-" + (place + 1)}, h("kbd", {text: String(place + 1)}), " ", seatName(seat, place)),
         h("div", {cls: "row"}, Bench.chip(seat.status || "?", status), verdictChip(seat)), h("p", {cls: "rv-facts muted", text: facts(seat)})),
-      body, claimsList(seat));
-    card.addEventListener("click", function () { if (focus !== place) { focus = place; drawPanel(); } });
+      body, claimsList(seat),
+      h("div", {cls: "row rv-judge"}, judgeButton(place, true), judgeButton(place, false)));
+    card.addEventListener("click", function (e) {
+      if (focus !== place && !e.target.closest("button, a")) { focus = place; drawPanel(); }
+    });
     return card;
+  }
+  /* the same verdict as u / n, for a pointer or a phone: the seat is focused first */
+  function judgeButton(place, useful) {
+    var seat = P.seats[P.order[place]], on = seat.useful === useful;
+    return h("button", {type: "button", cls: "btn small " + (on ? "" : "ghost"), "aria-pressed": on ? "true" : "false",
+      text: useful ? "Useful" : "Not useful", title: useful ? "key u" : "key n",
+      on: {click: function () { queue(function () { focus = place; return judge(useful); }); }}});
   }
   function seatTabs() {
     return h("div", {cls: "rv-tabs", role: "group", "aria-label": "Seats"}, P.order.map(function (i, place) {
@@ -336,11 +350,11 @@
     var why = !row ? (done ? "Judged: u or n changes a verdict (the later one counts)." : "") :
       hidden() && order === "teaches" ? "Teaches " + row.teaches + " (the overlap of its models' intervals; names hidden in blind mode)." : row.why;
     add(box, h("div", {cls: "rv-head"}, h("h3", {text: P.collection + (P.shape ? " · " + P.shape : "")}),
-      h("p", {cls: "muted", text: when(P.at) + " · asked by " + P.key + " · " + P.seats.length + " seat" + (P.seats.length === 1 ? "" : "s") +
+      h("span", {cls: "muted", text: when(P.at) + " · asked by " + P.key + " · " + P.seats.length + " seat" + (P.seats.length === 1 ? "" : "s") +
         (blind ? (done ? " · blind mode: revealed, every verdict saved" : " · blind mode: names hidden until every verdict is saved") : "")}),
       why ? h("p", {cls: "rv-why", text: why}) : null),
       promptCard(), seatTabs(),
-      h("div", {cls: "rv-seats", style: "--seats:" + Math.min(P.seats.length, 4)}, P.order.map(function (i, place) { return seatCard(P.seats[i], place); })));
+      h("div", {cls: "rv-seats"}, P.order.map(function (i, place) { return seatCard(P.seats[i], place); })));
   }
   function scrollToFocus() {
     var card = $("#rv-seat-" + (focus + 1));
@@ -349,11 +363,11 @@
   function draw() {
     var sec = $("#tab-review");
     add(sec, h("div", {cls: "card", id: "rv-card"}, h("h2", {text: "Review"}),
-      h("p", {cls: "sub", text: "Every seat's answer to one prompt, side by side. Judge from the keyboard: a number focuses a seat, u or n saves its verdict; ? lists every key."}),
-      h("div", {cls: "toolbar", id: "rv-bar"}), h("p", {id: "rv-queue", cls: "muted", role: "status"}),
+      h("p", {cls: "sub rv-intro", text: "Every seat's answer to one prompt, side by side. Judge from the keyboard: a number focuses a seat, u or n saves its verdict; ? lists every key."}),
+      h("div", {cls: "toolbar", id: "rv-bar"}),
+      h("div", {cls: "rv-lines"}, h("p", {id: "rv-queue", cls: "muted", role: "status"}), h("p", {id: "rv-said", role: "status", cls: "done"})),
       h("div", {id: "rv-keys", cls: "rv-keys", hidden: true}, h("h3", {text: "Keys"}),
         h("dl", {}, KEYS.map(function (k) { return [h("dt", {}, h("kbd", {text: k[0]})), h("dd", {text: k[1]})]; }))),
-      h("p", {id: "rv-said", role: "status", cls: "done"}),
       h("div", {id: "rv-claim", cls: "rv-claim", hidden: true}, h("label", {"for": "rv-claim-input", id: "rv-claim-label"}),
         h("input", {id: "rv-claim-input", type: "text", maxLength: 400, autocomplete: "off"})),
       h("div", {id: "rv-panel"})));
@@ -361,7 +375,7 @@
   }
 
   /* -- keys ------------------------------------------------------------------------------------------------------ */
-  var ACTIONS = {u: function () { judge(true); }, n: function () { judge(false); }, r: function () { claim("real"); },
+  var ACTIONS = {u: function () { return judge(true); }, n: function () { return judge(false); }, r: function () { claim("real"); },
     f: function () { claim("false"); }, j: forward, k: back, s: skip, b: toggleBlind, "?": toggleHelp};
   document.addEventListener("keydown", function (e) {
     if ($("#tab-review").hidden || e.ctrlKey || e.metaKey || e.altKey || document.querySelector("dialog[open]")) return;
