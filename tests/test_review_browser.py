@@ -147,6 +147,52 @@ def test_an_answer_holding_script_and_onerror_renders_inert(page, dash):
     assert page.evaluate("window.pwned") is None
 
 
+def test_with_keys_required_a_verdict_goes_through_the_dashboard_route_rev5(page, dash, monkeypatch):
+    url, port = dash
+    bench = ask(port, "pair", "Review with keys on")
+    monkeypatch.setenv("BENCHWARMERS_REQUIRE_KEYS", "1")  # /bench/verdict now wants a gateway key a browser lacks
+    page.goto(url + "/")
+    page.wait_for_selector("#rv-seat-2")
+    page.keyboard.press("2")
+    page.keyboard.press("r")
+    page.wait_for_selector("#rv-claim-input:focus")
+    page.keyboard.type("the types match")
+    page.keyboard.press("Enter")  # held: the seat has no verdict yet
+    page.wait_for_selector("#rv-seat-2 .rv-claims >> text=the types match (held)")
+    page.keyboard.press("n")
+    page.wait_for_selector("#rv-seat-2 .chip.err")
+    beta = offload.by_call(bench["seats"][1]["call"])
+    assert (beta.useful, beta.real, beta.note.startswith("member; ok in ")) == (False, ("the types match",), True)
+
+
+def test_skip_fold_move_filter_and_order_the_queue_rev2_rev3(page, dash):
+    url, port = dash
+    ask(port, "pair", "Review pair one")
+    ask(port, "core", "\n".join(f"line {i} of a long prompt" for i in range(1, 31)))
+    ask(port, "pair", "Review pair two")
+    page.goto(url + "/")
+    page.wait_for_selector("#rv-panel >> text=Review pair one")
+    assert page.text_content("#rv-queue") == "9 of 9 verdicts owed in 3 panels."
+    page.keyboard.press("s")  # skip: the next owed panel
+    page.wait_for_selector("#rv-panel >> text=line 1 of a long prompt")
+    assert page.is_visible(".rv-prompt.folded") and page.text_content(".rv-prompt-card button") == "Show all 30 lines"
+    folded = "(() => { const box = document.querySelector('.rv-prompt'); return box.scrollHeight - box.clientHeight; })()"
+    assert page.evaluate(folded) > 100  # ten lines and more are folded away
+    page.click(".rv-prompt-card button")
+    assert not page.is_visible(".rv-prompt.folded") and page.evaluate(folded) == 0
+    page.keyboard.press("j")
+    page.wait_for_selector("#rv-panel >> text=Review pair two")
+    page.keyboard.press("k")
+    page.wait_for_selector("#rv-panel >> text=line 1 of a long prompt")
+    page.click("#rv-bar summary")
+    page.select_option("#rv-collection", "bench/pair")
+    page.wait_for_selector("#rv-queue >> text=4 of 9 verdicts owed in 2 panels (filtered).")
+    page.wait_for_selector("#rv-panel >> text=Review pair one")  # the filter starts afresh: skips forgotten
+    page.select_option("#rv-order", "teaches")
+    page.wait_for_selector("#rv-panel .rv-why >> text=not ranked on bench/pair yet")
+    assert page.evaluate("localStorage.getItem('bench.review.order')") == "teaches"
+
+
 @pytest.mark.parametrize("width,height", [(1440, 900), (390, 844)])
 def test_screenshots_of_the_review_page_in_light_and_dark(browser, dash, width, height):
     url, port = dash

@@ -12,6 +12,9 @@ yet be told apart, and a verdict on the same prompt is a direct comparison of th
 leaderboard has not ranked counts as overlapping everything by `UNRANKED_OVERLAP`, since its place is wholly
 unknown. Each panel says in one line why it stands where it does.
 
+The queue's reading of the calls log is kept until the file changes (`summaries`): the badge is asked on every
+page load, and each line holds a panel's whole prompt and answers.
+
 Decisions: only the current calls log is read (not its rotated `.1` … `.N`), so a panel older than the last
 rotation drops out of the queue; a route conversation is never owed (GW-3) and never queued; the merger's seat
 is judged like any other seat, as the Gateway card lists it.
@@ -19,10 +22,11 @@ is judged like any other seat, as the Gateway card lists it.
 
 import datetime
 import json
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..core import tails
+from ..core import fileio, tails
 from ..core.errors import Invalid, NotFound
 from ..models import catalog
 from ..panel import leaderboard, offload
@@ -72,18 +76,35 @@ def _wanted(filters: Mapping[str, str]) -> Callable[[Mapping[str, Any]], bool]:
     return wanted
 
 
+Summary = tuple[str, str, str, str, tuple[tuple[str, str], ...]]  # panel, at, collection, shape, (call, alias)...
+_read: dict[str, tuple[Any, list[Summary]]] = {}  # calls log path -> (its stamp, its newest panels summed up)
+_read_lock = threading.Lock()
+
+
+def summaries() -> list[Summary]:
+    """The newest `QUEUE_PANELS` panels of the calls log, newest first, without their texts: read again only when
+    the file changes, since every page load asks (the badge) and the lines hold whole prompts and answers."""
+    path = gatewaycard.calls_path()
+    with _read_lock:
+        stamp = fileio.stamp(path)
+        kept = _read.get(str(path))
+        if kept is None or kept[0] != stamp or stamp is None:
+            found = [(_text(r.get("panel")), _text(r.get("at")), _text(r.get("model")), _text(r.get("shape")),
+                      tuple((_text(s.get("call")), _text(s.get("alias"))) for s in _seats(r)))
+                     for r in tails.records(path, QUEUE_PANELS)]
+            kept = _read[str(path)] = (stamp, found)
+        return kept[1]
+
+
 def owed_panels() -> list[dict[str, Any]]:
     """Every panel in the newest `QUEUE_PANELS` with a verdict owed, newest first, as the queue lists it."""
     rows = []
-    for record in tails.records(gatewaycard.calls_path(), QUEUE_PANELS):
-        seats = _seats(record)
-        owed = offload.pending([s.get("call") for s in seats])
+    for panel_id, at, collection, shape, seats in summaries():
+        owed = set(offload.pending([call for call, _ in seats]))
         if owed:
-            rows.append({"panel": _text(record.get("panel")), "at": _text(record.get("at")),
-                         "collection": _text(record.get("model")), "shape": _text(record.get("shape")),
-                         "models": sorted({_text(s.get("alias")) for s in seats}), "seats": len(seats),
-                         "owed": len(owed), "owed_models": [_text(s.get("alias")) for s in seats
-                                                            if s.get("call") in owed]})
+            rows.append({"panel": panel_id, "at": at, "collection": collection, "shape": shape,
+                         "models": sorted({alias for _, alias in seats}), "seats": len(seats), "owed": len(owed),
+                         "owed_models": [alias for call, alias in seats if call in owed]})
     return rows
 
 

@@ -36,9 +36,10 @@
       node.removeAttribute("src");
     }
   }
+  /* a single newline is a line break, as in a chat: prompts are typed, not wrapped */
   function markdown(text) {
     var box = h("div", {cls: "md"});
-    var html = window.marked.parse(String(text || ""), {gfm: true, breaks: false, async: false});
+    var html = window.marked.parse(String(text || ""), {gfm: true, breaks: true, async: false});
     box.innerHTML = sanitizer().sanitize(html, {FORBID_TAGS: ["style", "form", "input", "button", "textarea", "select"],
       FORBID_ATTR: ["style"]});
     $$("img", box).forEach(function (img) {
@@ -176,6 +177,7 @@
     if (Bench.B.keys) { path = "/api/verdict"; body.note = seat.note; }  /* a browser holds no gateway key */
     return Bench.post(path, body).then(function (r) {
       if (!r.ok) { say(r.error ? r.error.message : Bench.errorsText(r.errors), true); return false; }
+      if (seat.owes && Q) { Q.owed--; badges(Q.owed); }
       seat.useful = useful; seat.owes = false; seat.real = body.real; seat["false"] = body["false"]; seat.held = null;
       say("Saved: " + (hidden() ? "answer " + letter(P.order.indexOf(P.seats.indexOf(seat))) : seat.alias) + " " + (useful ? "useful" : "not useful") + ".");
       return true;
