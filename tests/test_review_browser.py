@@ -104,17 +104,21 @@ def test_blind_mode_hides_every_name_until_the_panel_is_judged_rev6(page, dash):
     page.goto(url + "/")
     page.wait_for_selector("#rv-seat-5")
     assert any(alias in page.text_content("#rv-panel") for alias in FIVE)
+
+    def shown():
+        return [page.text_content(f"#rv-seat-{i} .md").strip()[:12] for i in range(1, 6)]
+    natural = shown()
     page.keyboard.press("b")
     page.wait_for_selector("#rv-panel >> text=Answer A")
     text = page.text_content("#rv-panel")
     assert not [word for word in FIVE + ["member", "explorer", "merger"] if word in text], text
     assert "names hidden until every verdict is saved" in text
-    shown = [page.text_content(f"#rv-seat-{i} .md") for i in range(1, 6)]
-    answers = {seat["answer"].split("\n")[0][:12] for seat in bench["seats"]}
-    assert {s.strip()[:12] for s in shown} != set() and len(answers) == 5
-    page.reload()  # REV-6: the choice is kept per browser
+    assert page.get_attribute("#rv-seat-1", "aria-current") == "true"  # focus on the first shown, not on its seat
+    before = shown()
+    assert sorted(before) == sorted(natural)  # every answer, shuffled
+    page.reload()  # REV-6: the choice is kept per browser, and the panel's shuffle with it
     page.wait_for_selector("#rv-panel >> text=Answer E")
-    assert page.is_checked("#rv-blind")
+    assert page.is_checked("#rv-blind") and shown() == before
     for _ in range(5):
         page.keyboard.press("u")
     page.wait_for_function("document.querySelector('#rv-panel').textContent.includes('the next change')")

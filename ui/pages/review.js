@@ -266,7 +266,11 @@
     Bench.store("bench.review.blind", blind ? "1" : "0");
     var box = $("#rv-blind");
     if (box) box.checked = blind;
-    if (P) { var seat = P.order[focus]; P.order = shuffled(P); focus = Math.max(0, P.order.indexOf(seat)); }
+    if (P) {  /* focus stays on its seat, except going blind: following it would say whose answer it is */
+      var seat = P.order[focus];
+      P.order = shuffled(P);
+      focus = Math.max(0, blind ? P.order.findIndex(function (i) { return owes(P.seats[i]); }) : P.order.indexOf(seat));
+    }
     drawPanel();
   }
   function toggleHelp() {
