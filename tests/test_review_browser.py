@@ -213,6 +213,7 @@ def test_screenshots_of_the_review_page_in_light_and_dark(browser, dash, width, 
             assert page.is_visible(".rv-tabs") and not page.is_visible("#rv-collection")  # filters folded
             page.evaluate("document.querySelector('#rv-seat-2').scrollIntoView()")  # the sticky strip over the answers
             assert page.evaluate("document.querySelector('.rv-tabs').getBoundingClientRect().top") == 0
+            page.evaluate("document.querySelector('#rv-panel').scrollIntoView()")  # the picture: prompt, then answers
         else:
             tops = page.evaluate("[1, 2, 3, 4].map(i => document.querySelector('#rv-seat-' + i).getBoundingClientRect().top)")
             assert len(set(tops)) == 1  # side by side
