@@ -195,6 +195,9 @@ def test_skip_fold_move_filter_and_order_the_queue_rev2_rev3(page, dash):
     page.select_option("#rv-order", "teaches")
     page.wait_for_selector("#rv-panel .rv-why >> text=not ranked on bench/pair yet")
     assert page.evaluate("localStorage.getItem('bench.review.order')") == "teaches"
+    page.click("#rv-blind")  # a pointer on the controls: the keys still act afterwards
+    page.keyboard.press("?")
+    assert page.is_visible("#rv-keys") and page.text_content("#rv-seat-1 h3") == "1 Answer A"
 
 
 @pytest.mark.parametrize("width,height", [(1440, 900), (390, 844)])

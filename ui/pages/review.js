@@ -187,7 +187,6 @@
     if (!P || !P.seats.length) return;
     var seat = P.seats[P.order[focus]], box = $("#rv-claim"), input = $("#rv-claim-input");
     box.hidden = false;
-    box.setAttribute("data-kind", kind);
     $("#rv-claim-label").textContent = (kind === "real" ? "A claim it got right" : "A false claim it made") +
       " (seat " + (focus + 1) + "; Enter saves, Esc leaves)";
     input.value = "";
@@ -226,12 +225,13 @@
   function select(key, label, values) {
     var s = h("select", {id: "rv-" + key, "aria-label": label}, h("option", {value: "", text: "any " + label.toLowerCase()}),
       values.map(function (v) { return h("option", {value: v, text: v, selected: filters[key] === v}); }));
-    s.addEventListener("change", function () { filters[key] = s.value; restart(); });
+    s.addEventListener("change", function () { filters[key] = s.value; s.blur(); restart(); });  /* keys act again */
     return h("label", {}, label, s);
   }
   function dateBox(key, label) {
     var box = h("input", {type: "date", id: "rv-" + key, value: filters[key], "aria-label": label});
     box.addEventListener("change", function () { filters[key] = box.value; restart(); });
+    box.addEventListener("keydown", function (e) { if (e.key === "Escape") box.blur(); });
     return h("label", {}, label, box);
   }
   function restart() {
@@ -244,7 +244,12 @@
     var orderSel = h("select", {id: "rv-order", "aria-label": "Order"},
       h("option", {value: "oldest", text: "oldest owed first", selected: order === "oldest"}),
       h("option", {value: "teaches", text: "teaches most", selected: order === "teaches"}));
-    orderSel.addEventListener("change", function () { order = orderSel.value; Bench.store("bench.review.order", order); restart(); });
+    orderSel.addEventListener("change", function () {
+      order = orderSel.value;
+      Bench.store("bench.review.order", order);
+      orderSel.blur();
+      restart();
+    });
     var blindBox = h("input", {type: "checkbox", id: "rv-blind", checked: blind});
     blindBox.addEventListener("change", function () { toggleBlind(); });
     var chosen = Object.keys(filters).filter(function (k) { return filters[k]; });
@@ -385,7 +390,8 @@
     f: function () { claim("false"); }, j: forward, k: back, s: skip, b: toggleBlind, "?": toggleHelp};
   document.addEventListener("keydown", function (e) {
     if ($("#tab-review").hidden || e.ctrlKey || e.metaKey || e.altKey || document.querySelector("dialog[open]")) return;
-    var target = e.target, typing = target && (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName));
+    var target = e.target, typing = target && (target.isContentEditable || /^(TEXTAREA|SELECT)$/.test(target.tagName) ||
+      (target.tagName === "INPUT" && !/^(checkbox|radio|button|submit)$/.test(target.type)));
     if (typing) return;
     if (e.key === "Escape") { leaveInput(); var help = $("#rv-keys"); if (help && !help.hidden) toggleHelp(); return; }
     if (/^[1-9]$/.test(e.key)) {
