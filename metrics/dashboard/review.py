@@ -98,9 +98,11 @@ def summaries() -> list[Summary]:
 
 def owed_panels() -> list[dict[str, Any]]:
     """Every panel in the newest `QUEUE_PANELS` with a verdict owed, newest first, as the queue lists it."""
+    read = summaries()
+    owing = set(offload.pending([call for *_, seats in read for call, _ in seats]))  # one look at the index
     rows = []
-    for panel_id, at, collection, shape, seats in summaries():
-        owed = set(offload.pending([call for call, _ in seats]))
+    for panel_id, at, collection, shape, seats in read:
+        owed = {call for call, _ in seats if call in owing}
         if owed:
             rows.append({"panel": panel_id, "at": at, "collection": collection, "shape": shape,
                          "models": sorted({alias for _, alias in seats}), "seats": len(seats), "owed": len(owed),
