@@ -3,10 +3,13 @@
 A real dashboard on 127.0.0.1 over the local upstream (tests/reviewbench.py), driven by Debian's chromium through
 Playwright (conftest's `browser`). Judging is done with the keyboard alone and checked in the offload log on disk;
 blind mode is checked by the page's text; a hostile answer must stay inert. The screenshots the README and
-DASHBOARD.md show are written to docs/img/ by the last test, to be looked at when the page changes.
+DASHBOARD.md shows are taken by the last test into tests/artifacts/; with UPDATE_SCREENSHOTS=1 they are written over
+docs/img/review-*.png instead, to be looked at and committed when the page changes (a plain run leaves the checkout
+as it was).
 """
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -17,7 +20,8 @@ from conftest import watched_page
 from reviewbench import FIVE, ask, dashboard
 
 pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
-IMAGES = Path(__file__).resolve().parent.parent / "docs" / "img"
+HERE = Path(__file__).resolve().parent
+IMAGES = HERE.parent / "docs" / "img" if os.environ.get("UPDATE_SCREENSHOTS") == "1" else HERE / "artifacts"
 
 
 @pytest.fixture
@@ -210,6 +214,8 @@ def test_screenshots_of_the_review_page_in_light_and_dark(browser, dash, width, 
         page.wait_for_selector("#rv-seat-5")
         page.keyboard.press("u")
         page.wait_for_selector("#rv-seat-1 .chip.ok")
+        owed = page.text_content("#owed-top-count")
+        assert page.text_content("#rv-queue").startswith(f"{owed} of {owed} verdicts owed")
         overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
         assert overflow <= 1, f"Review scrolls sideways at {width} px"
         if width < 1024:

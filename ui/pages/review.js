@@ -177,7 +177,12 @@
     if (Bench.B.keys) { path = "/api/verdict"; body.note = seat.note; }  /* a browser holds no gateway key */
     return Bench.post(path, body).then(function (r) {
       if (!r.ok) { say(r.error ? r.error.message : Bench.errorsText(r.errors), true); return false; }
-      if (seat.owes && Q) { Q.owed--; badges(Q.owed); }
+      if (seat.owes && Q) {  /* the counts follow each verdict; the next read of the queue puts them right anyway */
+        Q.owed--;
+        if (queued(P.panel)) Q.shown--;
+        badges(Q.owed);
+        drawQueueLine();
+      }
       seat.useful = useful; seat.owes = false; seat.real = body.real; seat["false"] = body["false"]; seat.held = null;
       say("Saved: " + (hidden() ? "answer " + letter(P.order.indexOf(P.seats.indexOf(seat))) : seat.alias) + " " + (useful ? "useful" : "not useful") + ".");
       return true;
