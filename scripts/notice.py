@@ -4,9 +4,10 @@
     python -m benchwarmers.scripts.notice --check   # "current" (exit 0), or "out of date: run ..." (exit 1)
 
 NOTICE holds our copyright line; the third-party code shipped inside task files, grouped by (`upstream`,
-`license`) with each task's `source_url`; and the licence of every font the dashboard ships. For this product
-the third-party section is empty (ST-1: the starter tasks are written for this project) and no font ships, so
-NOTICE is the copyright line and a sentence saying so; the sections appear by themselves once either ships.
+`license`) with each task's `source_url`; the licence of every font the dashboard ships; and the browser code
+vendored in `ui/vendor/` (issue 31: the Review page's markdown renderer and sanitizer), as the table in
+`ui/vendor/README.md` records it. For this product the task section is empty (ST-1: the starter tasks are written
+for this project) and no font ships; the sections appear by themselves once either ships.
 
 Decisions where the spec is silent:
 - Shipped tasks are `suite/starter/*/task.json` under CODE; a task with an `upstream` is third-party code, its
@@ -55,6 +56,22 @@ def font_licences(root):
     return {str(folder.relative_to(root).as_posix()): value for folder, value in found.items()}
 
 
+def vendored(root):
+    """`[(package, version, licence, file)]` from the table rows of `ui/vendor/README.md` (none without it)."""
+    try:
+        text = (root / "ui" / "vendor" / "README.md").read_text(encoding="utf-8")
+    except OSError:
+        return []
+    rows = []
+    for line in text.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if line.startswith("| `") and len(cells) >= 4:
+            package = cells[1].partition("](")  # `[name](url)`: the name and its address
+            name = package[0].lstrip("[") + (f" ({package[2].rstrip(')')})" if package[1] else "")
+            rows.append((name, cells[2], cells[3].replace("`", ""), cells[0].strip("`")))
+    return rows
+
+
 def render(root):
     """The NOTICE text for the program at `root`, with `\\n` newlines."""
     parts = [COPYRIGHT]
@@ -66,8 +83,14 @@ def render(root):
     if fonts:
         for folder, (names, licence) in sorted(fonts.items()):
             parts.append(f"Fonts in {folder}: {', '.join(names)}\n\n{licence}")
-    if not groups and not fonts:
+    browser = vendored(root)
+    if browser:
+        parts.append("\n".join(["Browser code in ui/vendor, copied unchanged from npm, each licence's text beside it:"]
+                               + [f"  {name} {version}, {licence}: {file}" for name, version, licence, file in browser]))
+    if not groups and not fonts and not browser:
         parts.append("It ships no third-party code and no fonts: every review task was written for this project.")
+    elif not groups and not fonts:
+        parts.append("It ships no fonts, and every review task was written for this project.")
     return "\n\n".join(parts) + "\n"
 
 

@@ -20,7 +20,7 @@ from conftest import watched_page
 
 pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
-PAGES = ["glance", "suite", "quotas", "logs", "endpoints", "models", "collections", "discover", "settings", "info"]
+PAGES = ["review", "glance", "suite", "quotas", "logs", "endpoints", "models", "collections", "discover", "settings", "info"]
 TOKEN = "a-very-long-admin-token-0123456789"
 
 
@@ -79,6 +79,9 @@ def test_every_page_at_two_widths_without_console_errors_shell10(page, dash):
     assert page.evaluate("localStorage.getItem('bench.tab')") == "info"
     page.goto(dash + "/")
     assert page.get_attribute("#t-info", "aria-selected") == "true"  # UI-2: the remembered tab
+    page.evaluate("sessionStorage.clear()")  # a new visit: the verdicts owed open Review (REV-1)
+    page.goto(dash + "/")
+    assert page.get_attribute("#t-review", "aria-selected") == "true"
 
 
 def test_controls_are_labelled_and_reachable_by_keyboard_ui1(page):

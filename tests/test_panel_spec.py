@@ -222,7 +222,8 @@ def test_gwid1_clg1_call_ids_and_the_call_log_line(gw, bench):
     assert (line["system"], line["prompt"]) == ("Cite line numbers.", PROMPT)
     assert [s["call"] for s in line["seats"]] == calls  # seats in seat order, then the merger
     for seat in line["seats"]:
-        assert list(seat) == ["call", "seat", "alias", "status", "answer", "error", "seconds"]
+        assert list(seat) == ["call", "seat", "alias", "status", "answer", "error", "seconds", "usage"]
+        assert set(seat["usage"]) == {"prompt_tokens", "completion_tokens"}  # the demo counts every seat's tokens
     assert line["seats"][-1]["seat"] == "merger" and line["seats"][-1]["answer"] == field["merger"]["answer"]
     assert "system" not in field and "prompt" not in field
     notes = {e.call: e.note for e in offload.entries()}  # OFF-N1: the label, then the outcome

@@ -233,8 +233,10 @@ def test_al6_alerts_listed_or_nothing_wrong(home):
 
 def test_nt1_notice_is_current_and_rendered_from_what_ships(tmp_path):
     check = script("notice.py", "--check")
-    assert check.returncode == 0 and check.stdout == "current\n", check.stdout  # ST-1: no third-party section
-    assert "no third-party code" in (paths.CODE / "NOTICE").read_text(encoding="utf-8")
+    assert check.returncode == 0 and check.stdout == "current\n", check.stdout  # ST-1: no task section
+    shipped = (paths.CODE / "NOTICE").read_text(encoding="utf-8")
+    assert "  marked (https://github.com/markedjs/marked) 18.3.0, MIT (LICENSE-marked.md): marked.umd.js\n" in shipped
+    assert "every review task was written for this project" in shipped  # issue 31: the vendored browser code only
     task = tmp_path / "suite" / "starter" / "t1"
     task.mkdir(parents=True)
     (task / "task.json").write_text(json.dumps({"upstream": "acme/lib", "license": "MIT",

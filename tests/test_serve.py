@@ -1000,7 +1000,7 @@ def test_shell1_imp3_hand_edited_data_never_breaks_the_page(dash):
     status, _, page = call(dash, "GET", "/")
     data = page.split("window.BENCH = ", 1)[1].split(";</script>", 1)[0]
     assert status == 200 and json.loads(data)  # the page's data is whole JSON
-    assert "see {{script}} here" in data and page.count('show(store("bench.tab")') == 1  # the script, once
+    assert "see {{script}} here" in data and page.count("window.Bench = {B: B") == 1  # the script, once
     retired = fileio.read_json(paths.file("config", "retired.json"))
     retired["alpha"]["at"] = 5
     retired["ghost"] = {"served": None, "at": None}

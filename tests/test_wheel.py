@@ -8,7 +8,11 @@ both find the package where it is installed, a checkout's editable install or a 
 """
 
 import ast
+import fnmatch
+import tomllib
 from pathlib import Path
+
+from benchwarmers.dashboard import serve
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE_FOLDERS = ("metrics", "suite", "scripts", "perf")  # pyproject's package-dir: what the wheel carries
@@ -49,3 +53,18 @@ def test_the_check_finds_each_kind_of_edit():
     assert sorted(path_edits(ast.parse(source))) == \
         [(2, "sys.path"), (3, "site.addsitedir"), (4, "from sys import ..."), (5, "'PYTHONPATH'")]
     assert list(path_edits(ast.parse('"""Nothing here edits sys.path or PYTHONPATH."""\nimport sys\n'))) == []
+
+
+def test_the_vendored_browser_files_ship_and_are_recorded():
+    """Issue 31: the Review page's marked and DOMPurify ship inside the wheel (pyproject's package data for
+    `benchwarmers.ui`), each served by name, each named in ui/vendor/README.md with its version and licence beside it."""
+    vendor = ROOT / "ui" / "vendor"
+    globs = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["package-data"]
+    readme = (vendor / "README.md").read_text(encoding="utf-8")
+    files = sorted(p.relative_to(ROOT / "ui").as_posix() for p in vendor.iterdir())
+    assert all(any(fnmatch.fnmatch(name, glob) for glob in globs["benchwarmers.ui"]) for name in files)
+    assert sorted(serve.VENDOR) == [name for name in files if name.endswith(".js")] and len(serve.VENDOR) == 2
+    for name, version in (("marked.umd.js", "18.3.0"), ("purify.min.js", "3.5.0")):
+        head = (vendor / name).read_text(encoding="utf-8")[:400]
+        assert version in head and f"| `{name}` |" in readme and f"| {version} |" in readme
+    assert {"LICENSE-marked.md", "LICENSE-dompurify", "LICENSE-dompurify-MPL"} <= {p.name for p in vendor.iterdir()}

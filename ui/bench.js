@@ -1346,7 +1346,9 @@
     drawGlance();
     drawModels();
     drawCollections();
-    show(store("bench.tab") || "glance");
+    var landed = null;  /* REV-1: verdicts owed open the Review page; a reload in the same tab keeps its page */
+    try { landed = sessionStorage.getItem("bench.landed"); sessionStorage.setItem("bench.landed", "1"); } catch (e) { landed = null; }
+    show(B.owed && !landed ? "review" : store("bench.tab") || "glance");
     var picking = null;
     try { picking = sessionStorage.getItem("bench.pick"); sessionStorage.removeItem("bench.pick"); } catch (e) { picking = null; }
     if (picking !== null) { show("endpoints"); openPicker(picking); }

@@ -58,11 +58,13 @@ from ..server import exchange, gateway, guard, routing
 from ..server.exchange import Reply, Request, json_reply
 from ..admin import (collectionedit, connect, endpointedit, hubadd, jobs, modeledit, modelfacts, onboarding,
                      scheduler, settingsedit)
-from . import benchmarks, benchview, discover, gatewaycard, quotaview
+from . import benchmarks, benchview, discover, gatewaycard, quotaview, review
 
 UI = paths.CODE / "ui"
 PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
-STATIC = {"bench.css": "text/css; charset=utf-8", "bench.js": "text/javascript; charset=utf-8"}
+SCRIPT = "text/javascript; charset=utf-8"
+VENDOR = ("vendor/marked.umd.js", "vendor/purify.min.js")  # ui/vendor/README.md: what they are, whence, which version
+STATIC = {"bench.css": "text/css; charset=utf-8", "bench.js": SCRIPT, **dict.fromkeys(VENDOR, SCRIPT)}
 FAVICON = ("data:image/svg+xml," + urllib.parse.quote(
     "<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 32 32'><rect x='3' y='12' width='26' height='5' "
     "rx='1' fill='{seat}'/><rect x='6' y='17' width='3' height='11' fill='#4c4136'/><rect x='23' y='17' "
@@ -75,6 +77,12 @@ def page_script() -> str:
     """`ui/bench.js`, then each page's own file in `ui/pages/` by name: one page's code is one file, drawn with
     the helpers bench.js lends it as `window.Bench`."""
     files = [UI / "bench.js"] + sorted((UI / "pages").glob("*.js"))
+    return "\n".join(f.read_text(encoding="utf-8") for f in files)
+
+
+def page_style() -> str:
+    """`ui/bench.css`, then each page's own styles in `ui/pages/` by name (the Review page's), as page_script."""
+    files = [UI / "bench.css"] + sorted((UI / "pages").glob("*.css"))
     return "\n".join(f.read_text(encoding="utf-8") for f in files)
 
 
@@ -282,8 +290,20 @@ def api_quotas(request: Request) -> Reply:
     return json_reply(200, quotaview.view())
 
 
+def api_review(request: Request) -> Reply:
+    """REV-2, REV-3: the panels owing verdicts, filtered, in the order asked."""
+    filters = {name: request.arg(name).strip() for name in review.FILTERS}
+    return json_reply(200, review.queue(filters, request.arg("order") or "oldest"))
+
+
+def api_review_panel(request: Request) -> Reply:
+    """REV-4: one panel in full, judged or not."""
+    return json_reply(200, review.panel(request.arg("panel")))
+
+
 def static(request: Request) -> Reply:
-    """TH-8: only named files; anything else (another name, a query, a path) is 404."""
+    """TH-8: only named files (and the Review page's vendored scripts); anything else (another name, a query, a
+    path) is 404."""
     folder, _, name = request.path.partition("/")[2].partition("/")
     if folder != "ui" or name not in STATIC:
         raise errors.NotFound("no such file")
@@ -299,9 +319,10 @@ def page(request: Request) -> Reply:
                                         "written over it.</p>")
     theme = themes.in_use(request.arg("theme"))
     bench = script_json({**benchview.bench_json(), "theme": theme, "auth": bool(guard.admin_token()),
+                         "keys": guard.keys_required(), "owed": review.owed(),
                          "gateway": benchview.gateway_url(request.port)})
     parts = {"theme": theme, "favicon": favicon(theme), "tokens": themes.css(),
-             "style": (UI / "bench.css").read_text(encoding="utf-8"), "bench": bench, "script": page_script(),
+             "style": page_style(), "bench": bench, "script": page_script(),
              "charts": script_json(benchmarks.charts_data())}
     text = (UI / "index.html").read_text(encoding="utf-8")
     # one pass over the template: a `{{script}}` inside the data (a retire reason, say) stays text
@@ -382,6 +403,8 @@ ROWS = (
     Page("GET", "/api/discover", api_discover),
     Page("GET", "/api/discover-model", api_discover_model, query=True),
     Page("GET", "/api/quotas", api_quotas),
+    Page("GET", "/api/review", api_review),
+    Page("GET", "/api/review-panel", api_review_panel, query=True),
     Page("GET", "/ui/", static, scope=routes.PAGE),
     Page("GET", "/fonts/", static, scope=routes.PAGE),
     Page("GET", "/api/", page),  # an unknown API path answers the page too, once signed in (older CLIs)
