@@ -572,7 +572,7 @@
         (t.context_unknown.length && t.context_window ? " (unknown for " + t.context_unknown.join(", ") + ")" : "") +
         " · all can: " + (t.capabilities.length ? t.capabilities.join(", ") : "nothing known in common") +
         " · " + t.connections.length + " connection" + (t.connections.length === 1 ? "" : "s") + tightest(t.limits) : "";
-      add(list, h("button", {type: "button", cls: "list-row", "aria-label": "Open bench/" + c.name, on: {click: function () { openCollection(c); }}},
+      add(list, h("button", {type: "button", cls: "list-row", on: {click: function () { openCollection(c); }}},
         h("strong", {text: "bench/" + c.name}), c.tags.map(function (tg) { return chip(tg); }),
         c.description ? h("span", {cls: "subline", text: c.description}) : null, h("span", {cls: "subline", text: line}),
         together ? h("span", {cls: "subline", text: together}) : null, h("span", {cls: "subline", text: "Open ›"})));
@@ -1037,7 +1037,7 @@
   function endpointBlock(ep) {
     var chips = [ep["default"] ? chip("default", "ok") : null,
       ep.key_name ? chip(ep.key_set ? "key set" : "no key", ep.key_set ? "ok" : "warn", ep.key_set ? "kept in the llm key store as " + ep.key_name : "no key named " + ep.key_name + " in the llm key store or the environment") : chip("no key needed", "", "saved without a key (a local runtime)")];
-    var actions = [h("button", {type: "button", cls: "btn ghost small", text: "Change key", "aria-label": "Change the key for " + ep.name, on: {click: function () { openEndpoint(ep); }}})];
+    var actions = [h("button", {type: "button", cls: "btn ghost small", text: "Change key", "aria-label": "Change key for " + ep.name, on: {click: function () { openEndpoint(ep); }}})];
     if (!ep["default"]) {
       actions.push(h("button", {type: "button", cls: "btn ghost small", text: "Make default", "aria-label": "Make " + ep.name + " the default endpoint", on: {click: function () { makeDefault(ep); }}}));
       actions.push(h("button", {type: "button", cls: "btn danger small", text: "Remove", "aria-label": "Remove " + ep.name, on: {click: function () { removeEndpoint(ep); }}}));

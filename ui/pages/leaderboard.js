@@ -34,7 +34,7 @@
       body.textContent = "";
       if (!r.ok) { Bench.add(body, h("p", {cls: "errors", text: Bench.errorsText(r.errors)})); return; }
       Bench.add(body, h("p", {id: "lb-counts", cls: "muted", text: counts(r)}));
-      Bench.add(body, r.models.length ? [scale(r.models), figures(r)] : h("p", {cls: "muted",
+      Bench.add(body, r.models.length ? scale(r.models).concat([figures(r)]) : h("p", {cls: "muted",
         text: "No ranking yet: it needs a judged panel where one seat was useful and another was not."}));
       if (r.unfitted.length) Bench.add(body, h("div", {id: "lb-unfitted"}, h("h3", {text: "Judged, not ranked"}),
         h("ul", {}, r.unfitted.map(function (u) {
@@ -65,7 +65,7 @@
   }
 
   /* one line per model: rank, name, score and interval as text, then the interval as a bar on a shared scale
-     with the ticks' gridlines; the axis with the tick labels closes the list */
+     with the ticks' gridlines; the axis with the tick labels follows the list, on the same grid */
   function scale(models) {
     var low = Math.min.apply(null, models.map(function (m) { return m.low; }).concat([0]));
     var high = Math.max.apply(null, models.map(function (m) { return m.high; }).concat([0]));
@@ -81,9 +81,9 @@
           h("span", {cls: "lb-range", style: "left:" + at(m.low) + ";width:" + (100 * (m.high - m.low) / span).toFixed(1) + "%"}),
           h("span", {cls: "lb-score", style: "left:" + at(m.score)})));
     });
-    var axis = h("li", {cls: "lb-axis-row", "aria-hidden": "true"}, h("span"), h("span", {cls: "lb-name muted", text: "score"}),
+    var axis = h("div", {cls: "lb-axis-row", "aria-hidden": "true"}, h("span"), h("span", {cls: "lb-name muted", text: "score"}),
       h("span", {cls: "lb-axis"}, marks.map(function (v) { return h("span", {cls: "lb-tick", style: "left:" + at(v), text: tick(v)}); })));
-    return h("ol", {cls: "lb-lines"}, lines.concat([axis]));
+    return [h("ol", {cls: "lb-lines"}, lines), axis];
   }
   function sign(v) { return (v > 0 ? "+" : v < 0 ? "−" : "") + Math.abs(v).toFixed(2); }
   function tick(v) { return (v > 0 ? "+" : v < 0 ? "−" : "") + String(Math.abs(v)); }
@@ -95,7 +95,8 @@
         Bench.td(m.wins, {cls: "num"}), Bench.td(m.useful + "/" + m.judged, {"data-sort": m.judged}));
     });
     var cols = ["Rank", "Model", "Score", "95% interval", "Comparisons", "Wins", "Useful/judged"].map(function (t) {
-      return {title: t, num: t === "Rank" || t === "Score" || t === "Comparisons" || t === "Wins"};
+      return {title: t, num: t === "Rank" || t === "Score" || t === "Comparisons" || t === "Wins",
+        phone: ["Rank", "Model", "95% interval", "Useful/judged"].indexOf(t) >= 0};
     });
     return h("details", {id: "lb-figures"}, h("summary", {text: "Figures: " + plural(r.panels, "panel") +
       ", " + plural(r.comparisons, "comparison") + ", " + r.resamples + " resamples"}),

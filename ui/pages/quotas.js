@@ -81,6 +81,9 @@
     });
     Bench.add(sec, card("qt-cost", "Spent · " + spent.length, "Dollars where the catalog knows the model's price (models.dev, per million tokens), tokens beside: the built-in client's answered calls (streamed ones included) and the llm CLI's own log. Benchmark calls are the ones made to measure a model, not to work.",
       Bench.table(cols(["Model", "Calls", "Cost", "Input", "Output", "Reasoning", "Reasoning share", "Per call", "Benchmark calls"],
-        ["Calls", "Cost", "Input", "Output", "Reasoning", "Reasoning share", "Per call", "Benchmark calls"]), spent, "No answered call yet.")));
+        ["Calls", "Cost", "Input", "Output", "Reasoning", "Reasoning share", "Per call", "Benchmark calls"]).map(function (c) {
+          c.phone = ["Model", "Cost", "Input", "Output"].indexOf(c.title) >= 0;  /* money and tokens stay on a phone */
+          return c;
+        }), spent, "No answered call yet.")));
   }
 })();

@@ -48,7 +48,7 @@
   /* a chart follows its column (issue 31): the card's width less 50 px on a wide screen, all of it on a phone;
      a chart that cannot shrink further (the heat grid's legend) sets `min` and scrolls inside its card */
   function width(c) {
-    var room = c.area.parentNode.clientWidth;
+    var room = c.area.clientWidth;
     return Math.max(c.min || 280, room > 640 ? room - 50 : room);
   }
   function paint(c) {
@@ -59,6 +59,13 @@
     out.setAttribute("role", "img");
     out.setAttribute("aria-label", c.title + " (the numbers are in the table below)");
     c.area.appendChild(out);
+    /* a chart wider than its card scrolls: the keyboard must reach it too (axe: scrollable-region-focusable) */
+    var scrolls = c.area.scrollWidth > c.area.clientWidth;
+    if (scrolls) {
+      c.area.tabIndex = 0;
+      c.area.setAttribute("role", "region");
+      c.area.setAttribute("aria-label", c.title + ", scrolls sideways");
+    } else ["tabindex", "role", "aria-label"].forEach(function (a) { c.area.removeAttribute(a); });
   }
   function frame(w, hgt) { return s("svg", {viewBox: "0 0 " + w + " " + hgt, height: hgt, "font-family": "inherit", "class": "chart"}); }
   function legend(svg, items, x, y) {
