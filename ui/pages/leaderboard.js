@@ -82,7 +82,10 @@
           h("span", {cls: "lb-score", style: "left:" + at(m.score)})));
     });
     var axis = h("div", {cls: "lb-axis-row", "aria-hidden": "true"}, h("span"), h("span", {cls: "lb-name muted", text: "score"}),
-      h("span", {cls: "lb-axis"}, marks.map(function (v) { return h("span", {cls: "lb-tick", style: "left:" + at(v), text: tick(v)}); })));
+      h("span", {cls: "lb-axis"}, marks.map(function (v) {
+        var where = (v - low) / span;  /* a label at either end stays inside the card */
+        return h("span", {cls: "lb-tick" + (where > 0.95 ? " last" : where < 0.05 ? " first" : ""), style: "left:" + at(v), text: tick(v)});
+      })));
     return [h("ol", {cls: "lb-lines"}, lines), axis];
   }
   function sign(v) { return (v > 0 ? "+" : v < 0 ? "−" : "") + Math.abs(v).toFixed(2); }

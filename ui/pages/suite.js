@@ -45,11 +45,11 @@
       "paint-order": "stroke", "font-size": 12}, attrs || {}), [text]);
   }
   function pct(v) { return Math.round(v * 100) + "%"; }
-  /* a chart follows its column (issue 31): the card's width less 50 px on a wide screen, all of it on a phone;
-     a chart that cannot shrink further (the heat grid's legend) sets `min` and scrolls inside its card */
+  /* a chart follows its column (issue 31): the card's width less 50 px on a wide screen (BM-10), all of its
+     content box on a phone; a chart that cannot shrink further (the heat grid) sets `min` and scrolls in its card */
   function width(c) {
     var room = c.area.clientWidth;
-    return Math.max(c.min || 280, room > 640 ? room - 50 : room);
+    return Math.max(c.min || 280, room > 640 ? c.area.parentNode.clientWidth - 50 : room);
   }
   function paint(c) {
     c.area.textContent = "";
