@@ -34,7 +34,7 @@ import math
 import operator
 import random
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from . import offload, roles
@@ -227,7 +227,7 @@ def left_out(entries: Iterable[offload.Line], collection: str, shape: str = "") 
     return found
 
 
-def shared_ranks(rows: list[Mapping[str, Any]]) -> list[int]:
+def shared_ranks(rows: Sequence[Mapping[str, Any]]) -> list[int]:
     """Each row's rank as Chatbot Arena gives it: 1 + the number of rows whose `low` is above this row's
     `high`. Models whose intervals overlap share a rank; a rank skips past the models sharing the one above."""
     return [1 + sum(other["low"] > row["high"] for other in rows) for row in rows]

@@ -55,10 +55,10 @@
     return out + (left.length ? ": " + left.join(" and ") + " are left out here, while At a glance's Helped counts them." : ".");
   }
 
-  /* ticks at a round step that gives four to eight of them across [low, high] */
+  /* ticks at the finest round step that gives at most eight of them across [low, high] (four on a phone) */
   function ticks(low, high) {
-    var steps = [0.1, 0.25, 0.5, 1, 2, 5], step = steps[steps.length - 1];
-    for (var i = 0; i < steps.length; i++) if ((high - low) / steps[i] <= 8) { step = steps[i]; break; }
+    var steps = [0.1, 0.25, 0.5, 1, 2, 5], step = steps[steps.length - 1], most = window.innerWidth < 640 ? 4 : 8;
+    for (var i = 0; i < steps.length; i++) if ((high - low) / steps[i] <= most) { step = steps[i]; break; }
     var out = [];
     for (var v = Math.ceil(low / step) * step; v <= high + 1e-9; v += step) out.push(Math.round(v / step) * step);
     return out;
