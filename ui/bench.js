@@ -361,7 +361,7 @@
           td(r.input && r.input.length ? r.input.join(", ") : "—"),
           td(lim("rpm"), {cls: "num"}), td(lim("rpd"), {cls: "num"}), td(lim("tpm"), {cls: "num"}), td(lim("tpd"), {cls: "num"}));
       });
-      var cols = ["Model", "Through", "Context", "Max output", "Input", "rpm", "rpd", "tpm", "tpd"].map(function (t, i) { return {title: t, num: i >= 2 && i !== 4}; });
+      var cols = ["Model", "Through", "Context", "Max output", "Input", "rpm", "rpd", "tpm", "tpd"].map(function (t, i) { return {title: t, num: i >= 2 && i !== 4, phone: i === 0 || i === 2 || i === 5}; });
       add(sec, h("div", {cls: "card"}, h("h2", {text: c + " · " + rows.length + " models"}), table(cols, rows)));
     });
   }
@@ -819,7 +819,7 @@
       var calls = r.calls.map(function (c) { return h("tr", {}, td(when(c.at), {"data-sort": c.at}), td(c.model), td(c.shape), td(c.seats)); });
       var changed = r.changes.map(function (c) { return h("tr", {}, td(when(c.at), {"data-sort": c.at}), td(c.by), td(c.alias), td(c.field), td(c.new)); });
       add(sec, h("div", {cls: "card"}, h("h2", {text: "Logs"}), h("p", {cls: "sub", text: "Newest first, the last 200 lines of each. Prompts and answers are never shown here."}), h("div", {cls: "toolbar"}, box),
-        h("details", {open: true}, h("summary", {text: "Gateway calls · " + calls.length}), table(["When", "Collection", "Shape", "Seats"].map(function (t) { return {title: t}; }), calls, "Nothing yet.")),
+        h("details", {open: true}, h("summary", {text: "Gateway calls · " + calls.length}), table(["When", "Collection", "Shape", "Seats"].map(function (t) { return {title: t, phone: t !== "Shape"}; }), calls, "Nothing yet.")),
         h("details", {}, h("summary", {text: "Changes · " + changed.length}), table(["When", "By", "Model", "What", "New"].map(function (t) { return {title: t}; }), changed, "Nothing yet.")),
         h("details", {}, h("summary", {text: "Scheduler · " + r.scheduler.length}), r.scheduler.length ? r.scheduler.map(function (l) { return h("p", {cls: "log-line", text: l}); }) : h("p", {cls: "muted", text: "Nothing yet."})),
         h("details", {}, h("summary", {text: "Onboarding runs · " + r.onboarding.length}), r.onboarding.length ? r.onboarding.map(function (l) { return h("p", {cls: "log-line", text: l}); }) : h("p", {cls: "muted", text: "Nothing yet."}))));
@@ -1052,7 +1052,7 @@
       h("div", {cls: "row spread"}, h("h2", {text: ep.name}), h("div", {cls: "row"}, chips, chip(ep.kind + (ep.hub ? " · " + ep.hub : ""), "via"))),
       h("p", {cls: "mono muted", text: ep.base}), h("div", {cls: "row"}, actions),
       h("details", {}, h("summary", {text: ep.bench.length + " on the bench" + (more ? " · " + more + " more served" : "")}),
-        table(["On the bench as", "Served as", "Connection", "Status"].map(function (t) { return {title: t}; }), rows,
+        table(["On the bench as", "Served as", "Connection", "Status"].map(function (t) { return {title: t, phone: t !== "Connection"}; }), rows,
           "Nothing from " + ep.name + " is on the bench yet: Onboard a model (top right) lists what it serves.")));
   }
   function statusChip(alias) {
