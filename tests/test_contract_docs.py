@@ -13,7 +13,8 @@ ROOT = Path(__file__).resolve().parent.parent
 CONTRACT = ROOT / "docs" / "contract"
 PAGES = ("gateway", "formats", "security", "models", "dashboard", "suite-cli-mcp")
 
-# vendor: third-party files copied unchanged (ui/vendor/README.md), which cite no contract
+# vendor: third-party files copied unchanged (ui/vendor for the Review page, tests/vendor for axe-core), which
+# cite no contract: their ids (the WCAG's and the EN's in axe) are not ours
 SKIP_DIRS = {".git", ".venv", "venv", "__pycache__", "node_modules", "build", "dist", ".pytest_cache", "vendor"}
 TEXT = {".py", ".md", ".js", ".css", ".html", ".json", ".toml", ".txt", ".yaml", ".yml", ".cfg", ".ini", ".sh"}
 

@@ -63,7 +63,17 @@ def test_led2_a_streamed_route_call_is_counted_with_its_tokens(gw, routed):
     assert thinker["duration_ms"] == sum(round(r["seconds"] * 1000) for r in calls) + 700
     assert table["other"] == {"calls": 1, "input": 3, "output": 4, "reasoning": 0, "duration_ms": 100,
                               "with_reasoning_data": 0, "reasoning_share": None, "tokens_per_call": 7,
-                              "benchmark_calls": 0}
+                              "benchmark_calls": 0, "dollars": None}
+
+
+def test_issue31_dollars_at_the_catalogs_prices():
+    """models.dev prices are US dollars per million tokens, reasoning billed as output; an unknown price is None."""
+    assert cost.dollars(2_000_000, 500_000, {"input": 0.15, "output": 0.6}) == 0.6
+    assert cost.dollars(1234, 0, {"input": 3, "output": 15}) == 0.003702
+    assert cost.dollars(10, 10, {"input": 0, "output": 0}) == 0
+    assert cost.dollars(10, 10, {"input": 1}) is None
+    assert cost.dollars(10, 10, None) is None
+    assert cost.dollars(10, 10, {"input": True, "output": 1}) is None
 
 
 def test_cost1_nothing_to_count():

@@ -61,7 +61,7 @@ def test_ds1_to_ds5_ob23_discover_rows_popup_and_add_via_a_direct_route_then_its
     paid = page.locator("#tab-discover tr.paid")
     assert paid.count() == 1 and paid.is_hidden()  # paid rows only with Show paid
     page.check("#ds-paid")
-    assert paid.is_visible() and "1.5 / 6" in paid.inner_text()
+    assert paid.is_visible() and "$1.5 / $6" in paid.inner_text()
     page.fill("#tab-discover input[type=search]", "fresh")
     row = page.locator("#tab-discover tbody tr[data-row]:visible")
     assert row.count() == 1 and "connected" in row.inner_text() and "Add…" in row.inner_text()

@@ -113,6 +113,42 @@ def test_issue20_comparisons_come_only_from_disagreeing_panel_seats():
     assert [r["model"] for r in review["models"]] == ["alpha", "gamma", "beta"] and review["comparisons"] == 2
 
 
+def test_issue31_overlapping_intervals_share_a_rank():
+    """Chatbot Arena's rule: rank = 1 + the models whose low is above this one's high. Overlapping intervals
+    share a rank; a model is ranked below only the models it is told apart from, and the synthetic board's
+    ends (told apart above) get different ranks while the fitted order still decides the listing."""
+    rows = [{"low": 1.0, "high": 2.0}, {"low": 0.5, "high": 1.2}, {"low": 0.0, "high": 0.6}, {"low": -2.0, "high": -1.0}]
+    assert leaderboard.shared_ranks(rows) == [1, 1, 2, 4]
+    overlapping = [{"low": -0.5, "high": 1.5}, {"low": -1.0, "high": 1.0}, {"low": -1.4, "high": 0.6}]
+    assert leaderboard.shared_ranks(overlapping) == [1, 1, 1]
+    assert leaderboard.shared_ranks([]) == []
+    crafted_log()
+    answer = leaderboard.board("bench/core")
+    assert [r["rank"] for r in answer["models"]] == leaderboard.shared_ranks(answer["models"]) == [1, 1, 1]
+
+
+def test_issue31_unfitted_models_are_listed_with_why_and_left_out_verdicts_counted():
+    """The merger delta (judged only as the merger) and a model judged only in route conversations are
+    listed as unfitted with why, as is a model judged only in agreeing panels; beta's route verdict is
+    counted in `left_out`, not in its useful/judged."""
+    crafted_log()
+    seat("p6", "member1", "epsilon", True)
+    seat("p6", "member2", "alpha", True)
+    offload.add("zeta", "fix it (bench/core:route)", True, "conversation", call="r2.1", collection="bench/core")
+    offload.add("zeta", "fix it (bench/core:route)", False, "conversation", call="r2.2", collection="bench/core")
+    answer = leaderboard.board("bench/core")
+    assert answer["unranked"] == [{"model": "epsilon", "judged": 1, "useful": 1}]
+    assert answer["unfitted"] == [
+        {"model": "delta", "judged": 1, "useful": 1, "why": "only verdicts the leaderboard leaves out (1 as the merger)"},
+        {"model": "epsilon", "judged": 1, "useful": 1, "why": "judged only in panels whose judged seats all agreed"},
+        {"model": "zeta", "judged": 2, "useful": 1,
+         "why": "only verdicts the leaderboard leaves out (2 in route conversations)"}]
+    assert answer["left_out"] == {"merger": 1, "route": 3}
+    beta = next(r for r in answer["models"] if r["model"] == "beta")
+    assert (beta["judged"], beta["useful"]) == (3, 2)  # its route verdict is not among them
+    assert leaderboard.board("bench/core", "review")["left_out"] == {"merger": 1, "route": 0}  # routes have no shape
+
+
 # -- the route -------------------------------------------------------------------------------------------------------
 
 def get(port, path, headers=None):
@@ -142,7 +178,8 @@ def test_issue20_leaderboard_route_refusals_empty_log_json_and_csv():
         status, _, body = get(port, "/bench/leaderboard?collection=bench/core&format=xml")
         assert status == 400 and message(body) == '"format" must be json or csv'
         empty = {"collection": "bench/core", "shape": "", "panels": 0, "comparisons": 0, "resamples": 0,
-                 "level": 0.95, "models": [], "unranked": [], "source": "verdicts", "rankers": []}
+                 "level": 0.95, "models": [], "unranked": [], "unfitted": [], "left_out": {"merger": 0, "route": 0},
+                 "source": "verdicts", "rankers": []}
         status, _, body = get(port, "/bench/leaderboard?collection=bench/core")
         assert status == 200 and body == empty
         crafted_log()

@@ -82,7 +82,7 @@ def test_qt1_the_quotas_page_in_chromium_shell10(browser, dash):
     assert page.inner_text("#qt-said tbody td:nth-child(2) a.model") == "capped"
     assert "Requests this month" in page.inner_text("#qt-sent") and "10 min" in page.inner_text("#qt-resting")
     assert "learned" in page.inner_text("#qt-known") and SECRETISH not in page.content()
-    assert "Tokens spent · 2" in page.inner_text("#qt-cost")
+    assert "Spent · 2" in page.inner_text("#qt-cost") and "Cost" in page.inner_text("#qt-cost thead")
     page.fill("#qt-intro input[type=search]", "nothing matches this")
     assert page.eval_on_selector_all("#tab-quotas tbody tr", "rows => rows.filter(r => r.style.display !== 'none').length") == 0
     page.fill("#qt-intro input[type=search]", "")

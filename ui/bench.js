@@ -34,6 +34,17 @@
     catch (e) { return null; }
   }
   function when(at) { return String(at || "").slice(0, 16).replace("T", " "); }
+  /* "3 min ago" for an ISO time, the absolute time in its title; ago.refresh() brings every one up to date */
+  function agoText(at) {
+    var s = (Date.now() - Date.parse(at)) / 1000;
+    if (isNaN(s)) return when(at);
+    if (s < 60) return "just now";
+    if (s < 3600) return Math.floor(s / 60) + " min ago";
+    if (s < 86400) return Math.floor(s / 3600) + " h ago";
+    return Math.floor(s / 86400) + " d ago";
+  }
+  function ago(at) { return h("time", {datetime: at, title: when(at) + " UTC", "data-ago": "", text: agoText(at)}); }
+  ago.refresh = function () { $$("time[data-ago]").forEach(function (t) { t.textContent = agoText(t.getAttribute("datetime")); }); };
   function thousands(n) { return Number(n).toLocaleString("en-US"); }
   function errorsText(errors) { return (errors || []).map(function (e) { return "• " + e; }).join("\n"); }
 
@@ -70,7 +81,7 @@
   }
   function table(columns, rows, empty) {
     var head = h("tr", {}, columns.map(function (c, i) {
-      var th = h("th", {scope: "col", cls: c.num ? "num" : "", text: c.title});
+      var th = h("th", {scope: "col", cls: (c.num ? "num" : "") + (c.phone === false ? " wide" : ""), text: c.title});
       if (c.sort !== false) {
         th.setAttribute("data-sortable", "");
         th.tabIndex = 0;
@@ -82,7 +93,10 @@
     }));
     var body = h("tbody", {});
     if (!rows.length && empty) body.appendChild(h("tr", {}, h("td", {colspan: columns.length, cls: "muted", text: empty})));
-    rows.forEach(function (r) { body.appendChild(r); });
+    rows.forEach(function (r) {
+      columns.forEach(function (c, i) { if (c.phone === false && r.cells[i]) r.cells[i].classList.add("wide"); });
+      body.appendChild(r);
+    });
     return h("div", {cls: "scroll"}, h("table", {}, h("thead", {}, head), body));
   }
   function sortBy(th, i) {
@@ -285,7 +299,7 @@
       return tr;
     });
     var cols = ["Model", "Status", "Role", "Context", "Can", "Offloads", "Helped", "Suite", "Reply time", "Last answer"].map(function (t) {
-      return {title: t, num: t === "Context" || t === "Offloads" || t === "Reply time"};
+      return {title: t, num: t === "Context" || t === "Offloads" || t === "Reply time", phone: ["Model", "Status", "Helped"].indexOf(t) >= 0};
     });
     var facets = [{label: "Connection", key: "connection"}, {label: "Status", key: "status"}, {label: "Role", key: "role"}, {label: "Price", key: "price"}]
       .map(function (f) { return {label: f.label, key: f.key, values: distinct(rows.map(function (r) {
@@ -347,7 +361,7 @@
           td(r.input && r.input.length ? r.input.join(", ") : "—"),
           td(lim("rpm"), {cls: "num"}), td(lim("rpd"), {cls: "num"}), td(lim("tpm"), {cls: "num"}), td(lim("tpd"), {cls: "num"}));
       });
-      var cols = ["Model", "Through", "Context", "Max output", "Input", "rpm", "rpd", "tpm", "tpd"].map(function (t, i) { return {title: t, num: i >= 2 && i !== 4}; });
+      var cols = ["Model", "Through", "Context", "Max output", "Input", "rpm", "rpd", "tpm", "tpd"].map(function (t, i) { return {title: t, num: i >= 2 && i !== 4, phone: i === 0 || i === 2 || i === 5}; });
       add(sec, h("div", {cls: "card"}, h("h2", {text: c + " · " + rows.length + " models"}), table(cols, rows)));
     });
   }
@@ -540,7 +554,11 @@
       h("p", {cls: "sub", text: "Callers ask a collection as bench/<name> at " + B.gateway + "; its members answer together."}),
       h("div", {cls: "row"}, newBtn), h("p", {id: "c-status", role: "status", cls: "done"}), h("div", {id: "c-list"}),
       h("details", {id: "c-settings"}, h("summary", {text: "Gateway settings"}))),
-      h("div", {cls: "card", id: "gateway-card"}, h("h2", {text: "Gateway"}), h("p", {cls: "sub", id: "gw-sub", text: "Loading…"}), h("div", {id: "gw-body"})));
+      h("div", {cls: "card", id: "gateway-card"}, h("h2", {text: "Gateway"}), h("p", {cls: "sub", id: "gw-sub", text: "Loading…"}),
+        h("div", {cls: "toolbar"}, h("input", {type: "search", id: "gw-filter", placeholder: "Filter by prompt, collection or model",
+          "aria-label": "Filter the gateway's requests", on: {input: filterCard}}),
+          h("label", {}, h("input", {type: "checkbox", id: "gw-owed", on: {change: filterCard}}), "Verdicts owed only")),
+        h("div", {id: "gw-body"})));
     loadCollections();
   }
   function drawCollectionList() {
@@ -554,7 +572,7 @@
         (t.context_unknown.length && t.context_window ? " (unknown for " + t.context_unknown.join(", ") + ")" : "") +
         " · all can: " + (t.capabilities.length ? t.capabilities.join(", ") : "nothing known in common") +
         " · " + t.connections.length + " connection" + (t.connections.length === 1 ? "" : "s") + tightest(t.limits) : "";
-      add(list, h("button", {type: "button", cls: "list-row", "aria-label": "Open bench/" + c.name, on: {click: function () { openCollection(c); }}},
+      add(list, h("button", {type: "button", cls: "list-row", on: {click: function () { openCollection(c); }}},
         h("strong", {text: "bench/" + c.name}), c.tags.map(function (tg) { return chip(tg); }),
         c.description ? h("span", {cls: "subline", text: c.description}) : null, h("span", {cls: "subline", text: line}),
         together ? h("span", {cls: "subline", text: together}) : null, h("span", {cls: "subline", text: "Open ›"})));
@@ -703,7 +721,7 @@
     if (document.hidden || $("#tab-collections").hidden) return;
     get("/api/gateway-card").then(function (r) {
       var text = JSON.stringify(r);
-      if (text !== lastCard) { lastCard = text; drawCard(r); }
+      if (text !== lastCard) { lastCard = text; drawCard(r); } else ago.refresh();
     }).catch(function () { return null; });
   }
   function verdictMark(useful) { return useful === true ? " ✓" : useful === false ? " ✗" : ""; }
@@ -718,23 +736,34 @@
           title: s.seat + " · " + s.status + " in " + s.seconds + "s · " + state + " · " + s.call, text: s.alias + verdictMark(s.useful),
           on: {click: function () { openVerdict(s.call); }}});
       }).concat(p.skipped.map(function (s) { return chip(s.alias + " –", "muted", "not asked: " + s.why); }));
-      return h("tr", {}, td(when(p.at), {"data-sort": p.at}), td(p.model), td(p.key || "—"), td(p.shape, {title: p.shape_by}), td(seats),
-        td(p.owed, {cls: "num" + (p.owed ? "" : " muted")}));
+      return h("tr", {"data-owed": p.owed ? "yes" : "no"}, td(ago(p.at), {"data-sort": p.at, cls: "nowrap"}),
+        td(h("span", {cls: "preview", title: p.preview, text: p.preview || "—"})), td(p.model), td(p.key || "—"),
+        td(p.shape, {title: p.shape_by}), td(seats, {cls: "seats"}), td(p.owed, {cls: "num" + (p.owed ? "" : " muted")}));
     });
-    add(body, table(["When", "Collection", "Asked by", "Explorer shape", "Seats", "Owed"].map(function (t) { return {title: t, num: t === "Owed", sort: t !== "Seats"}; }),
+    add(body, table(["When", "Prompt", "Collection", "Asked by", "Explorer shape", "Seats", "Owed"].map(function (t) {
+      return {title: t, num: t === "Owed", sort: t !== "Seats", phone: ["When", "Prompt", "Seats"].indexOf(t) >= 0}; }),
       rows, "No gateway requests yet. Call a collection at " + r.gateway + "."));
     if (r.conversations.length) {
       var conv = r.conversations.map(function (c) {
-        return h("tr", {}, td(when(c.at), {title: c.conversation, "data-sort": c.at}), td(c.model), td(c.key || "—"), td(c.task),
+        return h("tr", {}, td(ago(c.at), {"data-sort": c.at, cls: "nowrap"}), td(c.model), td(c.key || "—"), td(c.task, {title: c.conversation}),
           td(c.answered.map(function (a) { return chip(a.alias + verdictMark(a.useful), "", a.call + " · " + (a.useful === true ? "useful" : a.useful === false ? "not useful" : "no verdict (optional)")); })),
           td(c.turns, {cls: "num"}), td(c.tool_calls, {cls: "num"}), td(c.failovers, {cls: "num" + (c.failovers ? "" : " muted")}),
           td(chip(c.status, {ok: "ok", empty: "warn", error: "err"}[c.status] || "", c.error || null)));
       });
       add(body, h("h3", {text: "Route conversations"}),
         table(["When", "Collection", "Asked by", "First message", "Answered by", "Turns", "Tool calls", "Failovers", "Last turn"].map(function (t, i) {
-          return {title: t, num: i >= 5 && i <= 7}; }), conv),
+          return {title: t, num: i >= 5 && i <= 7, phone: i === 0 || i === 3 || i === 4}; }), conv),
         h("p", {cls: "muted", text: "Each conversation is one unjudged offload per model; a verdict is optional and never owed."}));
     }
+    filterCard();
+  }
+  /* the card's filter: rows whose text holds the query (prompt, collection, key, shape, seats), owed ones only if asked */
+  function filterCard() {
+    var q = $("#gw-filter").value.toLowerCase(), owedOnly = $("#gw-owed").checked;
+    $$("#gw-body tbody tr").forEach(function (row) {
+      var hit = row.textContent.toLowerCase().indexOf(q) >= 0 && (!owedOnly || row.getAttribute("data-owed") === "yes");
+      row.style.display = hit ? "" : "none";
+    });
   }
   loaders.collections = function () { loadCard(); if (!cardTimer) cardTimer = setInterval(loadCard, 3000); };
 
@@ -791,7 +820,7 @@
       var calls = r.calls.map(function (c) { return h("tr", {}, td(when(c.at), {"data-sort": c.at}), td(c.model), td(c.shape), td(c.seats)); });
       var changed = r.changes.map(function (c) { return h("tr", {}, td(when(c.at), {"data-sort": c.at}), td(c.by), td(c.alias), td(c.field), td(c.new)); });
       add(sec, h("div", {cls: "card"}, h("h2", {text: "Logs"}), h("p", {cls: "sub", text: "Newest first, the last 200 lines of each. Prompts and answers are never shown here."}), h("div", {cls: "toolbar"}, box),
-        h("details", {open: true}, h("summary", {text: "Gateway calls · " + calls.length}), table(["When", "Collection", "Shape", "Seats"].map(function (t) { return {title: t}; }), calls, "Nothing yet.")),
+        h("details", {open: true}, h("summary", {text: "Gateway calls · " + calls.length}), table(["When", "Collection", "Shape", "Seats"].map(function (t) { return {title: t, phone: t !== "Shape"}; }), calls, "Nothing yet.")),
         h("details", {}, h("summary", {text: "Changes · " + changed.length}), table(["When", "By", "Model", "What", "New"].map(function (t) { return {title: t}; }), changed, "Nothing yet.")),
         h("details", {}, h("summary", {text: "Scheduler · " + r.scheduler.length}), r.scheduler.length ? r.scheduler.map(function (l) { return h("p", {cls: "log-line", text: l}); }) : h("p", {cls: "muted", text: "Nothing yet."})),
         h("details", {}, h("summary", {text: "Onboarding runs · " + r.onboarding.length}), r.onboarding.length ? r.onboarding.map(function (l) { return h("p", {cls: "log-line", text: l}); }) : h("p", {cls: "muted", text: "Nothing yet."}))));
@@ -869,7 +898,8 @@
         h("div", {cls: "card", id: "keys-card"}, h("h2", {text: "Gateway keys"}),
           h("p", {cls: "sub", text: "A key is sent as Authorization: Bearer <key>. It reaches the gateway only (never this dashboard), its name is recorded on every call, and revoking it is immediate."}),
           h("p", {text: explain}),
-          table(["Name", "May call", "A minute", "Made", "Last used", ""].map(function (t) { return {title: t, sort: t !== ""}; }), keyRows, "No keys yet."),
+          table(["Name", "May call", "A minute", "Made", "Last used", ""].map(function (t) {
+            return {title: t, sort: t !== "", phone: t === "Name" || t === "May call" || t === ""}; }), keyRows, "No keys yet."),
           h("h3", {text: "Make a key"}),
           h("div", {cls: "field"}, h("label", {"for": "k-name", text: "Name for a new key"}), keyName),
           h("fieldset", {}, h("legend", {text: "May call (none ticked: all)"}), keyCols.length ? keyCols : h("span", {cls: "muted", text: "No collections yet."})),
@@ -880,18 +910,35 @@
           h("p", {cls: "muted", text: "Set by " + ({environment: "BENCH_CLIENT in the environment", settings: "this setting", "default": "the default"}[r.client.by] || r.client.by) + "."}),
           clientSave, clientSaid),
         h("div", {cls: "card"}, h("h2", {text: "Server and access"}), h("p", {cls: "sub", text: "Set by the environment; a restart applies a change. No secret is shown, only whether one is set."}),
-          table(["Setting", "Now", "Set by"].map(function (t) { return {title: t, sort: false}; }), r.access.map(function (row) {
+          table(["Setting", "Now", "Set by"].map(function (t) { return {title: t, sort: false, phone: t !== "Set by"}; }), r.access.map(function (row) {
             return h("tr", {}, td(row[0]), td(row[1]), td(row[2], {cls: "mono"})); }))));
     });
   };
   /* ST-8: the scheduler's mode and jobs (the scheduler itself reads them every tick once it runs). */
   function schedulerCard(sc) {
     var mode = h("select", {id: "sch-mode"}, Object.keys(sc.modes).map(function (m) { return h("option", {value: m, text: sc.modes[m], selected: m === sc.mode}); }));
-    var boxes = {};
+    var boxes = {}, nexts = {};
     var rows = sc.jobs.map(function (j) {
       boxes[j.name] = h("input", {type: "checkbox", checked: j.on, "aria-label": "Run " + j.name});
-      return h("tr", {}, td(j.name, {title: "runs " + j.runs, cls: "mono"}), td(boxes[j.name]), td(j.last || "—"), td(j.next, {cls: "nowrap"}), td(j.what));
+      nexts[j.name] = td("", {cls: "nowrap", "data-next": j.next});
+      boxes[j.name].addEventListener("change", truth);
+      return h("tr", {}, td(j.name, {title: "runs " + j.runs, cls: "mono"}), td(boxes[j.name]), td(j.last || "—"), nexts[j.name], td(j.what));
     });
+    var now = h("p", {id: "sch-now", role: "status"});
+    /* issue 31: what the chosen mode does now, and a Next time only for a job that will run (or be logged) then */
+    function truth() {
+      var m = mode.value;
+      now.textContent = {off: "The scheduler is off: no job runs and nothing is logged. Ticked jobs run at their times once the mode is Run.",
+        "log-only": "The scheduler only logs: each ticked job's time is written to runs/scheduler.log and nothing is called.",
+        run: "The scheduler runs: each ticked job runs at its Next time."}[m] + (sc.mode !== m ? " (Not saved yet.)" : "");
+      Object.keys(boxes).forEach(function (k) {
+        var cell = nexts[k];
+        cell.textContent = !boxes[k].checked ? "not ticked" : m === "off" ? "— (scheduler off)" :
+          cell.getAttribute("data-next") + (m === "log-only" ? " (logged only)" : "");
+        cell.classList.toggle("muted", m === "off" || !boxes[k].checked);
+      });
+    }
+    mode.addEventListener("change", truth);
     var said = h("p", {role: "status"});
     var save = h("button", {type: "button", cls: "btn", id: "sch-save", text: "Save schedule"});
     save.addEventListener("click", function () {
@@ -904,14 +951,17 @@
         post("/api/scheduler", {mode: mode.value, jobs: jobs}).then(function (res) {
           said.className = res.ok ? "done" : "errors";
           said.textContent = res.ok ? "Saved. The scheduler reads it on its next tick." : errorsText(res.errors);
-          if (res.ok) sc.mode = mode.value;
+          if (res.ok) { sc.mode = mode.value; truth(); }
         });
       });
     });
-    return h("div", {cls: "card", id: "scheduler-card"}, h("h2", {text: "Scheduler"}),
+    var card = h("div", {cls: "card", id: "scheduler-card"}, h("h2", {text: "Scheduler"}),
       h("div", {cls: "field"}, h("label", {"for": "sch-mode", text: "Mode"}), mode,
         h("span", {cls: "muted", text: "Off: nothing runs. Log only: each due job is written to runs/scheduler.log, nothing is called. Run: due jobs run."})),
-      table(["Job", "On", "Counted up to", "Next", "What it does"].map(function (t) { return {title: t, sort: false}; }), rows), save, said);
+      now, table(["Job", "Ticked", "Counted up to", "Next", "What it does"].map(function (t) {
+        return {title: t, sort: false, phone: t !== "What it does" && t !== "Counted up to"}; }), rows), save, said);
+    truth();
+    return card;
   }
   /* ST-12: providers whose free models are free only in their own app. */
   function ownClientCard(rows) {
@@ -988,7 +1038,7 @@
   function endpointBlock(ep) {
     var chips = [ep["default"] ? chip("default", "ok") : null,
       ep.key_name ? chip(ep.key_set ? "key set" : "no key", ep.key_set ? "ok" : "warn", ep.key_set ? "kept in the llm key store as " + ep.key_name : "no key named " + ep.key_name + " in the llm key store or the environment") : chip("no key needed", "", "saved without a key (a local runtime)")];
-    var actions = [h("button", {type: "button", cls: "btn ghost small", text: "Change key", "aria-label": "Change the key for " + ep.name, on: {click: function () { openEndpoint(ep); }}})];
+    var actions = [h("button", {type: "button", cls: "btn ghost small", text: "Change key", "aria-label": "Change key for " + ep.name, on: {click: function () { openEndpoint(ep); }}})];
     if (!ep["default"]) {
       actions.push(h("button", {type: "button", cls: "btn ghost small", text: "Make default", "aria-label": "Make " + ep.name + " the default endpoint", on: {click: function () { makeDefault(ep); }}}));
       actions.push(h("button", {type: "button", cls: "btn danger small", text: "Remove", "aria-label": "Remove " + ep.name, on: {click: function () { removeEndpoint(ep); }}}));
@@ -1003,7 +1053,7 @@
       h("div", {cls: "row spread"}, h("h2", {text: ep.name}), h("div", {cls: "row"}, chips, chip(ep.kind + (ep.hub ? " · " + ep.hub : ""), "via"))),
       h("p", {cls: "mono muted", text: ep.base}), h("div", {cls: "row"}, actions),
       h("details", {}, h("summary", {text: ep.bench.length + " on the bench" + (more ? " · " + more + " more served" : "")}),
-        table(["On the bench as", "Served as", "Connection", "Status"].map(function (t) { return {title: t}; }), rows,
+        table(["On the bench as", "Served as", "Connection", "Status"].map(function (t) { return {title: t, phone: t !== "Connection"}; }), rows,
           "Nothing from " + ep.name + " is on the bench yet: Onboard a model (top right) lists what it serves.")));
   }
   function statusChip(alias) {

@@ -5,7 +5,9 @@ calls, streamed ones included: the client asks every stream for its usage) and l
 `LLMDIR/logs.db` (calls through the `llm` CLI, opened read-only). Names are folded through
 `config/alias-history.json`, so a renamed model keeps its record. `benchmark_calls` are the calls
 runners made to measure a model (`metrics/benchmark-calls.json`, counted by perf and the suite).
-`write()` puts the table in `metrics/cost.json`; the dashboard's Quotas page shows it.
+`write()` puts the table in `metrics/cost.json`; the dashboard's Quotas page shows it. `dollars` is what
+those tokens cost at the catalog's prices (models.dev's US dollars per million input / output tokens,
+reasoning billed as output), None where no price is known (issue 31).
 
 Improvements over the reference (models.md, "Improvements worth making"):
 - 7: `cost.json` is replaced whole (LOCK-3), never written in place.
@@ -22,7 +24,7 @@ import sqlite3
 import sys
 
 from ..core import fileio, paths
-from ..models import aliases
+from ..models import aliases, catalog
 from . import ledger
 
 COUNTED = ("ok", "empty")
@@ -34,6 +36,19 @@ def path():
 
 def _int(value):
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def _price(value):
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0 else None
+
+
+def dollars(input_tokens, output_tokens, price):
+    """US dollars for the tokens at `price` (`{"input": $/M, "output": $/M}`, models.dev's `cost`), rounded to
+    a millionth; None when either price is unknown."""
+    per_in, per_out = (_price(price.get(k)) for k in ("input", "output")) if isinstance(price, dict) else (None, None)
+    if per_in is None or per_out is None:
+        return None
+    return round((input_tokens * per_in + output_tokens * per_out) / 1_000_000, 6)
 
 
 def ledger_calls():
@@ -74,7 +89,7 @@ def llm_calls():
 
 def table():
     """COST-2: `{model: {calls, input, output, reasoning, duration_ms, with_reasoning_data, reasoning_share,
-    tokens_per_call, benchmark_calls}}`."""
+    tokens_per_call, benchmark_calls, dollars}}`."""
     current = aliases.resolver()
     found, apart = {}, {}
     for alias, tin, tout, reasoning, ms in [*ledger_calls(), *llm_calls()]:
@@ -91,6 +106,7 @@ def table():
             if reasoning > tout:
                 apart[name] = apart.get(name, 0) + reasoning
     benchmark = fileio.read_json(ledger.benchmark_calls_path())
+    known = catalog.table()  # the registered models' facts, prices among them
     for name, n in benchmark.items():
         if _int(n):
             found.setdefault(aliases.follow(current, name), {"calls": 0, "input": 0, "output": 0, "reasoning": 0,
@@ -101,6 +117,7 @@ def table():
         each["reasoning_share"] = round(each["reasoning"] / out, 3) if each["with_reasoning_data"] and out else None
         each["tokens_per_call"] = round((each["input"] + out) / each["calls"]) if each["calls"] else 0
         each["benchmark_calls"] = sum(_int(n) for old, n in benchmark.items() if aliases.follow(current, old) == name)
+        each["dollars"] = dollars(each["input"], out, (known.get(name) or {}).get("cost"))
     return found
 
 

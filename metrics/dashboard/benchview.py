@@ -16,6 +16,7 @@ Decisions where the spec is silent:
 
 import csv
 import datetime
+import http.client
 import itertools
 import re
 
@@ -335,6 +336,30 @@ def _text(value):
     return value if isinstance(value, str) else fileio.dumps(value, indent=None).strip()
 
 
+def answering(bind, port):
+    """Whether a server answers `GET /health` on `port` of this machine (issue 31: Settings names only the
+    ports something listens on; a bind to every address is asked on the loopback one)."""
+    host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(bind, bind)
+    conn = http.client.HTTPConnection(host, port, timeout=0.5)
+    try:
+        conn.request("GET", "/health")
+        return conn.getresponse().status == 200
+    except OSError:
+        return False
+    finally:
+        conn.close()
+
+
+def listening(bind, port, gateway_port):
+    """The Listening-on row's text: this port, and gateway.py's port only when a server answers there."""
+    here = f"{bind}:{port} (dashboard, gateway at /v1)"
+    if gateway_port == port:
+        return here
+    if answering(bind, gateway_port):
+        return f"{here} · {bind}:{gateway_port} (gateway.py)"
+    return f"{here}; nothing answers on {gateway_port}, gateway.py's port (python gateway.py starts it)"
+
+
 def access(port, gateway_port):
     """ST-14 / MGMT-7: the server-and-access rows, from the environment, never a secret."""
     bind = guard.bind_address()
@@ -343,8 +368,7 @@ def access(port, gateway_port):
     folder, reason = paths.located()
     env_keys = sorted(keys.env_keys())
     return [
-        ["Listening on", f"{bind}:{port} (dashboard, gateway at /v1) · {bind}:{gateway_port} (gateway.py)",
-         "BENCH_BIND, BENCH_PORT, BENCH_GATEWAY_PORT"],
+        ["Listening on", listening(bind, port, gateway_port), "BENCH_BIND, BENCH_PORT, BENCH_GATEWAY_PORT"],
         ["Reached from", "this machine only" if guard.is_loopback(bind) else "other machines too", "BENCH_BIND"],
         ["Admin login", "on: the dashboard asks for the token" if token else "off, which only this machine allows",
          "BENCHWARMERS_ADMIN_TOKEN"],

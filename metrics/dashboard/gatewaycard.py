@@ -21,6 +21,7 @@ PANELS = 30
 CONVERSATIONS = 30
 ROUTE_LINES = 5000
 PROMPT_CHARS = 20_000
+PREVIEW_CHARS = 120  # the card's prompt column: the start of the prompt, on one line
 NOTE_CHARS = 500
 CLAIM_CHARS = 400
 CLAIMS = 20
@@ -51,7 +52,8 @@ def panels():
         rows.append({"panel": str(record.get("panel", "")), "at": str(record.get("at", "")),
                      "model": str(record.get("model", "")), "key": str(record.get("key") or "local"),
                      "shape": str(record.get("shape", "")), "shape_by": str(record.get("shape_by", "")),
-                     "seats": seats, "skipped": skipped,
+                     "preview": _tidy(str(record.get("prompt") or ""), PREVIEW_CHARS), "seats": seats,
+                     "skipped": skipped,
                      "owed": sum(1 for s in seats if s["useful"] is None and s["call"]
                                  and s["seat"] != "ranking")})  # a council's ranking is never owed (CNC-7)
     return rows

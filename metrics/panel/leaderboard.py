@@ -20,6 +20,11 @@ the plain maximum-likelihood fit is returned, scaled so the scores average 0.
 Intervals come from the bootstrap over prompts: the judged panels are resampled with replacement
 `RESAMPLES` times and refitted; a model's interval holds the middle 95% of its scores. The generator is
 seeded (`SEED`), so the same log gives the same reply.
+
+Ranks are shared as Chatbot Arena shares them: a model's rank is 1 + the number of models whose interval
+lies wholly above its own, so models whose intervals overlap hold the same rank until the verdicts tell
+them apart (`shared_ranks`). A judged model that could not be fitted is listed with the reason (`unfitted`),
+and the verdicts left out (mergers, route conversations) are counted per kind (`left_out`).
 """
 
 import collections
@@ -29,7 +34,7 @@ import math
 import operator
 import random
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from . import offload, roles
@@ -198,6 +203,36 @@ def panels(entries: Iterable[offload.Line], collection: str, shape: str = "") ->
     return list(found.items())
 
 
+def kind(call: str) -> str:
+    """What a judged call is to the leaderboard: `seat` (counted), `merger` or `route` (left out)."""
+    seat = call.rsplit(".", 1)[-1] if "." in call else ""
+    if SEAT.fullmatch(seat):
+        return "seat"
+    return "merger" if seat == "merger" else "route"
+
+
+def left_out(entries: Iterable[offload.Line], collection: str, shape: str = "") -> dict[str, dict[str, int]]:
+    """`{model: {kind: verdicts, "useful": verdicts}}` for the judged verdicts of `collection` (and `shape`)
+    no panel seat gave: the mergers' (they read the others' answers) and the route conversations' (one model
+    asked), with how many of them were useful."""
+    found: dict[str, dict[str, int]] = {}
+    for entry in entries:
+        if entry.useful is None or entry.collection != collection or (shape and entry.shape != shape):
+            continue
+        what = kind(entry.call)
+        if what != "seat":
+            counts = found.setdefault(entry.model, {})
+            counts[what] = counts.get(what, 0) + 1
+            counts["useful"] = counts.get("useful", 0) + entry.useful
+    return found
+
+
+def shared_ranks(rows: Sequence[Mapping[str, Any]]) -> list[int]:
+    """Each row's rank as Chatbot Arena gives it: 1 + the number of rows whose `low` is above this row's
+    `high`. Models whose intervals overlap share a rank; a rank skips past the models sharing the one above."""
+    return [1 + sum(other["low"] > row["high"] for other in rows) for row in rows]
+
+
 def comparisons(judged: Mapping[str, bool]) -> list[Pair]:
     """One panel's `(winner, loser)` pairs: each useful seat over each not-useful one."""
     good = [m for m, useful in judged.items() if useful]
@@ -258,7 +293,8 @@ def board(collection: str, shape: str = "", entries: Iterable[offload.Line] | No
 
     `peer` adds `{panel id: [(winner, loser)]}` from the panels' peer rankings (issue 32, `panel.peers`), fitted
     with the verdicts' comparisons of the same panel as one prompt; `verdicts` False leaves the verdicts' out."""
-    found = panels(offload.judged(collection) if entries is None else entries, collection, shape)
+    seen = list(offload.judged(collection) if entries is None else entries)
+    found = panels(seen, collection, shape)
     judged: dict[str, int] = {}
     useful: dict[str, int] = {}
     wins: dict[str, int] = {}
@@ -282,13 +318,32 @@ def board(collection: str, shape: str = "", entries: Iterable[offload.Line] | No
     whole = fit([p for g in groups for p in g], ranked) if groups else {}
     spread = bootstrap(groups, ranked, whole, resamples) if groups else {}
     order = sorted(ranked, key=lambda m: (-whole[m], m))
-    rows = [{"rank": i + 1, "model": m, "score": round(whole[m], 3), "low": round(spread[m][0], 3),
+    rows = [{"model": m, "score": round(whole[m], 3), "low": round(spread[m][0], 3),
              "high": round(spread[m][1], 3), "comparisons": played[m], "wins": wins.get(m, 0),
-             "judged": judged.get(m, 0), "useful": useful.get(m, 0)} for i, m in enumerate(order)]
+             "judged": judged.get(m, 0), "useful": useful.get(m, 0)} for m in order]
+    rows = [{"rank": rank, **row} for rank, row in zip(shared_ranks(rows), rows)]
     unranked = [{"model": m, "judged": judged[m], "useful": useful[m]} for m in sorted(judged) if m not in played]
+    outside = left_out(seen, collection, shape)
     return {"collection": collection, "shape": shape, "panels": len(groups),
             "comparisons": sum(len(g) for g in groups), "resamples": resamples if groups else 0,
-            "level": LEVEL, "models": rows, "unranked": unranked}
+            "level": LEVEL, "models": rows, "unranked": unranked, "unfitted": unfitted(unranked, outside, played),
+            "left_out": {what: sum(c.get(what, 0) for c in outside.values()) for what in ("merger", "route")}}
+
+
+def unfitted(unranked: list[dict[str, Any]], outside: Mapping[str, Mapping[str, int]],
+             played: Mapping[str, int]) -> list[dict[str, Any]]:
+    """Every judged model the fit has no score for, with why: judged only in panels whose seats agreed
+    (no comparison), or judged only as a merger or in route conversations (not counted)."""
+    rows = [{**row, "why": "judged only in panels whose judged seats all agreed"} for row in unranked]
+    named = {row["model"] for row in unranked}
+    for model in sorted(set(outside) - set(played) - named):
+        counts = outside[model]
+        parts = [f"{counts[k]} {label}" for k, label in (("merger", "as the merger"), ("route", "in route conversations"))
+                 if counts.get(k)]
+        rows.append({"model": model, "judged": counts.get("merger", 0) + counts.get("route", 0),
+                     "useful": counts["useful"], "why": "only verdicts the leaderboard leaves out ("
+                     + " and ".join(parts) + ")"})
+    return sorted(rows, key=lambda row: row["model"])
 
 
 def csv_text(answer: Mapping[str, Any]) -> str:

@@ -19,9 +19,10 @@
     Bench.get("/api/discover").then(function (r) { D = r; draw(card, r); });
   }
 
+  function usd(v) { return typeof v === "number" ? "$" + String(+v.toFixed(4)) : "?"; }
   function price(row) {
     if (row.free) return ["free", row.cost ? "listed at 0 per million tokens" : "free tier (FreeLLMAPI or a :free id)"];
-    if (row.cost && row.cost.input !== undefined) return [row.cost.input + " / " + row.cost.output, "input / output, per million tokens (models.dev)"];
+    if (row.cost && row.cost.input !== undefined) return [usd(row.cost.input) + " / " + usd(row.cost.output), "input / output, US dollars per million tokens (models.dev)"];
     return ["paid", "no price listed, and not free"];
   }
   function context(n) { return !n ? "?" : n < 1000 ? (n / 1000).toFixed(1) + "k" : Math.round(n / 1000) + "k"; }
@@ -63,7 +64,7 @@
       return tr;
     });
     var cols = ["Model", "Provider", "Reach", "Price", "Context", "In → out", "Can", "Released", "Limits", ""].map(function (t) {
-      return {title: t, num: t === "Context", sort: t !== ""};
+      return {title: t, num: t === "Context", sort: t !== "", phone: t === "Model" || t === "Price" || t === ""};
     });
     var empty = r.cached.modelsdev || r.cached.freellmapi ? "Nothing free or reachable in the cached feeds." :
       "No feed cached yet: the scheduler's catalog job fetches them daily (or run python -m benchwarmers.scripts.refresh_catalog).";
@@ -116,7 +117,7 @@
   }
 
   function routeLine(route, said) {
-    var detail = [route.model, route.free ? "free" : route.cost && route.cost.input !== undefined ? route.cost.input + " / " + route.cost.output + " per million" : "paid"];
+    var detail = [route.model, route.free ? "free" : route.cost && route.cost.input !== undefined ? usd(route.cost.input) + " / " + usd(route.cost.output) + " per million tokens" : "paid"];
     if (limits(route.limits)) detail.push(limits(route.limits));
     var end = route.on_bench_as ? chip("on the bench as " + route.on_bench_as, "ok") :
       h("button", {type: "button", cls: "btn small ds-add", text: "Add via this", on: {click: function () { addVia(route, said); }}});

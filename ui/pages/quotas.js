@@ -15,6 +15,8 @@
     return titles.map(function (t) { return {title: t, num: numeric.indexOf(t) >= 0}; });
   }
   function num(v) { return typeof v === "number" ? Bench.thousands(v) : "—"; }
+  /* US dollars: cents from a cent up, four decimals below it, "$0" for free */
+  function dollars(v) { return v === 0 ? "$0" : "$" + (v >= 0.01 ? v.toFixed(2) : v.toFixed(4)); }
   function numCell(v) { return td(num(v), {cls: "num", "data-sort": typeof v === "number" ? v : -1}); }
   function model(alias) {
     var known = (Bench.B.models || {})[alias];
@@ -70,12 +72,18 @@
       Bench.table(cols(["Connection or model"].concat(r.keys, ["From"]), r.keys), known, "None known yet.")));
 
     var spent = r.cost.map(function (c) {
-      return h("tr", {}, td(model(c.model)), numCell(c.calls), numCell(c.input), numCell(c.output), numCell(c.reasoning),
+      return h("tr", {}, td(model(c.model)), numCell(c.calls),
+        td(c.dollars === null ? "—" : dollars(c.dollars), {cls: "num", "data-sort": c.dollars === null ? -1 : c.dollars,
+          title: c.dollars === null ? "no price known for this model" : "at the catalog's prices (models.dev), reasoning billed as output"}),
+        numCell(c.input), numCell(c.output), numCell(c.reasoning),
         td(c.reasoning_share === null ? "—" : Math.round(c.reasoning_share * 100) + "%", {cls: "num", "data-sort": c.reasoning_share === null ? -1 : c.reasoning_share}),
         numCell(c.tokens_per_call), numCell(c.benchmark_calls));
     });
-    Bench.add(sec, card("qt-cost", "Tokens spent · " + spent.length, "Tokens, not money: the built-in client's answered calls (streamed ones included) and the llm CLI's own log. Benchmark calls are the ones made to measure a model, not to work.",
-      Bench.table(cols(["Model", "Calls", "Input", "Output", "Reasoning", "Reasoning share", "Per call", "Benchmark calls"],
-        ["Calls", "Input", "Output", "Reasoning", "Reasoning share", "Per call", "Benchmark calls"]), spent, "No answered call yet.")));
+    Bench.add(sec, card("qt-cost", "Spent · " + spent.length, "Dollars where the catalog knows the model's price (models.dev, per million tokens), tokens beside: the built-in client's answered calls (streamed ones included) and the llm CLI's own log. Benchmark calls are the ones made to measure a model, not to work.",
+      Bench.table(cols(["Model", "Calls", "Cost", "Input", "Output", "Reasoning", "Reasoning share", "Per call", "Benchmark calls"],
+        ["Calls", "Cost", "Input", "Output", "Reasoning", "Reasoning share", "Per call", "Benchmark calls"]).map(function (c) {
+          c.phone = ["Model", "Cost", "Input", "Output"].indexOf(c.title) >= 0;  /* money and tokens stay on a phone */
+          return c;
+        }), spent, "No answered call yet.")));
   }
 })();

@@ -45,7 +45,12 @@
       "paint-order": "stroke", "font-size": 12}, attrs || {}), [text]);
   }
   function pct(v) { return Math.round(v * 100) + "%"; }
-  function width(c) { return Math.max(520, c.area.parentNode.clientWidth - 50); }
+  /* a chart follows its column (issue 31): the card's width less 50 px on a wide screen (BM-10), all of its
+     content box on a phone; a chart that cannot shrink further (the heat grid) sets `min` and scrolls in its card */
+  function width(c) {
+    var room = c.area.clientWidth;
+    return Math.max(c.min || 280, room > 640 ? c.area.parentNode.clientWidth - 50 : room);
+  }
   function paint(c) {
     c.area.textContent = "";
     if (!c.has()) { Bench.add(c.area, h("p", {cls: "muted chart-empty", text: c.empty})); return; }
@@ -54,6 +59,13 @@
     out.setAttribute("role", "img");
     out.setAttribute("aria-label", c.title + " (the numbers are in the table below)");
     c.area.appendChild(out);
+    /* a chart wider than its card scrolls: the keyboard must reach it too (axe: scrollable-region-focusable) */
+    var scrolls = c.area.scrollWidth > c.area.clientWidth;
+    if (scrolls) {
+      c.area.tabIndex = 0;
+      c.area.setAttribute("role", "region");
+      c.area.setAttribute("aria-label", c.title + ", scrolls sideways");
+    } else ["tabindex", "role", "aria-label"].forEach(function (a) { c.area.removeAttribute(a); });
   }
   function frame(w, hgt) { return s("svg", {viewBox: "0 0 " + w + " " + hgt, height: hgt, "font-family": "inherit", "class": "chart"}); }
   function legend(svg, items, x, y) {
@@ -89,11 +101,12 @@
   }
   /* horizontal bars: rows of {name, parts: [[share, colour, tip]], after} on an x scale from lo to hi */
   function bars(w, rows, opts) {
-    var left = Math.min(260, 30 + Math.max.apply(null, rows.map(function (r) { return r.name.length; })) * 6.6);
+    var left = Math.min(260, w * 0.4, 30 + Math.max.apply(null, rows.map(function (r) { return r.name.length; })) * 6.6);
     var right = rows.some(function (r) { return r.after; }) ? 64 : 20, top = 30, step = 24, hgt = top + rows.length * step + 30;
     var svg = frame(w, hgt), lo = opts.lo || 0, hi = opts.hi || 1;
     var at = function (v) { return left + (v - lo) / (hi - lo) * (w - left - right); };
-    legend(svg, opts.legend, left, 14);
+    var narrow = w < 480;  /* a phone: the legend and the axis title start at the chart's left edge */
+    legend(svg, opts.legend, narrow ? 4 : left, 14);
     ticks(svg, left, w - right, top - 4, top + rows.length * step, range(lo, hi, 0.25), at, function (v) { return pct(Math.abs(v)); });
     rows.forEach(function (r, i) {
       var y = top + i * step + 4;
@@ -104,10 +117,20 @@
         svg.appendChild(s("rect", {x: at(x), y: y, width: Math.max(1, at(x + p[0]) - at(x)), height: step - 8, fill: colour(p[1])}, [tip(p[2])]));
         x += p[0];
       });
-      if (r.after) svg.appendChild(label(at(x) + 6, y + 12, r.after, {"font-size": 11}));
+      var end = at(x);
+      if (r.interval) {  /* the 95% interval as a whisker across the bar, capped at both ends */
+        var a = at(r.interval[0]), b = at(r.interval[1]), mid = y + (step - 8) / 2;
+        var g = s("g", {"class": "interval", stroke: colour("ink"), "stroke-width": 1.5}, [tip(r.intervalTip)]);
+        [[a, mid, b, mid], [a, mid - 5, a, mid + 5], [b, mid - 5, b, mid + 5]].forEach(function (l) {
+          g.appendChild(s("line", {x1: l[0], y1: l[1], x2: l[2], y2: l[3]}));
+        });
+        svg.appendChild(g);
+        end = Math.max(end, b);
+      }
+      if (r.after) svg.appendChild(label(end + 6, y + 12, r.after, {"font-size": 11}));
     });
     if (opts.zero) svg.appendChild(s("line", {x1: at(0), x2: at(0), y1: top - 4, y2: top + rows.length * step, stroke: colour("ink"), "stroke-width": 1.2}));
-    if (opts.axis) svg.appendChild(label(left + (w - left - right) / 2, hgt - 4, opts.axis, {"text-anchor": "middle", "font-size": 11, fill: colour("muted")}));
+    if (opts.axis) svg.appendChild(label(narrow ? w / 2 : left + (w - left - right) / 2, hgt - 4, opts.axis, {"text-anchor": "middle", "font-size": 11, fill: colour("muted")}));
     return svg;
   }
   /* a scatter: points {x, y, text, tip} on linear or log x, y from y0 (bottom) to y1 (top) */
@@ -163,6 +186,13 @@
   }
   function fraction(n, of) { return of ? n + "/" + of : "—"; }
   function share(n, of) { return of ? n / of : 0; }
+  /* the 95% Wilson score interval of n successes in `of` trials: [0, 1] when nothing was judged */
+  function wilson(n, of) {
+    if (!of) return [0, 1];
+    var z = 1.96, p = n / of, z2 = z * z / of, centre = (p + z2 / 2) / (1 + z2);
+    var half = z * Math.sqrt(p * (1 - p) / of + z * z / (4 * of * of)) / (1 + z2);
+    return [Math.max(0, centre - half), Math.min(1, centre + half)];
+  }
   function byName(a, b) { return a.model < b.model ? -1 : a.model > b.model ? 1 : 0; }
 
   function build() {
@@ -232,17 +262,20 @@
       draw: function (w) {
         return bars(w, sorted(data).map(function (r) {
           var rate = share(r.useful, r.judged);
+          var band = wilson(r.useful, r.judged);
           return {model: r.model, name: r.model + "  (" + r.judged + ")", after: r.useful + "/" + r.judged,
-            parts: [[rate, rate >= 0.5 ? "ok" : "err", r.model + ": useful in " + r.useful + " of " + r.judged + " judged"]]};
-        }), {legend: [["helped half or more", "ok"], ["less than half", "err"]], axis: "useful share of the judged offloads →"});
+            parts: [[rate, rate >= 0.5 ? "ok" : "err", r.model + ": useful in " + r.useful + " of " + r.judged + " judged"]],
+            interval: band, intervalTip: r.model + ": 95% interval " + pct(band[0]) + " to " + pct(band[1])};
+        }), {legend: [["helped half or more", "ok"], ["less than half", "err"]], axis: "useful share of judged offloads, 95% interval →"});
       }};
-    c.table = folded("work", ["Model", {title: "Offloads", num: true}, {title: "Judged", num: true}, "Helped", {title: "Verified findings", num: true}, {title: "False claims", num: true}],
+    c.table = folded("work", ["Model", {title: "Offloads", num: true}, {title: "Judged", num: true}, "Helped", "95% interval", {title: "Verified findings", num: true}, {title: "False claims", num: true}],
       sorted(all).map(function (r) {
+        var band = wilson(r.useful, r.judged);
         return row(r.model, [td(r.offloads, {cls: "num"}), td(r.judged, {cls: "num"}), td(r.useful + "/" + r.judged, {"data-sort": share(r.useful, r.judged)}),
-          td(r.real, {cls: "num"}), td(r.false, {cls: "num"})]);
+          td(r.judged ? pct(band[0]) + " to " + pct(band[1]) : "—", {"data-sort": band[0]}), td(r.real, {cls: "num"}), td(r.false, {cls: "num"})]);
       }), "No judged offloads yet.");
     return panel("bm-work", "Real work", "Your verdicts on what the models did through the gateway: was the answer useful?",
-      [c], [], "Each bar is the share of a model's judged offloads you marked useful; the number in brackets is how many were judged. Verified findings and false claims count the claims you confirmed or refuted in those verdicts.");
+      [c], [], "Each bar is the share of a model's judged offloads you marked useful; the whisker is its 95% Wilson interval (few verdicts, a wide whisker: overlapping whiskers cannot yet be told apart); the number in brackets is how many were judged. Verified findings and false claims count the claims you confirmed or refuted in those verdicts.");
   }
 
   /* BM-6 */
@@ -291,7 +324,7 @@
     var familyOf = {};
     all.forEach(function (c) { familyOf[c.task] = c.family; });
     var models = Object.keys(sums).sort(function (a, b) { return sums[b] - sums[a] || (a < b ? -1 : 1); });
-    var c = {id: "chart-heat", title: "Our code", empty: "No suite runs recorded yet.", has: function () { return data.length > 0; },
+    var c = {id: "chart-heat", title: "Our code", empty: "No suite runs recorded yet.", has: function () { return data.length > 0; }, min: 520,
       draw: function (w) {
         var left = Math.min(220, 20 + Math.max.apply(null, models.map(function (m) { return m.length; })) * 6.6);
         var cw = Math.max(8, Math.min(46, (w - left - 10) / drawnTasks.length)), ch = 22, top = 50;
