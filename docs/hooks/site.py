@@ -4,11 +4,13 @@ GATEWAY.md, DASHBOARD.md, SECURITY.md, PRIVACY.md, tests/README.md and benchmark
 (their readers, tests among them, find them there); each is added to the site as a page under its own path, read
 at build time, so the site and the file never differ. The benchmarks' SVG charts go beside their page, so the
 README's relative image links work in both places. `reference/cli.md` is written from the real argparse parsers
-(`cli_reference()`), so a renamed command or option changes the page, never leaving it behind.
+(`cli_reference()`), so a renamed command or option changes the page, never leaving it behind. The site's home
+page is the README, its links turned from the checkout's paths into the site's.
 """
 
 import argparse
 import functools
+import re
 from pathlib import Path
 
 from mkdocs.structure.files import File
@@ -22,17 +24,32 @@ INCLUDED = {
     "contributing/tests.md": "tests/README.md",
     "benchmarks/index.md": "benchmarks/README.md",
 }
+SITE_PATHS = {source: uri for uri, source in INCLUDED.items()}
+LINK = re.compile(r"\]\(([^)#\s]+)")
 CHARTS = "benchmarks/results"
 WIDTH = 100  # help text is wrapped the same on every terminal, so the page does not depend on the builder's
 
 
 def on_files(files, config):
+    files.append(File.generated(config, "index.md", content=home_page((TOP / "README.md").read_text(encoding="utf-8"))))
     for uri, source in INCLUDED.items():
         files.append(File.generated(config, uri, content=(TOP / source).read_text(encoding="utf-8")))
     for chart in sorted((TOP / CHARTS).glob("*.svg")):
         files.append(File.generated(config, f"{CHARTS}/{chart.name}", abs_src_path=str(chart)))
     files.append(File.generated(config, "reference/cli.md", content=cli_reference()))
     return files
+
+
+def home_page(readme):
+    """The README with each link to a checkout path pointed at that path's page on the site."""
+    def site(found):
+        target = found.group(1)
+        if target in SITE_PATHS:
+            target = SITE_PATHS[target]
+        elif target.startswith("docs/"):
+            target = target.removeprefix("docs/")
+        return "](" + target
+    return LINK.sub(site, readme)
 
 
 def fixed_width(parser):
