@@ -1,7 +1,8 @@
 """One table of settings (issue 28 item 5, `benchwarmers.core.settings`): every environment variable the code
 names is declared there and read through `settings.env`; the documentation's settings tables
-(docs/configuration.md, "Settings") are the ones the table makes; the config files' owners fall back to the table's defaults; and `bench settings` shows each setting's
-effective value and where it came from, secrets masked.
+(docs/configuration.md, "Settings") are the ones the table makes; the config files' owners fall back to the
+table's defaults; and `bench settings` shows each setting's effective value and where it came from, secrets
+masked.
 
 The rules on the source read it with `ast`, never importing it, as tests/test_layers.py does.
 """
