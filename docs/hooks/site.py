@@ -31,7 +31,8 @@ WIDTH = 100  # help text is wrapped the same on every terminal, so the page does
 
 
 def on_files(files, config):
-    files.append(File.generated(config, "index.md", content=home_page((TOP / "README.md").read_text(encoding="utf-8"))))
+    readme = (TOP / "README.md").read_text(encoding="utf-8")
+    files.append(File.generated(config, "index.md", content=home_page(readme)))
     for uri, source in INCLUDED.items():
         files.append(File.generated(config, uri, content=(TOP / source).read_text(encoding="utf-8")))
     for chart in sorted((TOP / CHARTS).glob("*.svg")):
@@ -44,11 +45,7 @@ def home_page(readme):
     """The README with each link to a checkout path pointed at that path's page on the site."""
     def site(found):
         target = found.group(1)
-        if target in SITE_PATHS:
-            target = SITE_PATHS[target]
-        elif target.startswith("docs/"):
-            target = target.removeprefix("docs/")
-        return "](" + target
+        return "](" + SITE_PATHS.get(target, target.removeprefix("docs/"))
     return LINK.sub(site, readme)
 
 
