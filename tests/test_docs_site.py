@@ -94,7 +94,7 @@ def test_the_site_in_chromium_asks_only_its_own_host(site, browser):
                 page.wait_for_load_state("networkidle")
             page.locator("input.md-search__input").press_sequentially("collection")
             page.wait_for_selector(".md-search-result__item")
+            assert asked == []
             assert page.problems == []
         finally:
             context.close()
-    assert asked == []
