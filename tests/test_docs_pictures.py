@@ -28,7 +28,7 @@ SIZES = [(1440, 900), (390, 844)]
 READY = {"collections": "#gw-body button.chip.seat", "discover": "#ds-sub"}  # what each page draws last
 DAY, TIME = "2026-01-15", "09:41"
 # Rewrites each text node as it is drawn or redrawn (the Gateway card redraws every few seconds), before it is
-# painted: the volatile strings become their stand-ins and today's date, with its time if shown, becomes DAY.
+# painted: the volatile strings become their stand-ins, a date this run can fall on DAY, and its time TIME.
 STEADY = """(() => {
   const pairs = %s, stamp = new RegExp(%s, "g");
   const steady = (text) => pairs.reduce((t, [was, is]) => t.split(was).join(is),
@@ -36,7 +36,8 @@ STEADY = """(() => {
   const fix = (root) => {
     const walk = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
     for (let node = walk.currentNode; node; node = walk.nextNode()) {
-      if (node.nodeType === Node.TEXT_NODE && steady(node.nodeValue) !== node.nodeValue) node.nodeValue = steady(node.nodeValue);
+      const text = node.nodeType === Node.TEXT_NODE && steady(node.nodeValue);
+      if (text !== false && text !== node.nodeValue) node.nodeValue = text;
     }
   };
   new MutationObserver((changes) => changes.forEach((c) => fix(c.target)))
