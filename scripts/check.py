@@ -9,7 +9,7 @@ in a temporary folder, with an empty llm user folder: how CI runs on a clean mac
 calls a model, reaches past 127.0.0.1, or writes the real data folder (each test makes its own).
 
 Decisions where the contract is silent:
-- The modules have no `--selftest`: their self-checks are tests (README, "Decisions"), so the test
+- The modules have no `--selftest`: their self-checks are tests (docs/decisions.md), so the test
   files are the checks, one process each.
 - NAME... (a test file's stem, `test_layers`) runs only those checks: a quick way to re-run the one
   that failed. A name the checkout does not have is listed as skipped, not failed.

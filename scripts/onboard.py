@@ -14,7 +14,7 @@ Decisions where the contract is silent:
   own (a model's connection reads `config/provider-tags.json` as it stands); the catalog is refreshed in this
   process (it is the same listing fetch the catalog job makes).
 - `--selftest` is not offered: the checks are tests (tests/test_first_hour.py runs this script end to end), as
-  for the modules (README, "Decisions where the contract was silent").
+  for the modules (docs/decisions.md).
 """
 
 import argparse

@@ -6,7 +6,7 @@
 The scheduler's daily `catalog` job (06:00) runs this file. It exits 1 with
 `cannot read OpenRouter's catalog: <err>` when OpenRouter's list cannot be read, writing nothing; feeds
 and endpoints that fail only leave their layer out. Feed addresses: BENCH_MODELSDEV_URL,
-BENCH_FREELLMAPI_URL, BENCH_OPENROUTER_MODELS_URL (README, "Catalog and Discover").
+BENCH_FREELLMAPI_URL, BENCH_OPENROUTER_MODELS_URL (docs/suite.md, "Catalog and Discover").
 """
 
 import argparse

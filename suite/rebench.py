@@ -8,7 +8,7 @@ contiguous block of one Python source file, and writes a pair of drafts into YOU
 file at its base commit (`rebench-<project>-<PR>-bug`, the answer is a line the fix changes) and
 the fixed file (`...-control`, the answer is `NO FAULT`). Nothing this writes is ever committed to
 the product (ST-2): the tasks hold third-party code. Review every pair before removing `"draft":
-true` (RB-10, in README.md); a pair you drop goes into the rejected list with `--reject`.
+true` (RB-10, in docs/suite.md); a pair you drop goes into the rejected list with `--reject`.
 
 Where it reads from (OFF-2; both bases are configurable so tests use a fake server on 127.0.0.1):
     BENCH_REBENCH_API   the datasets-server base (default https://datasets-server.huggingface.co), route /filter
@@ -518,7 +518,7 @@ def main(argv=None):
     if made < args.count and len(scanned) == args.scan:
         print(f"fewer than {args.count}: look further with --offset {args.offset + args.scan}")
     if made and not args.dry_run:
-        print('Review each pair before removing "draft": true (README.md, "Real bugs"); drop one with --reject.')
+        print('Review each pair before removing "draft": true (docs/suite.md, "Real bugs"); drop one with --reject.')
     return 0
 
 

@@ -111,15 +111,12 @@ def test_a_json_schema_is_answered_with_json_that_fits_it(bench, stream):
     assert asyncio.run(run()) == Forecast(city="Oslo", celsius=7, rain=True)
 
 
-def test_the_readme_agent_snippet_runs_against_the_demo(bench):
-    """The README's Agents SDK snippet, as printed there, in its own process, the test gateway in its URL."""
-    text = (paths.CODE / "README.md").read_text(encoding="utf-8")
-    start = text.index("    import asyncio\n    from agents import")
-    lines = []
-    for line in text[start:].splitlines():
-        if line and not line.startswith("    "):
-            break
-        lines.append(line[4:])
+def test_the_docs_agent_snippet_runs_against_the_demo(bench):
+    """The Agents SDK snippet of docs/clients/agents.md, as printed there, in its own process, the test gateway in
+    its URL."""
+    text = (paths.CODE / "docs" / "clients" / "agents.md").read_text(encoding="utf-8")
+    start = text.index("```python\nimport asyncio\nfrom agents import") + len("```python\n")
+    lines = text[start:text.index("```", start)].splitlines()
     code = "\n".join(lines).replace("http://127.0.0.1:8122/v1", bench)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

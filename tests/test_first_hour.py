@@ -5,6 +5,7 @@ import csv
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -258,17 +259,11 @@ def test_ck1_ck2_check_runs_each_check_in_its_own_process(home):
 
 
 def readme_blocks():
-    """The README's "Use a real provider" commands, block by block (a block: indented lines between blank ones)."""
-    text = (paths.CODE / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("## Use a real provider"):text.index("## Using it")]
-    blocks, current = [], []
-    for line in section.splitlines():
-        if line.startswith("    "):
-            current.append(line.strip())
-        elif current:
-            blocks.append(current)
-            current = []
-    return blocks
+    """Getting started's "Use a real provider" commands (docs/getting-started.md), block by block: each fenced
+    shell block's lines."""
+    text = (paths.CODE / "docs" / "getting-started.md").read_text(encoding="utf-8")
+    section = text[text.index("## Use a real provider"):text.index("### Sign in instead of copying a key")]
+    return [block.strip().splitlines() for block in re.findall(r"```sh\n(.*?)```", section, re.S)]
 
 
 def free_port():
@@ -280,14 +275,17 @@ def free_port():
 
 
 def test_readme_real_provider_commands_answer_a_panel(tmp_path, monkeypatch):
-    """Issue 16 item 3: each provider's README commands, as typed, the local upstream's URL in the provider's place."""
-    import re
+    """Issue 16 item 3: each provider's commands, as the docs type them, the local upstream's URL in the provider's
+    place (the README's four are the first block's)."""
     import shlex
     from benchwarmers.demo.demo import Upstream
 
     blocks = readme_blocks()
     providers, curl = blocks[:-1], blocks[-1]
     assert len(providers) == 3 and all(len(b) == 4 for b in providers) and curl[0].startswith("curl ")
+    readme = (paths.CODE / "README.md").read_text(encoding="utf-8")
+    four = readme[readme.index("## A real provider in four commands"):readme.index("## Documentation")]
+    assert re.findall(r"```sh\n(.*?)```", four, re.S)[0].strip().splitlines() == providers[0]
     served = [b[1].split()[3] for b in providers]
     with Upstream(models={name: {"answer": f"{name} says: no, it is fine."} for name in served}) as up:
         for i, block in enumerate(providers):

@@ -1,7 +1,8 @@
 """One table of settings (issue 28 item 5, `benchwarmers.core.settings`): every environment variable the code
-names is declared there and read through `settings.env`; the README's "Settings" tables are the ones the table
-makes; the config files' owners fall back to the table's defaults; and `bench settings` shows each setting's
-effective value and where it came from, secrets masked.
+names is declared there and read through `settings.env`; the documentation's settings tables
+(docs/configuration.md, "Settings") are the ones the table makes; the config files' owners fall back to the
+table's defaults; and `bench settings` shows each setting's effective value and where it came from, secrets
+masked.
 
 The rules on the source read it with `ast`, never importing it, as tests/test_layers.py does.
 """
@@ -32,7 +33,8 @@ SCANNED = {"metrics": "benchwarmers", "suite": "benchwarmers.suite", "scripts": 
            "perf": "benchwarmers.perf"}
 # a name the product gives a variable: BENCH_PORT, BENCHWARMERS_KEY_MY_HUB, and a family's prefix BENCHWARMERS_KEY_
 NAMED = re.compile(r"\bBENCH(?:WARMERS)?_[A-Z0-9_]*")
-README_TABLE = re.compile(r"<!-- settings: bench settings --markdown -->\n\n(.*?)\n\n<!-- end of settings -->", re.S)
+SETTINGS_PAGE = ROOT / "docs" / "configuration.md"
+PAGE_TABLE = re.compile(r"<!-- settings: bench settings --markdown -->\n\n(.*?)\n\n<!-- end of settings -->", re.S)
 FAMILIES = [s.family for s in settings.SETTINGS if s.family]
 
 
@@ -168,11 +170,11 @@ def test_the_table_is_well_formed():
         assert not (s.set_by and s.owner), s.label
 
 
-def test_the_readme_table_is_the_generated_one():
-    """README.md's "Settings" tables are `bench settings --markdown`, word for word: change the table in
+def test_the_documented_table_is_the_generated_one():
+    """docs/configuration.md's "Settings" tables are `bench settings --markdown`, word for word: change the table in
     metrics/core/settings.py, then paste its output between the markers."""
-    found = README_TABLE.search((ROOT / "README.md").read_text(encoding="utf-8"))
-    assert found, "README.md has no settings table between its markers"
+    found = PAGE_TABLE.search(SETTINGS_PAGE.read_text(encoding="utf-8"))
+    assert found, "docs/configuration.md has no settings table between its markers"
     assert found.group(1) == settings.markdown()
 
 

@@ -165,7 +165,7 @@ def unknown(prog, env, command):
 
 def settings_screen(kind, env):
     """`settings`: every setting's value and source for the folder the servers would use (`home_of`), or with
-    `--markdown` the README's tables."""
+    `--markdown` the documented tables (docs/configuration.md)."""
     if kind == "markdown":
         return settings.markdown()
     home = home_of(env)

@@ -7,8 +7,8 @@ a name the table does not declare is a KeyError, and `tests/test_settings.py` re
 every variable the code names declared. The config files stay read by the modules that own them (their
 readers check the values); the test holds their defaults equal to the ones here.
 
-The README's "Settings" table is `markdown()` (`bench settings --markdown`), and `bench settings` shows
-each setting's effective value and where it came from (`screen()`).
+The documentation's settings tables (docs/configuration.md) are `markdown()` (`bench settings --markdown`), and
+`bench settings` shows each setting's effective value and where it came from (`screen()`).
 
 Decisions: a variable set to blanks counts as unset, as nearly every reader had it already (where one did
 not, a seed, a purpose or an admin token of blanks, blanks now read as none); the variables the product sets
@@ -59,7 +59,7 @@ class Setting:
 
     @property
     def secret(self) -> bool:
-        """A variable shown masked. The data folder holds no secret (README, "Configuration"), so a config key
+        """A variable shown masked. The data folder holds no secret (docs/configuration.md), so a config key
         is never one, `max_panels_per_key` included."""
         return self.kind == "env" and any(word in self.name.upper() for word in SECRET_WORDS)
 
@@ -175,7 +175,7 @@ SETTINGS = (
     _config("gateway.json", "max_explorers", 2, "Explorer seats at most (above 2 has no effect).",
             "panel.collections"),
     _config("gateway.json", "policy", "counted", "How the record picks a merged reply's merger and the member route "
-            "mode starts on: `counted` (most useful verdicts) or `thompson` (see \"Learning from verdicts\").",
+            "mode starts on: `counted` (most useful verdicts) or `thompson` (Concepts, \"Learning from verdicts\").",
             "panel.collections"),
     _config("gateway.json", "first_byte_timeout", 180, "Seconds a seat's upstream may send nothing after the "
             "request before the seat ends as an error (0: no limit; GATEWAY.md, \"Faults\").", "panel.collections"),
@@ -257,7 +257,7 @@ def default(name: str) -> str:
     return str(VARIABLES[name].default)
 
 
-# -- the README's table -----------------------------------------------------------------------------------------
+# -- the documented table --------------------------------------------------------------------------------------
 
 def _cell(text: object) -> str:
     return str(text).replace("|", "\\|")
@@ -278,7 +278,7 @@ def _meaning(setting: Setting) -> str:
 
 
 def markdown() -> str:
-    """The README's "Settings" tables: the environment's variables, then the config files' keys."""
+    """The settings tables (docs/configuration.md): the environment's variables, then the config files' keys."""
     return "\n\n".join([_table("Variable", [s for s in SETTINGS if s.kind == "env"]),
                          _table("Key in the data folder's `config/`", [s for s in SETTINGS if s.kind == "config"])])
 

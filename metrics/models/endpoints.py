@@ -44,8 +44,8 @@ LIST_TIMEOUT = 30
 
 NO_ENDPOINTS = (
     "no endpoints configured: add one on the dashboard's Endpoints page (Add an endpoint), or run "
-    "`python -m benchwarmers.scripts.init --endpoint NAME BASE_URL --key` (README, \"Use a real provider\"); "
-    "endpoints are kept in {path}"
+    "`python -m benchwarmers.scripts.init --endpoint NAME BASE_URL --key` "
+    "(docs/getting-started.md, \"Use a real provider\"); endpoints are kept in {path}"
 )
 
 
