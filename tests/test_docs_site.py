@@ -52,7 +52,7 @@ class SiteServer(LocalServer):
 
 def test_the_site_builds_strictly_with_every_page(site):
     home = (site / "index.html").read_text(encoding="utf-8")
-    assert 'src="img/collections-1440x900-light.png"' in home and 'href="getting-started/' in home
+    assert 'src="img/review-1440x900-light.png"' in home and 'href="getting-started/' in home
     for page in ("reference/gateway", "reference/dashboard", "reference/security", "reference/privacy",
                  "contributing/tests", "benchmarks", "dashboard", "concepts"):
         assert (site / page / "index.html").is_file(), page

@@ -10,6 +10,7 @@ page is the README, its links turned from the checkout's paths into the site's.
 
 import argparse
 import functools
+import posixpath
 import re
 from pathlib import Path
 
@@ -34,7 +35,8 @@ def on_files(files, config):
     readme = (TOP / "README.md").read_text(encoding="utf-8")
     files.append(File.generated(config, "index.md", content=home_page(readme)))
     for uri, source in INCLUDED.items():
-        files.append(File.generated(config, uri, content=(TOP / source).read_text(encoding="utf-8")))
+        text = (TOP / source).read_text(encoding="utf-8")
+        files.append(File.generated(config, uri, content=included_page(uri, source, text)))
     for chart in sorted((TOP / CHARTS).glob("*.svg")):
         files.append(File.generated(config, f"{CHARTS}/{chart.name}", abs_src_path=str(chart)))
     files.append(File.generated(config, "reference/cli.md", content=cli_reference()))
@@ -47,6 +49,18 @@ def home_page(readme):
         target = found.group(1)
         return "](" + SITE_PATHS.get(target, target.removeprefix("docs/"))
     return LINK.sub(site, readme)
+
+
+def included_page(uri, source, text):
+    """A file from elsewhere in the checkout as the page `uri`: its links to `docs/` and to the other included
+    files pointed at their pages, relative to where the page sits on the site; every other link as written."""
+    def site(found):
+        target = posixpath.normpath(posixpath.join(posixpath.dirname(source), found.group(1)))
+        page = target.removeprefix("docs/") if target.startswith("docs/") else SITE_PATHS.get(target)
+        if page is None:
+            return found.group(0)
+        return "](" + posixpath.relpath(page, posixpath.dirname(uri) or ".")
+    return LINK.sub(site, text)
 
 
 def fixed_width(parser):
