@@ -18,7 +18,6 @@ from benchwarmers.core import fileio, paths
 from benchwarmers.demo import demo
 from conftest import watched_page
 
-pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 PAGES = ["review", "glance", "suite", "quotas", "logs", "endpoints", "models", "collections", "discover", "settings", "info"]
 TOKEN = "a-very-long-admin-token-0123456789"

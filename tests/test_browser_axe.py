@@ -17,7 +17,6 @@ from benchwarmers.dashboard import serve
 from benchwarmers.demo import demo
 from conftest import watched_page
 
-pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
 AXE = Path(__file__).resolve().parent / "vendor" / "axe.min.js"
 SERIOUS = """async () => (await axe.run(document, {resultTypes: ["violations"]})).violations
   .filter(v => v.impact === "serious" || v.impact === "critical")

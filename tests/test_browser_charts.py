@@ -18,7 +18,6 @@ from benchwarmers.core import paths, themes
 from benchwarmers.models import registry
 from conftest import watched_page
 
-pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
 
 SHOTS = Path("/tmp/benchwarmers-charts")
 CHARTS = ["chart-trust", "chart-hunt", "chart-work", "chart-wrong", "chart-heat", "chart-probes", "chart-speed"]

@@ -18,7 +18,6 @@ from benchwarmers.demo import demo
 from benchwarmers.panel import leaderboard, offload
 from conftest import running_gateway, watched_page
 
-pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
 SIZES = [(1440, 900), (390, 844)]
 PROMPTS = ["Is this loop off by one? for i in range(1, len(xs)): total += xs[i]", "Review: x = x++",
            "What does git rebase -i do?", "Explain this regex: ^a+$"]

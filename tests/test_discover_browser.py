@@ -15,7 +15,6 @@ from benchwarmers.models import sources
 from benchwarmers.admin import onboarding
 from conftest import wait_for, watched_page
 
-pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "feeds"
 

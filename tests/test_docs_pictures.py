@@ -20,7 +20,6 @@ from benchwarmers import __version__
 from conftest import watched_page
 from demobench import running_demo
 
-pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
 IMG = Path(__file__).resolve().parents[1] / "docs" / "img"
 PAGES = ["glance", "suite", "quotas", "logs", "endpoints", "models", "collections", "discover", "settings", "info"]
 THEMES = {"light": "hardwood", "dark": "dark"}

@@ -21,8 +21,6 @@ from benchwarmers.cli import launcher
 from conftest import watched_page
 from localserver import LocalServer
 
-pytest.importorskip("mkdocs", reason="the docs extra is not installed (pip install -e '.[docs]')")
-pytest.importorskip("material", reason="the docs extra is not installed (pip install -e '.[docs]')")
 TOP = Path(__file__).resolve().parents[1]
 # a tag that has the browser fetch what it names: a script, a stylesheet or icon, an image, a frame, a media source
 LOADING = re.compile(r"<(?:script|link|img|iframe|source|embed|object|video|audio)\b[^>]*>", re.I)

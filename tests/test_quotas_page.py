@@ -16,7 +16,6 @@ from benchwarmers.calling import client
 from benchwarmers.demo import demo
 from conftest import watched_page
 
-pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
 SHOTS = Path("/tmp/benchwarmers-shots")
 SECRETISH = "account acct_93817 on project p-4411"
 

@@ -19,7 +19,6 @@ from benchwarmers.panel import offload
 from conftest import watched_page
 from reviewbench import FIVE, ask, dashboard
 
-pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
 HERE = Path(__file__).resolve().parent
 IMAGES = HERE.parent / "docs" / "img" if os.environ.get("UPDATE_SCREENSHOTS") == "1" else HERE / "artifacts"
 
