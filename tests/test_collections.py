@@ -232,7 +232,8 @@ def test_lst1_lst2_tst14_listing_of_a_merged_collection():
     write_collections({"core": {"members": ["a", "b"], "reply": "merged", "description": "d", "tags": ["t"]}})
     rows = collections.listed()
     assert [(r["id"], r["reply"]) for r in rows] == [
-        ("bench/core", "merged"), ("bench/core:all", "all"), ("bench/core:route", "route")]
+        ("bench/core", "merged"), ("bench/core:all", "all"), ("bench/core:route", "route"),
+        ("bench/core:council", "council")]
     first = rows[0]
     assert (first["object"], first["owned_by"]) == ("model", "benchwarmers")
     assert {k: first[k] for k in ("description", "tags", "members", "explorers")} == {
@@ -245,8 +246,8 @@ def test_lst2_file_order_default_mode_and_an_invalid_stored_reply():
     write_collections({"zeta": {}, "alpha": {"reply": "both"}})
     assert [(r["id"], r["reply"]) for r in collections.listed()] == [
         ("bench/zeta", "all"), ("bench/zeta:merged", "merged"), ("bench/zeta:route", "route"),
-        ("bench/alpha", "both"), ("bench/alpha:all", "all"), ("bench/alpha:merged", "merged"),
-        ("bench/alpha:route", "route")]
+        ("bench/zeta:council", "council"), ("bench/alpha", "both"), ("bench/alpha:all", "all"),
+        ("bench/alpha:merged", "merged"), ("bench/alpha:route", "route"), ("bench/alpha:council", "council")]
 
 
 def test_lst2_a_scoped_caller_lists_only_its_own():

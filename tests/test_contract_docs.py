@@ -15,7 +15,7 @@ PAGES = ("gateway", "formats", "security", "models", "dashboard", "suite-cli-mcp
 
 # vendor: third-party files copied unchanged (ui/vendor for the Review page, tests/vendor for axe-core), which
 # cite no contract: their ids (the WCAG's and the EN's in axe) are not ours
-SKIP_DIRS = {".git", ".venv", "venv", "__pycache__", "node_modules", "build", "dist", ".pytest_cache", "vendor"}
+SKIP_DIRS = {".git", ".venv", "venv", "__pycache__", "node_modules", "build", "dist", ".pytest_cache", "vendor", "site"}
 TEXT = {".py", ".md", ".js", ".css", ".html", ".json", ".toml", ".txt", ".yaml", ".yml", ".cfg", ".ini", ".sh"}
 
 # One id, optionally with a second word part (GW-ID-1); ranges follow it: OB-1..12, COST-1/2, COL-3..5/7.
