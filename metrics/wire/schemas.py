@@ -1,0 +1,112 @@
+"""The shapes of what the routes take and answer, as JSON Schema (issue 33): the pieces the route table's rows
+and each API's `Format` name, which `server.openapi` puts into the `/openapi.json` document.
+
+A shape here says what a client may rely on: the fields always present are `required`, the ones sometimes
+present are listed as properties, and an object may carry more (a reply grows a field without breaking a
+client). `obj(always, **sometimes)` builds one; `infer(value)` reads one off a value the code produced (an
+error body), so a shape the code makes itself is never written down twice.
+"""
+
+from collections.abc import Mapping
+from typing import Any
+
+Schema = dict[str, Any]
+
+STR: Schema = {"type": "string"}
+INT: Schema = {"type": "integer"}
+NUM: Schema = {"type": "number"}
+BOOL: Schema = {"type": "boolean"}
+ANY: Schema = {}
+OBJ: Schema = {"type": "object"}
+STRS: Schema = {"type": "array", "items": STR}
+
+
+def obj(always: Mapping[str, Schema] | None = None, /, **sometimes: Schema) -> Schema:
+    """An object whose `always` fields are always there (`required`) and whose `sometimes` ones may be."""
+    always = dict(always or {})
+    schema: Schema = {"type": "object", "properties": {**always, **sometimes}}
+    if always:
+        schema["required"] = list(always)
+    return schema
+
+
+def arr(items: Schema) -> Schema:
+    return {"type": "array", "items": items}
+
+
+def maybe(schema: Schema) -> Schema:
+    """`schema` or null."""
+    return {"anyOf": [schema, {"type": "null"}]}
+
+
+def either(*schemas: Schema) -> Schema:
+    return {"anyOf": list(schemas)}
+
+
+def described(schema: Schema, text: str) -> Schema:
+    return {**schema, "description": text}
+
+
+def infer(value: Any) -> Schema:
+    """The shape of `value`: its types, every key of an object required (a body the code builds whole)."""
+    if isinstance(value, bool):
+        return BOOL
+    if isinstance(value, int):
+        return INT
+    if isinstance(value, float):
+        return NUM
+    if isinstance(value, str):
+        return STR
+    if isinstance(value, list):
+        return arr(infer(value[0])) if value else arr(ANY)
+    if isinstance(value, dict):
+        return obj({key: infer(item) for key, item in value.items()})
+    return {"type": "null"}
+
+
+# -- the dashboard's replies (RESP-1): `ok` on every one, `errors` beside it where something may be said
+
+OK = obj({"ok": BOOL}, errors=STRS)
+
+
+def view(**fields: Schema) -> Schema:
+    """A dashboard reply: `ok` (and `errors`), then the view's own fields (absent when it says why it has none)."""
+    return obj({"ok": BOOL}, errors=STRS, **fields)
+
+
+# -- what several gateway routes share
+
+MODEL = described(STR, "a collection, `bench/<name>`, with `:merged`, `:all` or `:route` to choose the reply")
+MESSAGE = obj({"role": STR}, content=ANY)
+BENCH_ASK = described(OBJ, "the bench's own options (FMT-10): `reply`, `with`, `nominees` and the rest")
+SEAT = obj({"call": STR, "seat": STR, "alias": STR, "status": STR}, seconds=NUM, answer=STR)
+BENCH = described(obj({"panel": STR, "collection": STR, "seats": arr(SEAT)}, shape=STR, notes=STRS),
+                  "who sat the panel: each seat's call id, which `POST /bench/verdict` judges")
+COLLECTION_ROW = obj({"id": STR, "object": STR, "owned_by": STR}, description=STR, members=STRS, reply=STR)
+GEMINI_MODEL = obj({"name": STR}, baseModelId=STR, displayName=STR, supportedGenerationMethods=STRS)
+LISTING = obj({"object": STR, "data": arr(COLLECTION_ROW)}, models=arr(GEMINI_MODEL))
+GEMINI_MODELS = obj({"models": arr(GEMINI_MODEL)})
+OLLAMA_TAGS = obj({"models": arr(obj({"name": STR, "model": STR}, modified_at=STR, size=INT, digest=STR,
+                                     details=OBJ))})
+OLLAMA_VERSION = obj({"version": STR})
+OLLAMA_CARD = obj({}, modelfile=STR, parameters=STR, template=STR, details=OBJ, model_info=OBJ,
+                  capabilities=STRS)
+HEALTH = obj({"ok": BOOL}, problems=STRS, data_folder=obj({"writable": BOOL, "problem": STR}))
+TOKEN_COUNT = obj({"input_tokens": INT})
+GEMINI_COUNT = obj({"totalTokens": INT})
+RECORD = obj({"collection": STR, "task": STR, "aliases": OBJ})
+BOARD_ROW = obj({"alias": STR}, rating=NUM, low=NUM, high=NUM, panels=INT, wins=NUM)
+BOARD = obj({"collection": STR, "shape": STR, "panels": INT, "comparisons": INT, "models": arr(OBJ)},
+            resamples=INT, level=NUM, unranked=arr(ANY))
+VERDICT_ASK = obj({"call": described(STR, "a seat's call id (`bench.seats[].call` of a panel reply)"),
+                   "useful": BOOL}, note=STR, real=STRS, false=STRS)
+VERDICT = obj({"ok": BOOL, "recorded": OBJ})
+PENDING_ASK = obj({"calls": described(STRS, "call ids, at most 1,000")})
+PENDING = obj({"pending": STRS})
+COUNT_ASK = obj({}, model=STR, messages=arr(MESSAGE), system=ANY)
+OLLAMA_SHOW_ASK = obj({}, model=STR, name=STR)
+GEMINI_COUNT_ASK = obj({}, contents=arr(OBJ))
+JSONRPC = obj({"jsonrpc": STR}, id=ANY, method=STR, params=OBJ)
+JSONRPC_REPLY = obj({"jsonrpc": STR}, id=ANY, result=ANY, error=obj({"code": INT, "message": STR}))
+MCP_GET = obj({"error": obj({"message": STR})})
+OPENAPI = obj({"openapi": STR, "info": OBJ, "paths": OBJ}, components=OBJ)
