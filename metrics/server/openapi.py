@@ -19,6 +19,7 @@ a panel's reply links its seats' call ids to `POST /bench/verdict` (the stateful
 import functools
 import json
 import re
+import urllib.parse
 from collections.abc import Callable
 from typing import Any
 
@@ -29,6 +30,9 @@ from ..wire.schemas import Schema
 from . import exchange, guard, routing
 
 EXAMPLES = paths.CODE / "ui" / "openapi-examples.json"
+# a panel reply's call ids, which `POST /bench/verdict` takes: a panel's first seat's, or a route turn's
+VERDICT_LINKS = (("verdict", "judge the first seat's answer", "$response.body#/bench/seats/0/call"),
+                 ("verdict_turn", "judge a route turn's answer", "$response.body#/bench/call"))
 JSON = "application/json"
 DESCRIPTION = """The Benchwarmers panel gateway and dashboard: generated from the route table this port serves.
 
@@ -108,11 +112,11 @@ def json_media(schema: Schema, example: Any = None) -> dict[str, Any]:
     return media
 
 
-def responses(site: routing.Site, row: routes.Route, shape: str, captured: dict[str, Any]) -> dict[str, Any]:
+def responses(site: routing.Site, row: routes.Route, shape: str) -> dict[str, Any]:
     """Every status the row answers with, and what each carries: a refusal's error body, a reply of its own."""
     answered: dict[int, dict[str, Any]] = {}
     if row.doc.summary and not any(status == 200 for status, _, _ in row.doc.replies):
-        answered[200] = success(row, captured)
+        answered[200] = success(row)
     own = {status: (body, text) for status, body, text in row.doc.replies}
     refusals = set(checked(row) + row.doc.refuses)
     for status in sorted(refusals | set(own)):
@@ -124,57 +128,75 @@ def responses(site: routing.Site, row: routes.Route, shape: str, captured: dict[
             bodies.append(error_schema(site, shape, status))
         shown = [body for body in bodies if body is not None]
         if shown:
-            example = captured.get("reply") if captured.get("status") == status else None
-            reply["content"] = {JSON: json_media(shown[0] if len(shown) == 1 else schemas.either(*shown), example)}
+            reply["content"] = {JSON: json_media(shown[0] if len(shown) == 1 else schemas.either(*shown))}
         answered[status] = reply
     return {str(status): answered[status] for status in sorted(answered)}
 
 
-def success(row: routes.Route, captured: dict[str, Any]) -> dict[str, Any]:
+def success(row: routes.Route) -> dict[str, Any]:
     """The 200: JSON, a panel API's reply or stream, or a reply that is no JSON (a page, a CSV download)."""
     doc = row.doc
-    example = captured.get("reply") if captured.get("status") == 200 else None
     content: dict[str, Any] = {}
     if doc.panel:
         api = wire.get(row.fmt)
         if doc.panel != routes.STREAMED:
-            content[JSON] = json_media(api.gives, example)
+            content[JSON] = json_media(api.gives)
         if doc.panel != routes.WHOLE:
             content.update({media: stream_media(api, media) for media in api.stream_types})
     elif doc.gives is not None:
-        content[JSON] = json_media(doc.gives, example)
+        content[JSON] = json_media(doc.gives)
     if doc.media:
         content[doc.media] = {"schema": schemas.STR}
     reply: dict[str, Any] = {"description": doc.summary or errors.MEANINGS[200]}
     if content:
         reply["content"] = content
     if doc.panel and "bench" in wire.get(row.fmt).gives.get("properties", {}):
-        reply["links"] = {"verdict": {
-            "operationId": operation_id(routes.VERDICT.method, routes.VERDICT.path),
-            "description": "judge the first seat's answer",
-            "requestBody": {"call": "$response.body#/bench/seats/0/call", "useful": True}}}
+        reply["links"] = {name: {"operationId": operation_id(routes.VERDICT.method, routes.VERDICT.path),
+                                 "description": text, "requestBody": {"call": call, "useful": True}}
+                          for name, text, call in VERDICT_LINKS}
     return reply
 
 
 def stream_media(api: Any, media: str) -> dict[str, Any]:
-    """A streamed reply: SSE events, NDJSON lines or (Gemini) one JSON array, each piece the API's `events`."""
+    """A streamed reply, each piece the API's `events`: one JSON array (Gemini), NDJSON lines (Ollama), or
+    server-sent events, whose `schema` is one event (OpenAPI 3.1 has no `itemSchema`) with its `data` the JSON."""
+    said = api.events.get("description", "")
     if media == JSON:
         return {"schema": schemas.arr(api.events)}
-    kind = "NDJSON: one JSON object a line" if "ndjson" in media else "server-sent events: each `data:` one JSON object"
-    return {"schema": {"type": "string", "description": f"{kind}; {api.events.get('description', '')}".strip("; ")},
-            "x-event": api.events}
+    if "ndjson" in media:
+        return {"schema": schemas.described(schemas.STR, f"NDJSON, one JSON object a line: {said}"),
+                "x-line-schema": api.events}
+    data = schemas.either({"const": "[DONE]", "description": "the end, where the API ends its stream so"},
+                          {"type": "string", "contentMediaType": JSON, "contentSchema": api.events})
+    return {"schema": schemas.described(schemas.obj({"data": data}, event=schemas.STR, id=schemas.STR),
+                                        f"one server-sent event (keep-alives are comments): {said}")}
 
 
 # -- operations -------------------------------------------------------------------
 
 
-def parameters(row: routes.Route, shape: str) -> list[dict[str, Any]]:
+def attach(answered: dict[str, Any], captured: dict[str, Any]) -> None:
+    """The captured reply as the example of its status and content type."""
+    media = answered.get(str(captured.get("status")), {}).get("content", {}).get(captured.get("media"))
+    if media is not None and captured.get("reply") is not None:
+        media["example"] = captured["reply"]
+
+
+def parameters(row: routes.Route, shape: str, captured: dict[str, Any]) -> list[dict[str, Any]]:
+    """The path's `<name>`s and the query the row reads, each with the value the captured example was asked with."""
+    sent = captured.get("path", "")
+    asked = routes.Route(row.method, row.doc.shown or row.path).match(routes.normalized(sent)) or {}
+    asked.update(urllib.parse.parse_qsl(urllib.parse.urlsplit(sent).query))
     found: list[dict[str, Any]] = [{"name": name, "in": "path", "required": True, "schema": schemas.STR}
                                    for name in routes.PLACEHOLDER.findall(shape)]
     for arg in row.doc.args:
-        schema: Schema = {**schemas.STR, "enum": list(arg.values)} if arg.values else schemas.STR
+        # a blank value is no value (`exchange.Request.query`): the row's default
+        schema: Schema = {**schemas.STR, "enum": [*arg.values, ""]} if arg.values else schemas.STR
         found.append({"name": arg.name, "in": "query", "required": arg.required, "description": arg.text,
                       "schema": schema})
+    for parameter in found:
+        if parameter["name"] in asked:
+            parameter["example"] = asked[parameter["name"]]
     return found
 
 
@@ -204,13 +226,15 @@ def security(row: routes.Route, shape: str) -> list[dict[str, list[str]]]:
 
 def operation(site: routing.Site, row: routes.Route, shape: str) -> dict[str, Any]:
     captured = examples().get(f"{row.method} {row.path}", {})
+    answered = responses(site, row, shape)
+    attach(answered, captured)
     found: dict[str, Any] = {
         "operationId": operation_id(row.method, shape),
         "summary": row.doc.summary or shape,
         "tags": ["gateway" if row.gateway else "dashboard" if row.scope in (routes.ADMIN, routes.PAGE) else "server"],
         "security": security(row, shape),
-        "responses": responses(site, row, shape, captured)}
-    arguments = parameters(row, shape)
+        "responses": answered}
+    arguments = parameters(row, shape, captured)
     if arguments:
         found["parameters"] = arguments
     body = request_body(row, captured)

@@ -80,8 +80,12 @@ MODEL = described(STR, "a collection, `bench/<name>`, with `:merged`, `:all` or 
 MESSAGE = obj({"role": STR}, content=ANY)
 BENCH_ASK = described(OBJ, "the bench's own options (FMT-10): `reply`, `with`, `nominees` and the rest")
 SEAT = obj({"call": STR, "seat": STR, "alias": STR, "status": STR}, seconds=NUM, answer=STR)
-BENCH = described(obj({"panel": STR, "collection": STR, "seats": arr(SEAT)}, shape=STR, notes=STRS),
-                  "who sat the panel: each seat's call id, which `POST /bench/verdict` judges")
+PANEL_BENCH = described(obj({"panel": STR, "collection": STR, "seats": arr(SEAT)}, shape=STR, notes=STRS),
+                        "who sat the panel: each seat's call id, which `POST /bench/verdict` judges")
+ROUTE_BENCH = described(obj({"collection": STR, "reply": STR, "call": STR, "alias": STR}, conversation=STR,
+                            turn=INT, verdict=STR),
+                        "route mode (§11): the member that answered and the turn's call id, which a verdict judges")
+BENCH = either(PANEL_BENCH, ROUTE_BENCH)
 COLLECTION_ROW = obj({"id": STR, "object": STR, "owned_by": STR}, description=STR, members=STRS, reply=STR)
 GEMINI_MODEL = obj({"name": STR}, baseModelId=STR, displayName=STR, supportedGenerationMethods=STRS)
 LISTING = obj({"object": STR, "data": arr(COLLECTION_ROW)}, models=arr(GEMINI_MODEL))
@@ -106,7 +110,9 @@ PENDING = obj({"pending": STRS})
 COUNT_ASK = obj({}, model=STR, messages=arr(MESSAGE), system=ANY)
 OLLAMA_SHOW_ASK = obj({}, model=STR, name=STR)
 GEMINI_COUNT_ASK = obj({}, contents=arr(OBJ))
-JSONRPC = obj({"jsonrpc": STR}, id=ANY, method=STR, params=OBJ)
+# MCP-5: any body is taken and answered in JSON-RPC's terms (-32600 for one that is no request, as a 200)
+JSONRPC = described(ANY, "one JSON-RPC message (`jsonrpc`, `id`, `method`, `params`); anything else is answered "
+                         "with JSON-RPC's invalid request (MCP-5)")
 JSONRPC_REPLY = obj({"jsonrpc": STR}, id=ANY, result=ANY, error=obj({"code": INT, "message": STR}))
 MCP_GET = obj({"error": obj({"message": STR})})
 OPENAPI = obj({"openapi": STR, "info": OBJ, "paths": OBJ}, components=OBJ)
