@@ -360,14 +360,22 @@ class Page(routes.Route):
 
 
 V = schemas.view
+described = schemas.described
 ANY_ROWS = schemas.arr(schemas.OBJ)
 WRITE = (400, 404)  # RESP-3: a refused write; what it names is not there
-HTML = "text/html"
+HTML = ("text/html",)
+PAGE_TOO = "; without a query string the path is the page (RT-6)"
 
 
 def about(summary: str, gives: schemas.Schema | None = V(), **more: Any) -> routes.Doc:
     """A dashboard row's `Doc` (OAS-1): its summary and reply, a JSON view unless said otherwise."""
     return routes.Doc(summary, gives=gives, **more)
+
+
+def asked(summary: str, gives: schemas.Schema | None, args: tuple[routes.Arg, ...], **more: Any) -> routes.Doc:
+    """The `Doc` of a row that answers only with a query string (RT-6): without one the path is the page."""
+    media, refuses = more.pop("media", ()) + HTML, more.pop("refuses", ()) + (303,)  # the page's, signed out
+    return routes.Doc(summary + PAGE_TOO, gives=gives, args=args, media=media, refuses=refuses, **more)
 
 
 def change(summary: str, takes: schemas.Schema = schemas.OBJ, **more: Any) -> routes.Doc:
@@ -376,14 +384,13 @@ def change(summary: str, takes: schemas.Schema = schemas.OBJ, **more: Any) -> ro
 
 
 NAMED = schemas.obj({"name": schemas.STR})
-CALL_ARG = routes.Arg("call", "a seat's call id", required=True)
 
 ROWS = (
     Page("GET", "/login", login_page, scope=routes.HOST, doc=about("The login page (a redirect to / when the login "
                                                                    "is off)", None, media=HTML, refuses=(303,))),
     Page("GET", connect.CALLBACK, connect_callback, scope=routes.HOST, query=True,  # OPEN-3: no login
-         doc=about("A provider sign-in's redirect back (CN-8): a small page saying how it went", None, media=HTML,
-                   args=(routes.Arg("state", "the sign-in's id", required=True), routes.Arg("code", "the grant")))),
+         doc=asked("A provider sign-in's redirect back (CN-8): a small page saying how it went", None,
+                   (routes.Arg("state", "the sign-in's id"), routes.Arg("code", "the grant")))),
     Page("GET", connect.CALLBACK + "/", connect_callback, scope=routes.HOST,
          doc=about("A provider sign-in's redirect back, its id in the path (CN-8)", None, media=HTML,
                    shown=connect.CALLBACK + "/<sign_in>")),
@@ -400,13 +407,14 @@ ROWS = (
     Page("GET", "/api/gateway-card", api_card, doc=about("The Gateway card: recent panels and their seats",
                                                          V(gateway=schemas.STR, panels=ANY_ROWS))),
     Page("GET", "/api/logs", api_logs, doc=about("The Logs page: calls, changes, jobs, onboarding", V(
-        calls=ANY_ROWS, changes=ANY_ROWS, scheduler=ANY_ROWS, onboarding=ANY_ROWS))),
+        calls=ANY_ROWS, changes=ANY_ROWS, scheduler=described(schemas.STRS, "the scheduler log's last lines"),
+        onboarding=described(schemas.STRS, "onboarding logs' names, for `/api/onboard?log=`")))),
     Page("GET", "/api/settings", api_settings, doc=about("What Settings and Info show (never a secret)", V(
         theme=schemas.STR, themes=ANY_ROWS, keys=schemas.OBJ, auth=schemas.BOOL, client=schemas.OBJ,
         info=schemas.OBJ, gateway=schemas.STR, collections=schemas.STRS))),
-    Page("GET", "/api/gateway-seat", api_seat, query=True, doc=about(
+    Page("GET", "/api/gateway-seat", api_seat, query=True, doc=asked(
         "One seat of a panel, for the verdict dialog", V(call=schemas.STR, alias=schemas.STR, answer=schemas.STR),
-        refuses=(404,), args=(CALL_ARG,))),
+        (routes.Arg("call", "a seat's call id"),), refuses=(404,))),
     Page("GET", "/api/endpoints", api_endpoints, doc=about("The endpoints", V(endpoints=ANY_ROWS))),
     Page("GET", "/api/connections", api_connections, doc=about("The connections and their limits",
                                                                V(connections=ANY_ROWS))),
@@ -415,21 +423,21 @@ ROWS = (
         "Models to onboard (OB-6: with nothing to offer, `ok` false and why, still a 200)", V(candidates=ANY_ROWS))),
     Page("GET", "/api/onboard-queue", api_queue, doc=about("The onboarding queue", V(
         running=schemas.BOOL, items=ANY_ROWS))),
-    Page("GET", "/api/onboard", api_onboard_log, query=True, doc=about(
+    Page("GET", "/api/onboard", api_onboard_log, query=True, doc=asked(
         "One onboarding log's tail (OB-19)", V(done=schemas.BOOL, tail=schemas.STR),
-        args=(routes.Arg("log", "an onboarding log's name", required=True),))),
-    Page("GET", "/api/leaderboard", api_leaderboard, query=True, doc=about(
+        (routes.Arg("log", "an onboarding log's name"),))),
+    Page("GET", "/api/leaderboard", api_leaderboard, query=True, doc=asked(
         "At a glance's leaderboard: every collection's, for the signed-in admin (JSON, or CSV)",
-        V(collection=schemas.STR, models=ANY_ROWS), refuses=(400,), args=routes.BOARD_ARGS, media="text/csv")),
+        V(collection=schemas.STR, models=ANY_ROWS), routes.BOARD_ARGS, refuses=(400,), media=("text/csv",))),
     Page("GET", "/api/discover", api_discover, doc=about("Discover's rows, from the cached feeds", V(rows=ANY_ROWS))),
-    Page("GET", "/api/discover-model", api_discover_model, query=True, doc=about(
-        "One Discover row's routes (DS-3)", V(routes=ANY_ROWS), refuses=(404,),
-        args=(routes.Arg("provider", "the row's provider", required=True),
-              routes.Arg("model", "the row's model", required=True)))),
+    Page("GET", "/api/discover-model", api_discover_model, query=True, doc=asked(
+        "One Discover row's routes (DS-3)", V(routes=ANY_ROWS),
+        (routes.Arg("provider", "the row's provider"), routes.Arg("model", "the row's model")), refuses=(404,))),
     Page("GET", "/api/quotas", api_quotas, doc=about("The Quotas page and the token cost per model", V(
         sent=ANY_ROWS, cost=ANY_ROWS))),
     Page("GET", "/ui/", static, scope=routes.PAGE, doc=about(
-        "The page's stylesheet or script (TH-8)", None, media="text/plain", refuses=(404,), shown="/ui/<file>")),
+        "The page's stylesheet or script (TH-8)", None, media=tuple(kind.split(";")[0] for kind in STATIC.values()),
+        refuses=(404,), shown="/ui/<file>")),
     Page("GET", "/fonts/", static, scope=routes.PAGE, doc=about(
         "No fonts are shipped (OFF-2): always 404", None, refuses=(404,), shown="/fonts/<file>")),
     Page("GET", "/api/", page, doc=about("", shown="")),  # an unknown API path answers the page too, once signed in

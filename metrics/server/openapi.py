@@ -145,8 +145,7 @@ def success(row: routes.Route) -> dict[str, Any]:
             content.update({media: stream_media(api, media) for media in api.stream_types})
     elif doc.gives is not None:
         content[JSON] = json_media(doc.gives)
-    if doc.media:
-        content[doc.media] = {"schema": schemas.STR}
+    content.update({media: {"schema": schemas.STR} for media in doc.media})
     reply: dict[str, Any] = {"description": doc.summary or errors.MEANINGS[200]}
     if content:
         reply["content"] = content

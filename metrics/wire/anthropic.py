@@ -436,8 +436,8 @@ class Messages(common.Format):
 
     name = "anthropic"
     Stream = Stream
-    takes = obj({"model": MODEL, "messages": arr(schemas.MESSAGE)}, max_tokens=INT, system=schemas.ANY, stream=BOOL,
-                tools=arr(schemas.OBJ), bench=schemas.BENCH_ASK)
+    takes = obj({"model": MODEL, "messages": arr(schemas.MESSAGE)}, system=schemas.ANY, stream=schemas.STREAM,
+                bench=schemas.BENCH_ASK)
     gives = obj({"id": STR, "type": STR, "role": STR, "model": STR, "content": arr(obj({"type": STR}, text=STR)),
                  "stop_reason": maybe(STR), "usage": obj({"input_tokens": INT, "output_tokens": INT})},
                 bench=schemas.BENCH)

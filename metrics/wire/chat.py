@@ -162,8 +162,7 @@ class ChatCompletions(common.Format):
 
     name = "chat"
     Stream = Stream
-    takes = obj({"model": MODEL, "messages": arr(schemas.MESSAGE)}, stream=BOOL, stream_options=schemas.OBJ,
-                tools=arr(schemas.OBJ), bench=schemas.BENCH_ASK)
+    takes = obj({"model": MODEL, "messages": arr(schemas.MESSAGE)}, stream=schemas.STREAM, bench=schemas.BENCH_ASK)
     gives = obj({"id": STR, "object": STR, "created": INT, "model": STR,
                  "choices": arr(obj({"index": INT, "message": schemas.MESSAGE}, finish_reason=maybe(STR)))},
                 usage=schemas.OBJ, bench=schemas.BENCH)

@@ -91,7 +91,7 @@ class Completions(common.Format):
 
     name = "completion"
     Stream = Stream
-    takes = obj({"model": MODEL, "prompt": schemas.either(STR, arr(STR))}, max_tokens=INT, stream=BOOL,
+    takes = obj({"model": MODEL, "prompt": schemas.either(STR, arr(STR))}, stream=schemas.STREAM,
                 bench=schemas.BENCH_ASK)
     gives = obj({"id": STR, "object": STR, "created": INT, "model": STR,
                  "choices": arr(obj({"text": STR, "index": INT}, finish_reason=maybe(STR)))},

@@ -460,8 +460,7 @@ class GenerateContent(common.Format):
 
     name = "gemini"
     Stream = Stream
-    takes = obj({"contents": schemas.either(arr(schemas.OBJ), schemas.OBJ)}, systemInstruction=schemas.OBJ,
-                generationConfig=schemas.OBJ, tools=arr(schemas.OBJ))
+    takes = obj({"contents": schemas.either(arr(schemas.OBJ), schemas.OBJ)}, systemInstruction=schemas.OBJ)
     gives = described(obj({"candidates": arr(obj({"content": schemas.OBJ}, finishReason=STR, index=INT)),
                            "modelVersion": STR, "responseId": STR}, usageMetadata=schemas.OBJ),
                       "no `bench` (Google's SDK refuses unknown fields): the X-Bench-Panel and X-Bench-Seats headers "

@@ -390,8 +390,8 @@ class Chat(common.Format):
     name = "ollama_chat"
     Stream: type[ChatStream] = ChatStream
     takes = obj({"model": MODEL}, messages=arr(schemas.MESSAGE),
-                stream=described(maybe(BOOL), "true when absent or null (Ollama's own default)"), options=schemas.OBJ,
-                format=schemas.ANY, tools=arr(schemas.OBJ), bench=schemas.BENCH_ASK)
+                stream=described(schemas.ANY, "absent or null streams NDJSON (Ollama's default); else truthy streams"),
+                bench=schemas.BENCH_ASK)
     gives = obj({"model": STR, "created_at": STR, "done": BOOL}, message=schemas.MESSAGE, done_reason=STR,
                 eval_count=INT, prompt_eval_count=INT, bench=schemas.BENCH)
     events = described(obj({}, model=STR, created_at=STR, message=schemas.MESSAGE, response=STR, done=BOOL,
@@ -422,8 +422,9 @@ class Generate(Chat):
 
     name = "ollama_generate"
     Stream = GenerateStream
-    takes = obj({"model": MODEL}, prompt=STR, system=STR, stream=Chat.takes["properties"]["stream"],
-                options=schemas.OBJ, format=schemas.ANY, bench=schemas.BENCH_ASK)
+    takes = obj({"model": MODEL}, prompt=described(maybe(STR), "absent or null: Ollama's load-the-model call, "
+                                                             "answered with an empty `done` reply"), stream=Chat.takes["properties"]["stream"],
+                bench=schemas.BENCH_ASK)
     gives = obj({"model": STR, "created_at": STR, "done": BOOL}, response=STR, done_reason=STR, eval_count=INT,
                 prompt_eval_count=INT, bench=schemas.BENCH)
     example = {"model": "bench/demo", "stream": False, "prompt": "Is this loop off by one? for i in range(1, len(xs)): total += xs[i]"}

@@ -479,8 +479,8 @@ class Responses(common.Format):
 
     name = "responses"
     Stream = Stream
-    takes = obj({"model": MODEL, "input": schemas.either(STR, arr(schemas.OBJ))}, instructions=STR, stream=BOOL,
-                tools=arr(schemas.OBJ), bench=schemas.BENCH_ASK)
+    takes = obj({"model": MODEL, "input": schemas.either(STR, arr(schemas.OBJ))}, stream=schemas.STREAM,
+                bench=schemas.BENCH_ASK)
     gives = obj({"id": STR, "object": STR, "created_at": INT, "status": STR, "model": STR, "output": arr(schemas.OBJ),
                  "usage": schemas.OBJ}, error=maybe(schemas.OBJ), bench=schemas.BENCH)
     events = described(obj({"type": STR, "sequence_number": INT}, response=schemas.OBJ, item=schemas.OBJ,

@@ -68,7 +68,7 @@ class Doc:
     """What the OpenAPI document says of a row that its path facts do not (OAS-1): a summary, the JSON body it
     takes and the 200 it gives (the shapes of `wire.schemas`; a panel row's come from its API's `Format`), the
     statuses its handler refuses with beside those its scope's checks give (`core.errors` says each), the query
-    it reads, other replies with bodies of their own, a reply that is no JSON (`media`), and, for a row that
+    it reads, other replies with bodies of their own, the 200s that are no JSON (`media`), and, for a row that
     matches a path's head (the dashboard's folders), the path the document writes (`shown`; "" leaves it out)."""
 
     summary: str = ""
@@ -78,7 +78,7 @@ class Doc:
     refuses: tuple[int, ...] = ()
     args: tuple[Arg, ...] = ()
     replies: tuple[tuple[int, Schema | None, str], ...] = ()  # (status, body or None for none, what it means)
-    media: str = ""
+    media: tuple[str, ...] = ()
     shown: str | None = None
 
 
@@ -168,7 +168,7 @@ BOARD_ARGS = (Arg("collection", "`bench/<name>`", required=True), Arg("shape", "
               Arg("format", "`csv` for a download", values=("json", "csv")))
 LEADERBOARD = Route("GET", "/bench/leaderboard", listed=False, doc=Doc(  # issue 20
     "A collection's Bradley–Terry leaderboard from its judged panels (JSON, or CSV with `format=csv`)",
-    gives=schemas.BOARD, refuses=(400, 429), args=BOARD_ARGS, media="text/csv"))
+    gives=schemas.BOARD, refuses=(400, 429), args=BOARD_ARGS, media=("text/csv",)))
 PENDING = Route("POST", "/bench/pending", listed=False, doc=Doc(
     "Which of these call ids still wait for a verdict", schemas.PENDING_ASK, schemas.PENDING, refuses=(400, 429)))
 # Ollama's and Gemini's listings (§7.3, §7.4, §8.2)

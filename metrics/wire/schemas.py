@@ -76,9 +76,21 @@ def view(**fields: Schema) -> Schema:
 
 # -- what several gateway routes share
 
-MODEL = described(STR, "a collection, `bench/<name>`, with `:merged`, `:all` or `:route` to choose the reply")
+# FMT-10: a falsy `model`, `with` or `bench` reads as none
+FALSY: Schema = {"anyOf": [{"enum": [None, False, 0, ""]}, {"type": "array", "maxItems": 0},
+                           {"type": "object", "maxProperties": 0}]}
+
+
+def or_none(schema: Schema, text: str) -> Schema:
+    """`schema`, or any falsy value, which reads as none (FMT-10)."""
+    return described(either(schema, FALSY), text + "; any falsy value reads as none")
+
+
+MODEL = or_none(STR, "a collection, `bench/<name>`, with `:merged`, `:all` or `:route` to choose the reply")
 MESSAGE = obj({"role": STR}, content=ANY)
-BENCH_ASK = described(OBJ, "the bench's own options (FMT-10): `reply`, `with`, `nominees` and the rest")
+BENCH_ASK = or_none(obj({}, reply={"enum": ["all", "merged", "route"]}),
+                    "the bench's own options (FMT-10): `reply`, and `with` beside it names nominees")
+STREAM = described(ANY, "truthy: the reply is the API's stream")
 SEAT = obj({"call": STR, "seat": STR, "alias": STR, "status": STR}, seconds=NUM, answer=STR)
 PANEL_BENCH = described(obj({"panel": STR, "collection": STR, "seats": arr(SEAT)}, shape=STR, notes=STRS),
                         "who sat the panel: each seat's call id, which `POST /bench/verdict` judges")
@@ -107,8 +119,9 @@ VERDICT_ASK = obj({"call": described(STR, "a seat's call id (`bench.seats[].call
 VERDICT = obj({"ok": BOOL, "recorded": OBJ})
 PENDING_ASK = obj({"calls": described(STRS, "call ids, at most 1,000")})
 PENDING = obj({"pending": STRS})
-COUNT_ASK = obj({}, model=STR, messages=arr(MESSAGE), system=ANY)
-OLLAMA_SHOW_ASK = obj({}, model=STR, name=STR)
+COUNT_ASK = obj({}, model=MODEL, messages=arr(MESSAGE), system=ANY)
+OLLAMA_SHOW_ASK = described(either(obj({"model": STR}), obj({"name": STR})),
+                            "`model`, or `name` (the older spelling) when `model` is absent")
 GEMINI_COUNT_ASK = obj({}, contents=arr(OBJ))
 # MCP-5: any body is taken and answered in JSON-RPC's terms (-32600 for one that is no request, as a 200)
 JSONRPC = described(ANY, "one JSON-RPC message (`jsonrpc`, `id`, `method`, `params`); anything else is answered "
