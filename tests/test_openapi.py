@@ -18,7 +18,6 @@ from benchwarmers.core import errors, paths
 from benchwarmers.dashboard import serve
 from benchwarmers.scripts import openapi_examples
 from benchwarmers.server import gateway, openapi
-from benchwarmers.wire import routes
 
 SERVERS = {"gateway": "benchwarmers.server.gateway", "dashboard": "benchwarmers.dashboard.serve"}
 SITES = {"gateway": gateway.GATEWAY, "dashboard": serve.DASHBOARD}

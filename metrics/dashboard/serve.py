@@ -492,7 +492,7 @@ ROWS = (
     Page("GET", routes.OPENAPI.path, openapi.answer(lambda: DASHBOARD), doc=routes.OPENAPI.doc),
 )
 
-DASHBOARD = routing.Site(
+DASHBOARD: routing.Site = routing.Site(
     routes.extend(gateway.ROUTES, *ROWS), apart=True, cap=guard.DASHBOARD_CAP, refusal=lambda exc: exc.body(),
     json_type="application/json; charset=utf-8", json_cache="no-store",  # RESP-2, on gateway routes' replies too
     version=version_header(), cors=False, logs=lambda: bool(guard.admin_token()), diagnostics=False)  # LOG-4, LOG-5

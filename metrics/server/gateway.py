@@ -543,7 +543,7 @@ ROUTES = routes.answered(routes.ROUTES, {
     routes.GEMINI_MODEL: gemini_model, routes.HEALTH: health, routes.MCP_GET: mcp_get, routes.MCP_POST: mcp_post,
     routes.OPENAPI: openapi.answer(lambda: GATEWAY),
 })
-GATEWAY = routing.Site(ROUTES)
+GATEWAY: routing.Site = routing.Site(ROUTES)
 
 
 class Server(routing.Server):

@@ -215,7 +215,7 @@ def security(row: routes.Route, shape: str) -> list[dict[str, list[str]]]:
     if row.scope in (routes.OPEN, routes.HOST):
         return []
     if row.scope == routes.KEY:
-        asked = [{"gatewayKey": []}, {"apiKeyHeader": []}, {"googApiKeyHeader": []}]
+        asked: list[dict[str, list[str]]] = [{"gatewayKey": []}, {"apiKeyHeader": []}, {"googApiKeyHeader": []}]
         if guard.is_gemini_route(example_path(shape)):
             asked.append({"googKeyQuery": []})
         return asked if guard.keys_required() else [{}, *asked]

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, NoReturn
 
 from . import common, schemas
-from .schemas import BOOL, INT, MODEL, STR, arr, described, maybe, obj
+from .schemas import INT, MODEL, STR, arr, described, maybe, obj
 from .common import Body, Write
 from .turn import Call, Turn
 
@@ -444,7 +444,7 @@ class Messages(common.Format):
     events = described(obj({"type": STR}, message=schemas.OBJ, index=INT, delta=schemas.OBJ, error=schemas.OBJ),
                        "`event: <type>` then its `data:`: message_start, content_block_start, content_block_delta, "
                        "content_block_stop, message_delta (with `bench`), message_stop; ping as keep-alive; error")
-    example = {"model": "bench/demo", "max_tokens": 1024, "messages": [{"role": "user", "content": "Is this loop off by one? for i in range(1, len(xs)): total += xs[i]"}]}
+    example = {"model": "bench/demo", "max_tokens": 1024, "messages": [{"role": "user", "content": schemas.QUESTION}]}
     read = staticmethod(ask)
     answer = staticmethod(reply)
     error_body = staticmethod(error_body)

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from . import common, schemas
-from .schemas import BOOL, INT, MODEL, STR, arr, described, maybe, obj
+from .schemas import INT, MODEL, STR, arr, described, maybe, obj
 from .common import Body, Write
 from .turn import Turn
 
@@ -168,7 +168,7 @@ class ChatCompletions(common.Format):
                 usage=schemas.OBJ, bench=schemas.BENCH)
     events = described(obj({}, id=STR, object=STR, choices=arr(schemas.OBJ), bench=schemas.BENCH, error=schemas.OBJ),
                        "a `chat.completion.chunk` (the last carries `bench`), an error body, then `data: [DONE]`")
-    example = {"model": "bench/demo", "messages": [{"role": "user", "content": "Is this loop off by one? for i in range(1, len(xs)): total += xs[i]"}]}
+    example = {"model": "bench/demo", "messages": [{"role": "user", "content": schemas.QUESTION}]}
     read = staticmethod(ask)
     error_body = staticmethod(error_body)
 

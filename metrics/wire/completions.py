@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from . import chat, common, schemas
-from .schemas import BOOL, INT, MODEL, STR, arr, described, maybe, obj
+from .schemas import INT, MODEL, STR, arr, described, maybe, obj
 from .common import Body, Write
 from .turn import Turn
 
@@ -98,7 +98,7 @@ class Completions(common.Format):
                 usage=schemas.OBJ, bench=schemas.BENCH)
     events = described(obj({}, id=STR, object=STR, choices=arr(schemas.OBJ), bench=schemas.BENCH, error=schemas.OBJ),
                        "a `text_completion` chunk per piece (the last carries `bench`), then `data: [DONE]`")
-    example = {"model": "bench/demo", "prompt": "Is this loop off by one? for i in range(1, len(xs)): total += xs[i]"}
+    example = {"model": "bench/demo", "prompt": schemas.QUESTION}
     read = staticmethod(ask)
     answer = staticmethod(reply)
     error_body = staticmethod(error_body)

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from . import common, schemas
-from .schemas import BOOL, INT, MODEL, STR, arr, described, maybe, obj
+from .schemas import INT, STR, arr, described, obj
 from .common import Body, Write
 from .turn import Turn
 
@@ -468,7 +468,7 @@ class GenerateContent(common.Format):
     events = described(schemas.either(gives, obj({"error": schemas.OBJ})),
                        "a GenerateContentResponse per piece, the last with `finishReason` and `usageMetadata`; "
                        "an error body when the panel fails after the 200")
-    example = {"contents": [{"role": "user", "parts": [{"text": "Is this loop off by one? for i in range(1, len(xs)): total += xs[i]"}]}]}
+    example = {"contents": [{"role": "user", "parts": [{"text": schemas.QUESTION}]}]}
 
     @property
     def stream_types(self) -> tuple[str, ...]:

@@ -398,7 +398,7 @@ class Chat(common.Format):
                            bench=schemas.BENCH, error=STR),
                        "one JSON object a line: a piece each (`done: false`), the last `done: true` with `bench`; "
                        "an `error` line when the panel fails after the 200")
-    example = {"model": "bench/demo", "stream": False, "messages": [{"role": "user", "content": "Is this loop off by one? for i in range(1, len(xs)): total += xs[i]"}]}
+    example = {"model": "bench/demo", "stream": False, "messages": [{"role": "user", "content": schemas.QUESTION}]}
     read = staticmethod(chat_ask)
     answer = staticmethod(chat_reply)
     error_body = staticmethod(error_body)
@@ -423,11 +423,11 @@ class Generate(Chat):
     name = "ollama_generate"
     Stream = GenerateStream
     takes = obj({"model": MODEL}, prompt=described(maybe(STR), "absent or null: Ollama's load-the-model call, "
-                                                             "answered with an empty `done` reply"), stream=Chat.takes["properties"]["stream"],
-                bench=schemas.BENCH_ASK)
+                                                             "answered with an empty `done` reply"),
+                stream=Chat.takes["properties"]["stream"], bench=schemas.BENCH_ASK)
     gives = obj({"model": STR, "created_at": STR, "done": BOOL}, response=STR, done_reason=STR, eval_count=INT,
                 prompt_eval_count=INT, bench=schemas.BENCH)
-    example = {"model": "bench/demo", "stream": False, "prompt": "Is this loop off by one? for i in range(1, len(xs)): total += xs[i]"}
+    example = {"model": "bench/demo", "stream": False, "prompt": schemas.QUESTION}
     read = staticmethod(generate_ask)
     answer = staticmethod(generate_reply)
     route_writer = common.Format.route_writer

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from . import common, schemas
-from .schemas import BOOL, INT, MODEL, STR, arr, described, maybe, obj
+from .schemas import INT, MODEL, STR, arr, described, maybe, obj
 from .common import Body, Write
 from .turn import Call, Turn
 
@@ -487,7 +487,7 @@ class Responses(common.Format):
                            delta=STR, text=STR),
                        "`event: <type>` then its `data:`: response.created ... response.completed (whose `response` "
                        "carries `bench`), or error and response.failed")
-    example = {"model": "bench/demo", "input": "Is this loop off by one? for i in range(1, len(xs)): total += xs[i]"}
+    example = {"model": "bench/demo", "input": schemas.QUESTION}
     read = staticmethod(ask)
     answer = staticmethod(reply)
     error_body = staticmethod(error_body)

@@ -86,6 +86,7 @@ def or_none(schema: Schema, text: str) -> Schema:
     return described(either(schema, FALSY), text + "; any falsy value reads as none")
 
 
+QUESTION = "Is this loop off by one? for i in range(1, len(xs)): total += xs[i]"  # what the examples ask the demo
 MODEL = or_none(STR, "a collection, `bench/<name>`, with `:merged`, `:all` or `:route` to choose the reply")
 MESSAGE = obj({"role": STR}, content=ANY)
 BENCH_ASK = or_none(obj({}, reply={"enum": ["all", "merged", "route"]}),
