@@ -209,7 +209,8 @@ def api_settings(request: Request) -> Reply:
                  "python": f"{sys.version.split()[0]} · {sys.executable}", "folder": str(paths.CODE),
                  "data": f"{folder} ({reason})", "endpoints": len(endpoints.readable()),
                  "models": len(registry.registrations()), "scheduler": jobs.state()[0],
-                 "client": backend, "theme": themes.saved()},
+                 "client": backend, "theme": themes.saved(),
+                 "openapi": f"{routes.OPENAPI.path}: this port's routes, OpenAPI 3.1 (`bench openapi`)"},
         "gateway": benchview.gateway_url(request.port), "collections": sorted(collections.load()),
         "scheduler": jobs.table(), "own_client": settingsedit.own_client()})
 
