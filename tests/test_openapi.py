@@ -145,12 +145,13 @@ def test_the_examples_file_ships_with_the_ui():
 
 
 @pytest.mark.parametrize("name", SERVERS)
-def test_schemathesis_finds_nothing(ports, name):
+def test_schemathesis_finds_nothing(ports, name, tmp_path):
     """OAS-4: no server error, no undocumented status or Content-Type, no reply off its schema, no request the
     schema forbids accepted, the stateful links (a panel's call ids into `/bench/verdict`) followed."""
     command = [sys.executable, "-c", "from schemathesis.cli import schemathesis; schemathesis()",
                "--config-file", str(CONFIG), "run", f"http://127.0.0.1:{ports[name]}/openapi.json", *SCHEMATHESIS]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=400, env={**os.environ, "NO_COLOR": "1"})
+    done = subprocess.run(command, capture_output=True, text=True, timeout=400, env={**os.environ, "NO_COLOR": "1"},
+                          cwd=tmp_path)  # its caches (.schemathesis, .hypothesis) go there, not into the checkout
     summary = done.stdout[done.stdout.rfind("SUMMARY"):]
     print(summary)
     assert done.returncode == 0, done.stdout[-6000:]

@@ -20,6 +20,11 @@ its first row's whatever the method, so Gemini's model paths come before `/v1/mo
 `extend(table, Route(...), ...)` keeps every row of `table`, and a new row for a method and path the
 table has replaces that one. A `Route` subclass may match the path as sent its own way (`answers`: the
 dashboard's raw-path quirks, RT-6) and name its own scope (the dashboard's admin login).
+
+A row's `doc` (a `Doc`) is what the OpenAPI document (`server.openapi`, OAS-1) says of it beyond its path
+facts: a summary, the body it takes and the reply it gives (`wire.schemas`; a panel row names only how it
+answers, and its API's `Format` gives the shapes), the statuses its handler refuses with, the query it reads.
+It is never compared: a row is still known by its method, path and the rest.
 """
 
 import dataclasses
