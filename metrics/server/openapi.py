@@ -34,6 +34,7 @@ EXAMPLES = paths.CODE / "ui" / "openapi-examples.json"
 VERDICT_LINKS = (("verdict", "judge the first seat's answer", "$response.body#/bench/seats/0/call"),
                  ("verdict_turn", "judge a route turn's answer", "$response.body#/bench/call"))
 JSON = "application/json"
+SSE = "text/event-stream"
 DESCRIPTION = """The Benchwarmers panel gateway and dashboard: generated from the route table this port serves.
 
 Not written as paths: `HEAD` answers every GET path as its GET does; the dashboard answers any other GET path
@@ -142,9 +143,11 @@ def success(row: routes.Route) -> dict[str, Any]:
         if doc.panel != routes.STREAMED:
             content[JSON] = json_media(api.gives)
         if doc.panel != routes.WHOLE:
-            content.update({media: stream_media(api, media) for media in api.stream_types})
+            content.update({media: stream_media(api.events, media) for media in api.stream_types})
     elif doc.gives is not None:
         content[JSON] = json_media(doc.gives)
+    if doc.events is not None:
+        content[SSE] = stream_media(doc.events, SSE)
     content.update({media: {"schema": schemas.STR} for media in doc.media})
     reply: dict[str, Any] = {"description": doc.summary or errors.MEANINGS[200]}
     if content:
@@ -156,17 +159,17 @@ def success(row: routes.Route) -> dict[str, Any]:
     return reply
 
 
-def stream_media(api: Any, media: str) -> dict[str, Any]:
-    """A streamed reply, each piece the API's `events`: one JSON array (Gemini), NDJSON lines (Ollama), or
-    server-sent events, whose `schema` is one event (OpenAPI 3.1 has no `itemSchema`) with its `data` the JSON."""
-    said = api.events.get("description", "")
+def stream_media(events: Schema, media: str) -> dict[str, Any]:
+    """A streamed reply, each piece `events`: one JSON array (Gemini), NDJSON lines (Ollama), or server-sent
+    events, whose `schema` is one event (OpenAPI 3.1 has no `itemSchema`) with its `data` the JSON."""
+    said = events.get("description", "")
     if media == JSON:
-        return {"schema": schemas.arr(api.events)}
+        return {"schema": schemas.arr(events)}
     if "ndjson" in media:
         return {"schema": schemas.described(schemas.STR, f"NDJSON, one JSON object a line: {said}"),
-                "x-line-schema": api.events}
+                "x-line-schema": events}
     data = schemas.either({"const": "[DONE]", "description": "the end, where the API ends its stream so"},
-                          {"type": "string", "contentMediaType": JSON, "contentSchema": api.events})
+                          {"type": "string", "contentMediaType": JSON, "contentSchema": events})
     return {"schema": schemas.described(schemas.obj({"data": data}, event=schemas.STR, id=schemas.STR),
                                         f"one server-sent event (keep-alives are comments): {said}")}
 

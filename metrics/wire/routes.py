@@ -73,8 +73,9 @@ class Doc:
     """What the OpenAPI document says of a row that its path facts do not (OAS-1): a summary, the JSON body it
     takes and the 200 it gives (the shapes of `wire.schemas`; a panel row's come from its API's `Format`), the
     statuses its handler refuses with beside those its scope's checks give (`core.errors` says each), the query
-    it reads, other replies with bodies of their own, the 200s that are no JSON (`media`), and, for a row that
-    matches a path's head (the dashboard's folders), the path the document writes (`shown`; "" leaves it out)."""
+    it reads, other replies with bodies of their own, the 200s that are no JSON (`media`) or server-sent events
+    (`events`; a panel row's are its API's), and, for a row that matches a path's head (the dashboard's
+    folders), the path the document writes (`shown`; "" leaves it out)."""
 
     summary: str = ""
     takes: Schema | None = None
@@ -84,6 +85,7 @@ class Doc:
     args: tuple[Arg, ...] = ()
     replies: tuple[tuple[int, Schema | None, str], ...] = ()  # (status, body or None for none, what it means)
     media: tuple[str, ...] = ()
+    events: Schema | None = None  # a 200 streamed as server-sent events, each `data` one of these
     shown: str | None = None
 
 
@@ -194,7 +196,7 @@ MCP_GET = Route("GET", "/mcp", aliases=("/v1/mcp",), listed=False, loose=True, d
     replies=((405, schemas.MCP_GET, "POST one JSON-RPC message per request"),)))
 MCP_POST = Route("POST", "/mcp", aliases=("/v1/mcp",), listed=False, loose=True, raw=True, doc=Doc(
     "One MCP JSON-RPC message (a tool call from a client that reads event streams is answered as one)",
-    schemas.JSONRPC, schemas.JSONRPC_REPLY,
+    schemas.JSONRPC, schemas.JSONRPC_REPLY, events=schemas.MCP_EVENT,
     replies=((202, None, "a notification, taken"), (400, schemas.JSONRPC_REPLY, "JSON-RPC's parse error"))))
 # this document (issue 33, OAS-1): the port's own table, each port its own
 OPENAPI = Route("GET", "/openapi.json", gateway=False, listed=False, doc=Doc(

@@ -128,5 +128,7 @@ GEMINI_COUNT_ASK = obj({}, contents=arr(OBJ))
 JSONRPC = described(ANY, "one JSON-RPC message (`jsonrpc`, `id`, `method`, `params`); anything else is answered "
                          "with JSON-RPC's invalid request (MCP-5)")
 JSONRPC_REPLY = obj({"jsonrpc": STR}, id=ANY, result=ANY, error=obj({"code": INT, "message": STR}))
+MCP_EVENT = described(JSONRPC_REPLY, "MCP-19: `event: message`, a progress notification (or a keep-alive comment) "
+                                    "every 10 s, then the tool's reply")
 MCP_GET = obj({"error": obj({"message": STR})})
 OPENAPI = obj({"openapi": STR, "info": OBJ, "paths": OBJ}, components=OBJ)
