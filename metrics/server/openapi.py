@@ -116,7 +116,7 @@ def json_media(schema: Schema, example: Any = None) -> dict[str, Any]:
 def responses(site: routing.Site, row: routes.Route, shape: str) -> dict[str, Any]:
     """Every status the row answers with, and what each carries: a refusal's error body, a reply of its own."""
     answered: dict[int, dict[str, Any]] = {}
-    if row.doc.summary and not any(status == 200 for status, _, _ in row.doc.replies):
+    if not any(status == 200 for status, _, _ in row.doc.replies):
         answered[200] = success(row)
     own = {status: (body, text) for status, body, text in row.doc.replies}
     refusals = set(checked(row) + row.doc.refuses)
