@@ -33,6 +33,8 @@ Decisions where the spec leaves room, or where an improvement changes it:
   addition to the API index.
 - Benchmarks has no route: its data is `charts-data`, embedded in the page once (BM-1).
 - The Connect callback's page links back to the public URL when set, else `http://localhost:<port>/`.
+- Each row's `doc` is what this port's `/openapi.json` says of it (OAS-1, `server.openapi`): a write's body is
+  described as a JSON object, its fields checked (and named in its refusal) by its `admin` operation.
 """
 
 import argparse
@@ -379,9 +381,9 @@ def asked(summary: str, gives: schemas.Schema | None, args: tuple[routes.Arg, ..
     return routes.Doc(summary + PAGE_TOO, gives=gives, args=args, media=media, refuses=refuses, **more)
 
 
-def change(summary: str, takes: schemas.Schema = schemas.OBJ, **more: Any) -> routes.Doc:
+def change(summary: str, takes: schemas.Schema = schemas.OBJ) -> routes.Doc:
     """A write's `Doc` (RESP-3): a JSON object in, `{"ok": true, ...}` or its refusal out."""
-    return routes.Doc(summary, takes, schemas.OK, refuses=more.pop("refuses", WRITE), **more)
+    return routes.Doc(summary, takes, schemas.OK, refuses=WRITE)
 
 
 NAMED = schemas.obj({"name": schemas.STR})
