@@ -202,6 +202,18 @@ def test_keys_required(gateway, core, monkeypatch):
     assert code == 1 and "(403)" in err and "may call bench/crawl" in err
 
 
+def test_openapi_says_where_the_document_is(gateway, core, monkeypatch):
+    """Issue 33: `bench openapi` prints the document's URL (what it covers on stderr), `--json` the document; on a
+    gateway whose keys are required the key is sent once the (absent) admin token is refused."""
+    code, out, err = run(gateway, "openapi")
+    assert (code, out) == (0, f"{gateway}/openapi.json\n") and err.startswith("OpenAPI 3.1.0: ")
+    assert "/v1/chat/completions" in json.loads(run(gateway, "openapi", "--json")[1])["paths"]
+    monkeypatch.setenv("BENCHWARMERS_REQUIRE_KEYS", "1")
+    assert run(gateway, "openapi")[0] == 1
+    key = gatekeys.make("shell")
+    assert run(gateway, "openapi", BENCHWARMERS_KEY=key)[:2] == (0, f"{gateway}/openapi.json\n")
+
+
 def test_not_running_is_exit_3_naming_the_port(gateway, core):
     """CLI-4: nothing listening → 3, `not running` and the port. With no URL set, the dashboard's port is tried,
     then the gateway's (our decision, remote.py)."""

@@ -990,7 +990,8 @@
     loadSettings().then(function (r) {
       var i = r.info;
       var rows = [["Version", i.version], ["Date", i.date], ["Commit", i.commit], ["Python", i.python], ["Folder", i.folder], ["Data folder", i.data],
-        ["Endpoints", i.endpoints], ["Models on the bench", i.models], ["Scheduler", i.scheduler], ["Model client", i.client], ["Theme", i.theme]];
+        ["Endpoints", i.endpoints], ["Models on the bench", i.models], ["Scheduler", i.scheduler], ["Model client", i.client], ["Theme", i.theme],
+        ["OpenAPI document", i.openapi]];
       add(sec, h("div", {cls: "card"}, h("h2", {text: "Info"}),
         table([{title: "What", sort: false}, {title: "Value", sort: false}], rows.map(function (row) { return h("tr", {}, td(row[0]), td(String(row[1]))); })),
         h("p", {cls: "muted", text: "Every response carries X-Benchwarmers-Version. The licence and credits are in the checkout's README.md."})));

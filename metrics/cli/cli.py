@@ -60,6 +60,7 @@ from ..net import remote
 from ..panel import policy
 
 PREFIX = "bench/"
+OPENAPI = "/openapi.json"  # the server's OpenAPI document, on either port (issue 33)
 PROGRESS_EVERY = 30.0  # seconds of silence on stderr before a long panel says how long it has run
 # a seat's section as the panel streams it (panel.panel.section): its heading, then call id, status, seconds
 SECTION = re.compile(r"^## (?P<seat>.+?) — (?P<alias>.+)\n"
@@ -352,6 +353,28 @@ def cmd_collections(args):
         return note("no collections yet: make one with `bench collection save NAME --members a,b` (or on the "
                     "dashboard's Collections page)")
     print(table(rows, ["name", "members", "explorers", "reply", "description"]))
+
+
+def cmd_openapi(args):
+    """Issue 33 (OAS-1): where the server's OpenAPI document is, and what it covers; `--json` prints it. The route is
+    the admin login's on the dashboard's port and a gateway key's on the gateway's: the key is tried when the
+    token is refused. Asked of the URL given only, so the URL printed is the one that answered."""
+    server = dataclasses.replace(args.server, fallback="")
+    try:
+        try:
+            document = remote.call(server, "GET", OPENAPI)
+        except remote.Refused as exc:
+            if exc.status != 401 or not server.key:
+                raise
+            document = remote.call(dataclasses.replace(server, admin_token=server.key), "GET", OPENAPI)
+    except remote.Problem as exc:
+        raise Failed(*problem_message(exc)) from None
+    if args.json:
+        return dump(document)
+    info, paths = document.get("info") or {}, document.get("paths") or {}
+    print(f"{server.base.rstrip('/')}{OPENAPI}")
+    note(f"OpenAPI {document.get('openapi')}: {len(paths)} paths, {sum(map(len, paths.values()))} operations of "
+         f"{info.get('title')} {info.get('version')}; `--json` prints it")
 
 
 # -- managing the bench: the dashboard's routes (§9.2) ---------------------------------------------------------
@@ -891,6 +914,9 @@ def parser(prog="bench"):
   bench pending -f ~/.claude/projects/x/session.jsonl   the ids an agent's transcript holds""")
     pending.add_argument("calls", nargs="*", metavar="call")
     pending.add_argument("-f", "--file", action="append", default=[], metavar="FILE", help="read call ids from a file")
+    command(sub, "openapi", cmd_openapi, "where the server's OpenAPI 3.1 document is", """examples:
+  bench openapi                        its URL on stdout, what it covers on stderr
+  bench --url http://localhost:8123 openapi --json > openapi.json""")
     command(sub, "status", cmd_status, "the server, its bench and who may use it", """examples:
   bench status
   bench status --json | jq .scheduler_jobs""")

@@ -48,6 +48,33 @@ from typing import Any
 from . import console, fileio, paths
 
 
+# What each status a route answers with means here (issue 33, OAS-1: the OpenAPI document's response
+# descriptions), read off the table above and the checks a request meets before its route (`server.routing`).
+MEANINGS = {
+    200: "the answer",
+    202: "taken; nothing to answer",
+    303: "signed out: the page is at /login (AUTH-4)",
+    400: "the request cannot be done as asked: its body, a field, a rule it breaks (Invalid, BadBody, Unsupported, "
+         "Unusable, Unreadable), or a Content-Length that is no number (WRITE-5)",
+    401: "no usable credential: a gateway key (GW-2), or the admin login (AUTH-4)",
+    403: "refused by a check: the Host (HOST-1..4), a cross-site write or an Origin (WRITE-2, WRITE-3), or a key's "
+         "scope (DSP-2)",
+    404: "what the request names is not there: a collection, a call id, a seat, a row, a file (NotFound)",
+    405: "the path takes another method",
+    411: "a chunked body: send a Content-Length (WRITE-5)",
+    413: "too large: the body past the port's cap (WRITE-6), a prompt past a member's context window, or a "
+         "verdict's note or claims past their bounds (PromptTooLarge, TooLarge)",
+    415: "send Content-Type: application/json (WRITE-4)",
+    429: "wait (Retry-After): a key's rate cap or daily verdicts (DSP-3, DailyCap), wrong admin tokens, or every "
+         "member rate-limited (TurnFailed)",
+    500: "a bug: the message names the error id its traceback is logged under (Bug)",
+    502: "route mode: the member failed (TurnFailed)",
+    503: "not now: too many panels (Busy, Retry-After), a broken collections.json or collection, no seat or no "
+         "member (Broken, NoSeat, NoMembers), or the data folder refusing a write",
+    507: "the data folder is full (WriteFailed)",
+}
+
+
 class Refusal(Exception):
     """A request answered with `status` and the messages given, plus `Retry-After` when `retry_after` is set
     and any `headers` the raiser adds; keywords are the extra fields of a dashboard reply."""

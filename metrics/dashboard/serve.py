@@ -33,6 +33,8 @@ Decisions where the spec leaves room, or where an improvement changes it:
   addition to the API index.
 - Benchmarks has no route: its data is `charts-data`, embedded in the page once (BM-1).
 - The Connect callback's page links back to the public URL when set, else `http://localhost:<port>/`.
+- Each row's `doc` is what this port's `/openapi.json` says of it (OAS-1, `server.openapi`): a write's body is
+  described as a JSON object, its fields checked (and named in its refusal) by its `admin` operation.
 """
 
 import argparse
@@ -50,11 +52,11 @@ from typing import Any, NoReturn
 
 from .. import __version__
 from ..core import changes, errors, paths, settings, themes
-from ..wire import routes
+from ..wire import routes, schemas
 from ..models import endpoints, registry
 from ..calling import client
 from ..panel import collections, leaderboard, panel, peers
-from ..server import exchange, gateway, guard, routing
+from ..server import exchange, gateway, guard, openapi, routing
 from ..server.exchange import Reply, Request, json_reply
 from ..admin import (collectionedit, connect, endpointedit, hubadd, jobs, modeledit, modelfacts, onboarding,
                      scheduler, settingsedit)
@@ -217,7 +219,8 @@ def api_settings(request: Request) -> Reply:
                  "python": f"{sys.version.split()[0]} · {sys.executable}", "folder": str(paths.CODE),
                  "data": f"{folder} ({reason})", "endpoints": len(endpoints.readable()),
                  "models": len(registry.registrations()), "scheduler": jobs.state()[0],
-                 "client": backend, "theme": themes.saved()},
+                 "client": backend, "theme": themes.saved(),
+                 "openapi": f"{routes.OPENAPI.path}: this port's routes, OpenAPI 3.1 (`bench openapi`)"},
         "gateway": benchview.gateway_url(request.port), "collections": sorted(collections.load()),
         "scheduler": jobs.table(), "own_client": settingsedit.own_client()})
 
@@ -380,70 +383,156 @@ class Page(routes.Route):
         return {} if hit else None
 
 
+V = schemas.view
+described = schemas.described
+ANY_ROWS = schemas.arr(schemas.OBJ)
+WRITE = (400, 404)  # RESP-3: a refused write; what it names is not there
+HTML = ("text/html",)
+PAGE_TOO = "; without a query string the path is the page (RT-6)"
+
+
+def about(summary: str, gives: schemas.Schema | None = V(), **more: Any) -> routes.Doc:
+    """A dashboard row's `Doc` (OAS-1): its summary and reply, a JSON view unless said otherwise."""
+    return routes.Doc(summary, gives=gives, **more)
+
+
+def asked(summary: str, gives: schemas.Schema | None, args: tuple[routes.Arg, ...], **more: Any) -> routes.Doc:
+    """The `Doc` of a row that answers only with a query string (RT-6): without one the path is the page."""
+    media, refuses = more.pop("media", ()) + HTML, more.pop("refuses", ()) + (303,)  # the page's, signed out
+    return routes.Doc(summary + PAGE_TOO, gives=gives, args=args, media=media, refuses=refuses, **more)
+
+
+def change(summary: str, takes: schemas.Schema = schemas.OBJ) -> routes.Doc:
+    """A write's `Doc` (RESP-3): a JSON object in, `{"ok": true, ...}` or its refusal out."""
+    return routes.Doc(summary, takes, schemas.OK, refuses=WRITE)
+
+
+NAMED = schemas.obj({"name": schemas.STR})
+
+REVIEW_ARGS = (routes.Arg("collection", "keep only this collection's panels (`bench/<name>`)"),
+               routes.Arg("shape", "keep only this explorer shape's panels"),
+               routes.Arg("model", "keep only panels where this model sat"),
+               routes.Arg("since", "keep only panels asked on or after this date (YYYY-MM-DD)"),
+               routes.Arg("until", "keep only panels asked on or before this date (YYYY-MM-DD)"),
+               routes.Arg("order", "`oldest` (the default) or `teaches`", values=review.ORDERS))
+
 ROWS = (
-    Page("GET", "/login", login_page, scope=routes.HOST),
-    Page("GET", connect.CALLBACK, connect_callback, scope=routes.HOST, query=True),  # OPEN-3: no login
-    Page("GET", connect.CALLBACK + "/", connect_callback, scope=routes.HOST),
-    Page("GET", "/api/stamp", api_stamp),
-    Page("GET", "/api/status", api_status),
-    Page("GET", "/api/models", api_models),
-    Page("GET", "/api/gateway-keys", api_keys),
-    Page("GET", "/api/collections", api_collections),
-    Page("GET", "/api/gateway-card", api_card),
-    Page("GET", "/api/logs", api_logs),
-    Page("GET", "/api/settings", api_settings),
-    Page("GET", "/api/gateway-seat", api_seat, query=True),
-    Page("GET", "/api/endpoints", api_endpoints),
-    Page("GET", "/api/connections", api_connections),
-    Page("GET", "/api/connect", api_connect),
-    Page("GET", "/api/candidates", api_candidates),
-    Page("GET", "/api/onboard-queue", api_queue),
-    Page("GET", "/api/onboard", api_onboard_log, query=True),
-    Page("GET", "/api/leaderboard", api_leaderboard, query=True),
-    Page("GET", "/api/discover", api_discover),
-    Page("GET", "/api/discover-model", api_discover_model, query=True),
-    Page("GET", "/api/quotas", api_quotas),
-    Page("GET", "/api/review", api_review),
-    Page("GET", "/api/review-panel", api_review_panel, query=True),
-    Page("GET", "/ui/", static, scope=routes.PAGE),
-    Page("GET", "/fonts/", static, scope=routes.PAGE),
-    Page("GET", "/api/", page),  # an unknown API path answers the page too, once signed in (older CLIs)
-    Page("GET", "/", page, scope=routes.PAGE),
-    Page("POST", "/login", login, scope=routes.HOST, raw=True),
-    Page("POST", "/logout", logout, scope=routes.HOST, raw=True),
-    Page("POST", "/api/model", operation(modeledit.change)),
-    Page("POST", "/api/remove", operation(modeledit.remove)),
-    Page("POST", "/api/restore", operation(modeledit.restore)),
-    Page("POST", "/api/retry", operation(modeledit.retry)),
-    Page("POST", "/api/model-facts", operation(modelfacts.save_facts)),
-    Page("POST", "/api/model-options", operation(modelfacts.save_options)),
-    Page("POST", "/api/collection", operation(collectionedit.save)),
-    Page("POST", "/api/collection/remove", operation(collectionedit.remove)),
-    Page("POST", "/api/gateway-settings", operation(collectionedit.gateway_settings)),
-    Page("POST", "/api/verdict", operation(verdict)),
-    Page("POST", "/api/gateway-key", operation(settingsedit.make_key)),
-    Page("POST", "/api/gateway-key/remove", operation(settingsedit.revoke_key)),
-    Page("POST", "/api/client", operation(settingsedit.choose_client)),
-    Page("POST", "/api/theme", operation(settingsedit.choose_theme)),
-    Page("POST", "/api/scheduler", operation(jobs.save)),
-    Page("POST", "/api/own-client-free", operation(settingsedit.save_own_client)),
-    Page("POST", "/api/endpoint", operation(endpointedit.save)),
-    Page("POST", "/api/endpoint/remove", operation(endpointedit.remove)),
-    Page("POST", "/api/endpoint/default", operation(endpointedit.make_default)),
-    Page("POST", "/api/connection-limits", operation(endpointedit.save_limits)),
-    Page("POST", "/api/dismiss", operation(onboarding.dismiss)),
-    Page("POST", "/api/onboard", operation(onboarding.onboard_now)),
-    Page("POST", "/api/onboard-queue", operation(queue_add)),
-    Page("POST", "/api/onboard-queue/stop", operation(queue_stop)),
-    Page("POST", "/api/onboard-queue/clear", operation(queue_clear)),
-    Page("POST", "/api/connect/start", connect_start),
-    Page("POST", "/api/connect/poll", operation(connect.poll)),
-    Page("POST", "/api/connect/app", operation(connect.app)),
-    Page("POST", "/api/discover/add", operation(hubadd.add)),
-    Page("POST", "/", unknown_endpoint, raw=True),
+    Page("GET", "/login", login_page, scope=routes.HOST, doc=about("The login page (a redirect to / when the login "
+                                                                   "is off)", None, media=HTML, refuses=(303,))),
+    Page("GET", connect.CALLBACK, connect_callback, scope=routes.HOST, query=True,  # OPEN-3: no login
+         doc=asked("A provider sign-in's redirect back (CN-8): a small page saying how it went", None,
+                   (routes.Arg("state", "the sign-in's id"), routes.Arg("code", "the grant")))),
+    Page("GET", connect.CALLBACK + "/", connect_callback, scope=routes.HOST,
+         doc=about("A provider sign-in's redirect back, its id in the path (CN-8)", None, media=HTML,
+                   shown=connect.CALLBACK + "/<sign_in>")),
+    Page("GET", "/api/stamp", api_stamp, doc=about("When the bench's files last changed (API-3: no `ok`)",
+                                                   schemas.obj({"stamp": schemas.NUM}))),
+    Page("GET", "/api/status", api_status, doc=about("The install at a glance (API-1)", V(
+        version=schemas.STR, gateway=schemas.STR, models=schemas.INT, collections=schemas.INT,
+        keys_required=schemas.BOOL, onboarding=schemas.OBJ), refuses=(400,))),
+    Page("GET", "/api/models", api_models, doc=about("Every registered and retired model (API-2)",
+                                                     V(models=ANY_ROWS), refuses=(400,))),
+    Page("GET", "/api/gateway-keys", api_keys, doc=about("The gateway keys, never their secrets",
+                                                         V(required=schemas.BOOL, keys=ANY_ROWS), refuses=(400,))),
+    Page("GET", "/api/collections", api_collections, doc=about("The collections", V(collections=ANY_ROWS))),
+    Page("GET", "/api/gateway-card", api_card, doc=about("The Gateway card: recent panels and their seats",
+                                                         V(gateway=schemas.STR, panels=ANY_ROWS))),
+    Page("GET", "/api/logs", api_logs, doc=about("The Logs page: calls, changes, jobs, onboarding", V(
+        calls=ANY_ROWS, changes=ANY_ROWS, scheduler=described(schemas.STRS, "the scheduler log's last lines"),
+        onboarding=described(schemas.STRS, "onboarding logs' names, for `/api/onboard?log=`")))),
+    Page("GET", "/api/settings", api_settings, doc=about("What Settings and Info show (never a secret)", V(
+        theme=schemas.STR, themes=ANY_ROWS, keys=schemas.OBJ, auth=schemas.BOOL, client=schemas.OBJ,
+        info=schemas.OBJ, gateway=schemas.STR, collections=schemas.STRS))),
+    Page("GET", "/api/gateway-seat", api_seat, query=True, doc=asked(
+        "One seat of a panel, for the verdict dialog", V(call=schemas.STR, alias=schemas.STR, answer=schemas.STR),
+        (routes.Arg("call", "a seat's call id"),), refuses=(404,))),
+    Page("GET", "/api/endpoints", api_endpoints, doc=about("The endpoints", V(endpoints=ANY_ROWS))),
+    Page("GET", "/api/connections", api_connections, doc=about("The connections and their limits",
+                                                               V(connections=ANY_ROWS))),
+    Page("GET", "/api/connect", api_connect, doc=about("The providers Connect can sign in to", V(providers=ANY_ROWS))),
+    Page("GET", "/api/candidates", api_candidates, doc=about(
+        "Models to onboard (OB-6: with nothing to offer, `ok` false and why, still a 200)", V(candidates=ANY_ROWS))),
+    Page("GET", "/api/onboard-queue", api_queue, doc=about("The onboarding queue", V(
+        running=schemas.BOOL, items=ANY_ROWS))),
+    Page("GET", "/api/onboard", api_onboard_log, query=True, doc=asked(
+        "One onboarding log's tail (OB-19)", V(done=schemas.BOOL, tail=schemas.STR),
+        (routes.Arg("log", "an onboarding log's name"),))),
+    Page("GET", "/api/leaderboard", api_leaderboard, query=True, doc=asked(
+        "At a glance's leaderboard: every collection's, for the signed-in admin (JSON, or CSV)",
+        V(collection=schemas.STR, models=ANY_ROWS), routes.BOARD_ARGS, refuses=(400,), media=("text/csv",))),
+    Page("GET", "/api/discover", api_discover, doc=about("Discover's rows, from the cached feeds", V(rows=ANY_ROWS))),
+    Page("GET", "/api/discover-model", api_discover_model, query=True, doc=asked(
+        "One Discover row's routes (DS-3)", V(routes=ANY_ROWS),
+        (routes.Arg("provider", "the row's provider"), routes.Arg("model", "the row's model")), refuses=(404,))),
+    Page("GET", "/api/quotas", api_quotas, doc=about("The Quotas page and the token cost per model", V(
+        sent=ANY_ROWS, cost=ANY_ROWS))),
+    Page("GET", "/api/review", api_review, doc=about(
+        "The Review page's queue: the panels owing verdicts, filtered, oldest first or teaching most (REV-2, REV-3)",
+        V(order=schemas.STR, owed=schemas.INT, shown=schemas.INT, panels=ANY_ROWS, choices=schemas.OBJ),
+        args=REVIEW_ARGS, refuses=(400,))),
+    Page("GET", "/api/review-panel", api_review_panel, query=True, doc=asked(
+        "One panel in full for the Review page, judged or not (REV-4)", V(
+            panel=schemas.STR, at=schemas.STR, collection=schemas.STR, shape=schemas.STR, key=schemas.STR,
+            system=schemas.STR, prompt=schemas.STR, seats=ANY_ROWS),
+        (routes.Arg("panel", "a panel's id", required=True),), refuses=(404,))),
+    Page("GET", "/ui/", static, scope=routes.PAGE, doc=about(
+        "The page's stylesheet or script (TH-8)", None, media=tuple(kind.split(";")[0] for kind in STATIC.values()),
+        refuses=(404,), shown="/ui/<file>")),
+    Page("GET", "/fonts/", static, scope=routes.PAGE, doc=about(
+        "No fonts are shipped (OFF-2): always 404", None, refuses=(404,), shown="/fonts/<file>")),
+    Page("GET", "/api/", page, doc=about("", shown="")),  # an unknown API path answers the page too, once signed in
+    Page("GET", "/", page, scope=routes.PAGE, doc=about("The dashboard (SHELL-1)", None, media=HTML, args=(
+        routes.Arg("theme", "a theme to draw it in"),))),
+    Page("POST", "/login", login, scope=routes.HOST, raw=True, doc=routes.Doc(
+        "Sign in with the admin token (ADM-2): the session cookie", schemas.obj({"token": schemas.STR}), schemas.OK,
+        refuses=(400, 401, 429))),
+    Page("POST", "/logout", logout, scope=routes.HOST, raw=True, doc=routes.Doc(
+        "Sign out: the cookie cleared, and every session before it ended", gives=schemas.OK)),
+    Page("POST", "/api/model", operation(modeledit.change), doc=change("Edit a model")),
+    Page("POST", "/api/remove", operation(modeledit.remove), doc=change("Retire a model")),
+    Page("POST", "/api/restore", operation(modeledit.restore), doc=change("Restore a retired model")),
+    Page("POST", "/api/retry", operation(modeledit.retry), doc=change("Probe a model again")),
+    Page("POST", "/api/model-facts", operation(modelfacts.save_facts), doc=change("Save a model's facts")),
+    Page("POST", "/api/model-options", operation(modelfacts.save_options), doc=change("Save a model's options")),
+    Page("POST", "/api/collection", operation(collectionedit.save), doc=change("Save a collection")),
+    Page("POST", "/api/collection/remove", operation(collectionedit.remove), doc=change("Remove a collection",
+                                                                                       NAMED)),
+    Page("POST", "/api/gateway-settings", operation(collectionedit.gateway_settings), doc=change(
+        "Save the gateway's settings")),
+    Page("POST", "/api/verdict", operation(verdict), doc=change("Judge a seat's answer from the Gateway card",
+                                                                routes.VERDICT.doc.takes or schemas.OBJ)),
+    Page("POST", "/api/gateway-key", operation(settingsedit.make_key), doc=change(
+        "Make a gateway key (its secret is shown once)", schemas.obj({"name": schemas.STR},
+                                                                    collections=schemas.STRS, rate=schemas.INT))),
+    Page("POST", "/api/gateway-key/remove", operation(settingsedit.revoke_key), doc=change("Revoke a gateway key",
+                                                                                          NAMED)),
+    Page("POST", "/api/client", operation(settingsedit.choose_client), doc=change(
+        "Choose the client", schemas.obj({"client": schemas.STR}))),
+    Page("POST", "/api/theme", operation(settingsedit.choose_theme), doc=change(
+        "Choose the theme", schemas.obj({"theme": schemas.STR}))),
+    Page("POST", "/api/scheduler", operation(jobs.save), doc=change("Save the scheduler's jobs")),
+    Page("POST", "/api/own-client-free", operation(settingsedit.save_own_client), doc=change(
+        "Save the own client's free models")),
+    Page("POST", "/api/endpoint", operation(endpointedit.save), doc=change("Save an endpoint")),
+    Page("POST", "/api/endpoint/remove", operation(endpointedit.remove), doc=change("Remove an endpoint", NAMED)),
+    Page("POST", "/api/endpoint/default", operation(endpointedit.make_default), doc=change(
+        "Make an endpoint the default", NAMED)),
+    Page("POST", "/api/connection-limits", operation(endpointedit.save_limits), doc=change(
+        "Save a connection's limits")),
+    Page("POST", "/api/dismiss", operation(onboarding.dismiss), doc=change("Dismiss an onboarding candidate")),
+    Page("POST", "/api/onboard", operation(onboarding.onboard_now), doc=change("Onboard a model now")),
+    Page("POST", "/api/onboard-queue", operation(queue_add), doc=change("Queue models to onboard")),
+    Page("POST", "/api/onboard-queue/stop", operation(queue_stop), doc=change("Stop the onboarding queue")),
+    Page("POST", "/api/onboard-queue/clear", operation(queue_clear), doc=change("Clear the onboarding queue")),
+    Page("POST", "/api/connect/start", connect_start, doc=change("Start a provider sign-in (CN-2)")),
+    Page("POST", "/api/connect/poll", operation(connect.poll), doc=change("Poll a provider sign-in")),
+    Page("POST", "/api/connect/app", operation(connect.app), doc=change("Save a provider app of your own")),
+    Page("POST", "/api/discover/add", operation(hubadd.add), doc=change("Add a Discover row's model to the bench")),
+    Page("POST", "/", unknown_endpoint, raw=True, doc=routes.Doc(shown="")),  # RT-5: any other POST
+    Page("GET", routes.OPENAPI.path, openapi.answer(lambda: DASHBOARD), doc=routes.OPENAPI.doc),
 )
 
-DASHBOARD = routing.Site(
+DASHBOARD: routing.Site = routing.Site(
     routes.extend(gateway.ROUTES, *ROWS), apart=True, cap=guard.DASHBOARD_CAP, refusal=lambda exc: exc.body(),
     json_type="application/json; charset=utf-8", json_cache="no-store",  # RESP-2, on gateway routes' replies too
     version=version_header(), cors=False, logs=lambda: bool(guard.admin_token()), diagnostics=False)  # LOG-4, LOG-5

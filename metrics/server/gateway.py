@@ -29,7 +29,7 @@ from ..core import console, errors, keys, paths
 from ..wire import routes
 from ..net import remote
 from ..panel import collections, council, leaderboard, offload, panel, peers, route_mode
-from . import exchange, gatekeys, guard, httpserver, mcp_server, routing
+from . import exchange, gatekeys, guard, httpserver, mcp_server, openapi, routing
 from .exchange import Reply, Request, json_reply
 
 STREAM_GRACE = 1.0
@@ -547,8 +547,9 @@ ROUTES = routes.answered(routes.ROUTES, {
     routes.RECORD: record, routes.LEADERBOARD: bench_leaderboard, routes.PENDING: pending,
     routes.OLLAMA_TAGS: ollama_tags, routes.OLLAMA_VERSION: ollama_version, routes.GEMINI_MODELS: gemini_models,
     routes.GEMINI_MODEL: gemini_model, routes.HEALTH: health, routes.MCP_GET: mcp_get, routes.MCP_POST: mcp_post,
+    routes.OPENAPI: openapi.answer(lambda: GATEWAY),
 })
-GATEWAY = routing.Site(ROUTES)
+GATEWAY: routing.Site = routing.Site(ROUTES)
 
 
 class Server(routing.Server):

@@ -18,7 +18,8 @@ import json
 from collections.abc import Callable, Iterable
 from typing import Any, NoReturn
 
-from . import common
+from . import common, schemas
+from .schemas import INT, MODEL, STR, arr, described, maybe, obj
 from .common import Body, Write
 from .turn import Call, Turn
 
@@ -435,6 +436,15 @@ class Messages(common.Format):
 
     name = "anthropic"
     Stream = Stream
+    takes = obj({"model": MODEL, "messages": arr(schemas.MESSAGE)}, system=schemas.ANY, stream=schemas.STREAM,
+                bench=schemas.BENCH_ASK)
+    gives = obj({"id": STR, "type": STR, "role": STR, "model": STR, "content": arr(obj({"type": STR}, text=STR)),
+                 "stop_reason": maybe(STR), "usage": obj({"input_tokens": INT, "output_tokens": INT})},
+                bench=schemas.BENCH)
+    events = described(obj({"type": STR}, message=schemas.OBJ, index=INT, delta=schemas.OBJ, error=schemas.OBJ),
+                       "`event: <type>` then its `data:`: message_start, content_block_start, content_block_delta, "
+                       "content_block_stop, message_delta (with `bench`), message_stop; ping as keep-alive; error")
+    example = {"model": "bench/demo", "max_tokens": 1024, "messages": [{"role": "user", "content": schemas.QUESTION}]}
     read = staticmethod(ask)
     answer = staticmethod(reply)
     error_body = staticmethod(error_body)

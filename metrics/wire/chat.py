@@ -17,7 +17,8 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from . import common
+from . import common, schemas
+from .schemas import INT, MODEL, STR, arr, described, maybe, obj
 from .common import Body, Write
 from .turn import Turn
 
@@ -161,6 +162,13 @@ class ChatCompletions(common.Format):
 
     name = "chat"
     Stream = Stream
+    takes = obj({"model": MODEL, "messages": arr(schemas.MESSAGE)}, stream=schemas.STREAM, bench=schemas.BENCH_ASK)
+    gives = obj({"id": STR, "object": STR, "created": INT, "model": STR,
+                 "choices": arr(obj({"index": INT, "message": schemas.MESSAGE}, finish_reason=maybe(STR)))},
+                usage=schemas.OBJ, bench=schemas.BENCH)
+    events = described(obj({}, id=STR, object=STR, choices=arr(schemas.OBJ), bench=schemas.BENCH, error=schemas.OBJ),
+                       "a `chat.completion.chunk` (the last carries `bench`), an error body, then `data: [DONE]`")
+    example = {"model": "bench/demo", "messages": [{"role": "user", "content": schemas.QUESTION}]}
     read = staticmethod(ask)
     error_body = staticmethod(error_body)
 

@@ -25,6 +25,7 @@ from typing import Any
 
 from ..core import images
 from ..core.errors import Unsupported
+from . import schemas
 
 Body = dict[str, Any]  # a JSON object as a request or reply carries it
 Write = Callable[[bytes], object]  # where a stream writer's bytes go
@@ -466,6 +467,17 @@ class Format:
 
     name = ""
     Stream: Callable[..., Any]  # the panel stream writer's class: `Stream(write, shown=, prompt_tokens=)`
+    # what `/openapi.json` says of this API's panel route (issue 33): the body it takes, the reply, one streamed
+    # event (an SSE `data:` line's JSON, or an NDJSON line) and a request the demo bench answers
+    takes: schemas.Schema = schemas.OBJ
+    gives: schemas.Schema = schemas.OBJ
+    events: schemas.Schema = schemas.OBJ
+    example: Body = {}
+
+    @property
+    def stream_types(self) -> tuple[str, ...]:
+        """The Content-Types of this API's streamed replies."""
+        return (str(getattr(self.Stream, "content_type")),)
 
     def read(self, body: Body) -> Ask:
         """The Ask of a body posted to this API's panel route (§3.2), or `Unsupported` with why (a 400)."""

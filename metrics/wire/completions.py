@@ -11,7 +11,8 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from . import chat, common
+from . import chat, common, schemas
+from .schemas import INT, MODEL, STR, arr, described, maybe, obj
 from .common import Body, Write
 from .turn import Turn
 
@@ -90,6 +91,14 @@ class Completions(common.Format):
 
     name = "completion"
     Stream = Stream
+    takes = obj({"model": MODEL, "prompt": schemas.either(STR, arr(STR))}, stream=schemas.STREAM,
+                bench=schemas.BENCH_ASK)
+    gives = obj({"id": STR, "object": STR, "created": INT, "model": STR,
+                 "choices": arr(obj({"text": STR, "index": INT}, finish_reason=maybe(STR)))},
+                usage=schemas.OBJ, bench=schemas.BENCH)
+    events = described(obj({}, id=STR, object=STR, choices=arr(schemas.OBJ), bench=schemas.BENCH, error=schemas.OBJ),
+                       "a `text_completion` chunk per piece (the last carries `bench`), then `data: [DONE]`")
+    example = {"model": "bench/demo", "prompt": schemas.QUESTION}
     read = staticmethod(ask)
     answer = staticmethod(reply)
     error_body = staticmethod(error_body)

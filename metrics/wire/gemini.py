@@ -23,7 +23,8 @@ import urllib.parse
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from . import common
+from . import common, schemas
+from .schemas import INT, STR, arr, described, obj
 from .common import Body, Write
 from .turn import Turn
 
@@ -459,6 +460,20 @@ class GenerateContent(common.Format):
 
     name = "gemini"
     Stream = Stream
+    takes = obj({"contents": schemas.either(arr(schemas.OBJ), schemas.OBJ)}, systemInstruction=schemas.OBJ)
+    gives = described(obj({"candidates": arr(obj({"content": schemas.OBJ}, finishReason=STR, index=INT)),
+                           "modelVersion": STR, "responseId": STR}, usageMetadata=schemas.OBJ),
+                      "no `bench` (Google's SDK refuses unknown fields): the X-Bench-Panel and X-Bench-Seats headers "
+                      "carry the panel id and each seat's call id")
+    events = described(schemas.either(gives, obj({"error": schemas.OBJ})),
+                       "a GenerateContentResponse per piece, the last with `finishReason` and `usageMetadata`; "
+                       "an error body when the panel fails after the 200")
+    example = {"contents": [{"role": "user", "parts": [{"text": schemas.QUESTION}]}]}
+
+    @property
+    def stream_types(self) -> tuple[str, ...]:
+        """§8.1: one JSON array written as it grows, or SSE events with `?alt=sse`."""
+        return ("application/json", "text/event-stream")
     read = staticmethod(ask)
     answer = staticmethod(reply)
     error_body = staticmethod(error_body)

@@ -23,7 +23,8 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from . import common
+from . import common, schemas
+from .schemas import BOOL, INT, MODEL, STR, arr, described, maybe, obj
 from .common import Body, Write
 from .turn import Turn
 
@@ -388,6 +389,16 @@ class Chat(common.Format):
 
     name = "ollama_chat"
     Stream: type[ChatStream] = ChatStream
+    takes = obj({"model": MODEL}, messages=arr(schemas.MESSAGE),
+                stream=described(schemas.ANY, "absent or null streams NDJSON (Ollama's default); else truthy streams"),
+                bench=schemas.BENCH_ASK)
+    gives = obj({"model": STR, "created_at": STR, "done": BOOL}, message=schemas.MESSAGE, done_reason=STR,
+                eval_count=INT, prompt_eval_count=INT, bench=schemas.BENCH)
+    events = described(obj({}, model=STR, created_at=STR, message=schemas.MESSAGE, response=STR, done=BOOL,
+                           bench=schemas.BENCH, error=STR),
+                       "one JSON object a line: a piece each (`done: false`), the last `done: true` with `bench`; "
+                       "an `error` line when the panel fails after the 200")
+    example = {"model": "bench/demo", "stream": False, "messages": [{"role": "user", "content": schemas.QUESTION}]}
     read = staticmethod(chat_ask)
     answer = staticmethod(chat_reply)
     error_body = staticmethod(error_body)
@@ -411,6 +422,12 @@ class Generate(Chat):
 
     name = "ollama_generate"
     Stream = GenerateStream
+    takes = obj({"model": MODEL}, prompt=described(maybe(STR), "absent or null: Ollama's load-the-model call, "
+                                                             "answered with an empty `done` reply"),
+                stream=Chat.takes["properties"]["stream"], bench=schemas.BENCH_ASK)
+    gives = obj({"model": STR, "created_at": STR, "done": BOOL}, response=STR, done_reason=STR, eval_count=INT,
+                prompt_eval_count=INT, bench=schemas.BENCH)
+    example = {"model": "bench/demo", "stream": False, "prompt": schemas.QUESTION}
     read = staticmethod(generate_ask)
     answer = staticmethod(generate_reply)
     route_writer = common.Format.route_writer

@@ -24,7 +24,8 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from . import common
+from . import common, schemas
+from .schemas import INT, MODEL, STR, arr, described, maybe, obj
 from .common import Body, Write
 from .turn import Call, Turn
 
@@ -478,6 +479,15 @@ class Responses(common.Format):
 
     name = "responses"
     Stream = Stream
+    takes = obj({"model": MODEL, "input": schemas.either(STR, arr(schemas.OBJ))}, stream=schemas.STREAM,
+                bench=schemas.BENCH_ASK)
+    gives = obj({"id": STR, "object": STR, "created_at": INT, "status": STR, "model": STR, "output": arr(schemas.OBJ),
+                 "usage": schemas.OBJ}, error=maybe(schemas.OBJ), bench=schemas.BENCH)
+    events = described(obj({"type": STR, "sequence_number": INT}, response=schemas.OBJ, item=schemas.OBJ,
+                           delta=STR, text=STR),
+                       "`event: <type>` then its `data:`: response.created ... response.completed (whose `response` "
+                       "carries `bench`), or error and response.failed")
+    example = {"model": "bench/demo", "input": schemas.QUESTION}
     read = staticmethod(ask)
     answer = staticmethod(reply)
     error_body = staticmethod(error_body)
