@@ -53,7 +53,8 @@ def key(row: routes.Route) -> str:
 def sent_path(row: routes.Route, call: str) -> str:
     shape = row.doc.shown or row.path
     path = routes.PLACEHOLDER.sub(lambda m: urllib.parse.quote(PLACES[m.group(1)], safe=""), shape)
-    query = {arg.name: {**QUERIES, "call": call}.get(arg.name, "") for arg in row.doc.args if arg.required}
+    known = {**QUERIES, "call": call, "panel": call.rpartition(".")[0]}  # a call id is `<panel>.<seat>` (GW-ID-1)
+    query = {arg.name: known.get(arg.name, "") for arg in row.doc.args if arg.required}
     return path + ("?" + urllib.parse.urlencode(query) if query else "")
 
 
