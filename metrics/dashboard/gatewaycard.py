@@ -13,9 +13,10 @@ first turns are older than that shows its later turns only (its `When` is then i
 
 import json
 
-from ..core import paths, tails
+from ..core import tails
 from ..core.errors import Invalid, UnknownCall
 from ..panel import offload, route_mode
+from ..store import store
 
 PANELS = 30
 CONVERSATIONS = 30
@@ -24,10 +25,6 @@ PROMPT_CHARS = 20_000
 NOTE_CHARS = 500
 CLAIM_CHARS = 400
 CLAIMS = 20
-
-
-def calls_path():
-    return paths.file("runs", "gateway", "calls.jsonl")
 
 
 def _useful(call):
@@ -44,7 +41,7 @@ def _seat(seat):
 def panels():
     """GW-1/GW-2: the newest panels, newest first, each with its seats' verdicts and what is owed."""
     rows = []
-    for record in tails.records(calls_path(), PANELS):
+    for record in store.current().tail(store.CALLS, PANELS):
         seats = [_seat(s) for s in record.get("seats") or [] if isinstance(s, dict)]
         skipped = [{"seat": str(s.get("seat", "")), "alias": str(s.get("alias", "")), "why": str(s.get("why", ""))}
                    for s in record.get("skipped") or [] if isinstance(s, dict)]
@@ -101,7 +98,7 @@ def seat(call):
     if not panel:
         return None
     wanted = json.dumps(panel).encode("ascii")
-    for record in tails.each(calls_path(), wanted):
+    for record in store.current().each(store.CALLS, wanted):
         for s in record.get("seats") or []:
             if isinstance(s, dict) and s.get("call") == call:
                 entry = offload.by_call(call)

@@ -43,11 +43,12 @@ import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, BinaryIO, TypeVar
+from typing import Any, BinaryIO, TypeVar, cast
 
 from ..core import console, fileio, paths, records
 from ..core.errors import DailyCap, Invalid, TooLarge, UnknownCall
 from ..models import aliases
+from ..store import store
 from . import collections
 
 T = TypeVar("T")
@@ -108,7 +109,7 @@ def line(record: Mapping[str, Any]) -> Line:
 
 
 def log_path() -> Path:
-    return paths.file("metrics", "offloads.jsonl")
+    return paths.file(*store.OFFLOADS)
 
 
 def note_for(label: str, status: str, seconds: float, error: str = "") -> str:
@@ -146,9 +147,9 @@ def add(model: str, task: str, useful: bool | None = None, note: str = "", call:
     if shape:
         entry["shape"] = shape
     data = (json.dumps(entry) + "\n").encode("ascii")
-    # append_bytes' flock already keeps lines whole; this lock also covers systems without flock
+    # the store's own lock already keeps lines whole; this lock also covers systems without flock
     with _append_lock:
-        fileio.append_bytes(log_path(), data)
+        store.current().append(store.OFFLOADS, data)
     return line(entry)
 
 
@@ -705,12 +706,63 @@ class Index:
         return self._answer(compute)
 
 
+class StoredIndex(Index):
+    """The `Index` of the offload log kept in the Postgres store (docs/replicas.md): fed the lines after the
+    last id it took, each line's id standing where the file's offset stands. A new generation of the log
+    (`bench store import`) means it was replaced: the index starts over. One trip to the server a read."""
+
+    def __init__(self, shared: store.Shared) -> None:
+        super().__init__("postgres:" + "/".join(store.OFFLOADS))
+        self.shared = shared
+
+    def refresh(self) -> None:
+        with self.lock:
+            generation, rows = self.shared.since(store.OFFLOADS, self.offset)
+            if self.ident != (generation, 0):
+                if self.ident is not None:
+                    self._reset()
+                    generation, rows = self.shared.since(store.OFFLOADS, 0)
+                self.ident = (generation, 0)  # the generation, where the file's (device, inode) stands
+                self.builds += 1
+            for line_id, body in rows:
+                for record in fileio.parse_lines(body, self.path):
+                    self._take(record, line_id, len(body))
+                self.offset = line_id
+                self.bytes_read += len(body)
+
+    def _entry(self, pos: int) -> dict[str, Any]:
+        body = self.shared.line(store.OFFLOADS, self.starts[pos])
+        try:
+            entry = json.loads(body) if body is not None else None
+        except ValueError:
+            raise _Moved from None
+        if not isinstance(entry, dict) or entry.get("model") != self.names[self.models[pos]]:
+            raise _Moved
+        return entry
+
+
 _indexes: dict[str, Index] = {}
 _indexes_lock = threading.Lock()
+_stored: list[StoredIndex] = []
+
+
+def _shared_index(shared: store.Shared) -> StoredIndex:
+    """The `StoredIndex` of this process's Postgres store, made again when the store was chosen again."""
+    with _indexes_lock:
+        if not _stored or _stored[0].shared is not shared:
+            _stored[:] = [StoredIndex(shared)]
+        return _stored[0]
 
 
 def index(path: str | Path | None = None) -> Index:
-    """The live `Index` of the log at `path` (default: this data folder's), one per path per process."""
+    """The live `Index` of the log at `path` (default: this bench's, in its store), one per path per process."""
+    if path is None:
+        chosen = store.current()
+        if chosen.kind == "postgres":
+            found_stored = _stored[0] if _stored else None
+            if found_stored is not None and found_stored.shared is chosen:
+                return found_stored
+            return _shared_index(cast(store.Shared, chosen))
     key = str(path or log_path())
     found = _indexes.get(key)
     if found is None:
@@ -728,7 +780,8 @@ def lines(path: str | Path | None = None) -> list[Line]:
     """Every offload line in the order written, verdicts as lines of their own (not merged as OFF-2's
     entries are), aliases as written: for a replay that must know when each verdict was given (issue 20).
     The log is append-only and never rotated (OFF-1), so this one file is the whole history."""
-    return [line(found) for found in fileio.read_jsonl(path or log_path()) if isinstance(found.get("model"), str)]
+    found = fileio.read_jsonl(path) if path else store.current().records(store.OFFLOADS)
+    return [line(record) for record in found if isinstance(record.get("model"), str)]
 
 
 def by_call(call: object) -> Line | None:

@@ -1,0 +1,59 @@
+"""The Postgres store's schema, made and changed by the bench itself (docs/replicas.md, "Migrations").
+
+`MIGRATIONS` is append-only: each entry is applied once, in order, and recorded in `bench_migrations`.
+`apply` runs at every start under a session advisory lock, so replicas starting together queue behind
+one another and the first does the work; the others find it done. A server whose schema is newer than
+this bench's refuses to start (an old replica must not write a schema it does not know).
+"""
+
+from typing import Any
+
+LOCK = 0x62656E6368  # "bench": the advisory lock key the migrations are applied under
+TOO_NEW = "the database's schema is version {}, newer than this bench's {}: upgrade this replica"
+
+# Version 1: the lines of the logs. Ids come from one identity column, so they are unique across
+# replicas; `bench_append` takes a per-log transaction lock before it draws an id, so ids are also
+# committed in order and a reader that keeps the last id it saw never skips a line committed late.
+# `bench_logs.generation` changes when a log is replaced (`bench store import`), so readers start over.
+MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE bench_lines (
+        id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        log text NOT NULL,
+        body bytea NOT NULL
+    );
+    CREATE INDEX bench_lines_by_log ON bench_lines (log, id);
+    CREATE TABLE bench_logs (log text PRIMARY KEY, generation bigint NOT NULL);
+    CREATE FUNCTION bench_append(p_log text, p_lines bytea[]) RETURNS bigint LANGUAGE plpgsql AS $$
+    DECLARE
+        line bytea;
+        last bigint;
+    BEGIN
+        PERFORM pg_advisory_xact_lock(hashtext('bench_lines'), hashtext(p_log));
+        FOREACH line IN ARRAY p_lines LOOP
+            INSERT INTO bench_lines (log, body) VALUES (p_log, line) RETURNING id INTO last;
+        END LOOP;
+        RETURN last;
+    END
+    $$;
+    """,
+)
+
+
+def apply(conn: Any) -> int:
+    """Bring the schema of `conn`'s database (autocommit) up to date; returns its version."""
+    conn.execute("SELECT pg_advisory_lock(%s)", (LOCK,))
+    try:
+        conn.execute("CREATE TABLE IF NOT EXISTS bench_migrations (version int PRIMARY KEY, "
+                     "applied_at timestamptz NOT NULL DEFAULT now())")
+        row = conn.execute("SELECT coalesce(max(version), 0) FROM bench_migrations").fetchone()
+        version = int(row[0]) if row else 0
+        if version > len(MIGRATIONS):
+            raise RuntimeError(TOO_NEW.format(version, len(MIGRATIONS)))
+        for number in range(version + 1, len(MIGRATIONS) + 1):
+            with conn.transaction():
+                conn.execute(MIGRATIONS[number - 1])
+                conn.execute("INSERT INTO bench_migrations (version) VALUES (%s)", (number,))
+        return len(MIGRATIONS)
+    finally:
+        conn.execute("SELECT pg_advisory_unlock(%s)", (LOCK,))

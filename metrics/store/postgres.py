@@ -1,0 +1,112 @@
+"""The Postgres store (docs/replicas.md): every replica of a bench writes its logs into one database.
+
+A pool of psycopg 3 connections, opened on first use; the schema is migrated at open (`migrations`).
+A line is kept as the bytes the folder store would write (without the newline), so a log moved to
+Postgres and back is the same file. Ids are the table's identity: unique across replicas and, since
+`bench_append` serialises each log's appends, committed in the order they were drawn.
+"""
+
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from psycopg_pool import ConnectionPool
+
+from ..core import fileio
+from . import migrations
+from .logs import Log
+
+POOL_SIZE = 16  # connections one replica keeps at most: a panel's seats append from their own threads
+OPEN_TIMEOUT = 10.0  # seconds a replica waits for its first connection before start fails, saying why
+
+
+def name(log: Log) -> str:
+    """A log's name in the database: its path inside the data folder."""
+    return "/".join(log)
+
+
+def _lines(data: bytes) -> list[bytes]:
+    return [piece for piece in data.split(b"\n") if piece.strip()]
+
+
+def _parsed(bodies: Iterable[bytes], log: Log) -> list[dict[str, Any]]:
+    return fileio.parse_lines(b"\n".join(bodies), name(log))
+
+
+class Postgres:
+    kind = "postgres"
+
+    def __init__(self, url: str) -> None:
+        self.pool = ConnectionPool(url, min_size=1, max_size=POOL_SIZE, kwargs={"autocommit": True},
+                                   open=False, name="bench")
+        self.pool.open(wait=True, timeout=OPEN_TIMEOUT)
+        with self.pool.connection() as conn:
+            self.version = migrations.apply(conn)
+
+    def close(self) -> None:
+        self.pool.close()
+
+    def append(self, log: Log, data: bytes) -> int:
+        with self.pool.connection() as conn:
+            row = conn.execute("SELECT bench_append(%s, %s)", (name(log), _lines(data))).fetchone()
+        return int(row[0]) if row and row[0] is not None else 0
+
+    def append_log(self, log: Log, record: Mapping[str, Any], max_bytes: int, keep: int) -> None:
+        """One line, as `fileio.append_jsonl` encodes it; never rotated (docs/replicas.md says how to trim)."""
+        self.append(log, json.dumps(record, ensure_ascii=False).encode("utf-8", "backslashreplace"))
+
+    def tail(self, log: Log, limit: int) -> list[dict[str, Any]]:
+        with self.pool.connection() as conn:
+            rows = conn.execute("SELECT body FROM bench_lines WHERE log = %s ORDER BY id DESC LIMIT %s",
+                                (name(log), limit)).fetchall()
+        return _parsed((row[0] for row in rows), log)
+
+    def each(self, log: Log, wanted: bytes | None = None) -> Iterator[dict[str, Any]]:
+        query = "SELECT body FROM bench_lines WHERE log = %s AND position(%s IN body) > 0 ORDER BY id DESC"
+        with self.pool.connection() as conn:
+            for row in conn.cursor().stream(query, (name(log), wanted or b"")):
+                yield from _parsed((bytes(row[0]),), log)
+
+    def records(self, log: Log) -> list[dict[str, Any]]:
+        return _parsed(self.lines(log), log)
+
+    def lines(self, log: Log) -> Iterator[bytes]:
+        """Each line of `log` as bytes, oldest first, streamed from the server."""
+        with self.pool.connection() as conn:
+            for row in conn.cursor().stream("SELECT body FROM bench_lines WHERE log = %s ORDER BY id", (name(log),)):
+                yield bytes(row[0])
+
+    def since(self, log: Log, after: int) -> tuple[int, list[tuple[int, bytes]]]:
+        """`(generation, [(id, line)...])`: the log's generation and its lines after id `after`, in one trip."""
+        with self.pool.connection() as conn:
+            rows = conn.execute(
+                "SELECT 0, coalesce((SELECT generation FROM bench_logs WHERE log = %s), 0), NULL "
+                "UNION ALL (SELECT 1, id, body FROM bench_lines WHERE log = %s AND id > %s) ORDER BY 1, 2",
+                (name(log), name(log), after)).fetchall()
+        return int(rows[0][1]), [(int(row[1]), bytes(row[2])) for row in rows[1:]]
+
+    def line(self, log: Log, line_id: int) -> bytes | None:
+        with self.pool.connection() as conn:
+            row = conn.execute("SELECT body FROM bench_lines WHERE id = %s AND log = %s",
+                               (line_id, name(log))).fetchone()
+        return bytes(row[0]) if row else None
+
+    def replace(self, log: Log, lines: Iterable[bytes]) -> int:
+        """Make `log` hold exactly `lines`, in order (`bench store import`); returns how many. Readers start over."""
+        count = 0
+        with self.pool.connection() as conn, conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext('bench_lines'), hashtext(%s))", (name(log),))
+            conn.execute("DELETE FROM bench_lines WHERE log = %s", (name(log),))
+            conn.execute("INSERT INTO bench_logs (log, generation) VALUES (%s, 1) ON CONFLICT (log) "
+                         "DO UPDATE SET generation = bench_logs.generation + 1", (name(log),))
+            with conn.cursor().copy("COPY bench_lines (log, body) FROM STDIN") as copy:
+                for line in lines:
+                    copy.write_row((name(log), line))
+                    count += 1
+        return count
+
+    def logs(self) -> list[Log]:
+        with self.pool.connection() as conn:
+            found = conn.execute("SELECT DISTINCT log FROM bench_lines ORDER BY 1").fetchall()
+        return [tuple(row[0].split("/")) for row in found]
+

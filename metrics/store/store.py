@@ -1,0 +1,128 @@
+"""Where the data replicas must agree on is kept: the data folder's JSONL files, or one Postgres server.
+
+A log is named by its place in the data folder (`("metrics", "offloads.jsonl")`): the folder store
+appends to that file with `core.fileio`'s writers, unchanged, and the Postgres store keeps its lines
+in one table under the same name, so `bench store export` and `import` map one onto the other.
+
+`current()` is chosen once per process (docs/replicas.md): `BENCH_STORAGE` says `folder` or
+`postgres`; unset, a `BENCH_DATABASE_URL` means Postgres and no URL the folder. `reset()` forgets
+the choice (a test that switches stores, `bench store import` when it is done).
+"""
+
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, Protocol
+
+from ..core import fileio, paths, settings, tails
+from .logs import CALLS, LOGS, OFFLOADS, Log
+
+__all__ = ["CALLS", "LOGS", "OFFLOADS", "Log", "Store", "Shared", "Folder", "current", "kind", "reset"]
+
+
+STORES = ("folder", "postgres")
+NO_URL = "BENCH_STORAGE is postgres but BENCH_DATABASE_URL is not set"
+UNKNOWN = "BENCH_STORAGE must be folder or postgres; got {!r}"
+
+
+class Store(Protocol):
+    """What callers ask of either store. Lines are whole JSON lines, newest last."""
+
+    kind: str
+
+    def append(self, log: Log, data: bytes) -> int:
+        """Append `data` (whole lines, each ending in a newline) to `log`, all or nothing."""
+
+    def append_log(self, log: Log, record: Mapping[str, Any], max_bytes: int, keep: int) -> None:
+        """Append `record` as one line; the folder store rotates the file past `max_bytes`."""
+
+    def tail(self, log: Log, limit: int) -> list[dict[str, Any]]:
+        """Up to `limit` records from the end of `log`, newest first."""
+
+    def each(self, log: Log, wanted: bytes | None = None) -> Iterator[dict[str, Any]]:
+        """The records of `log`, newest first; with `wanted`, only lines holding those bytes are parsed."""
+
+    def records(self, log: Log) -> list[dict[str, Any]]:
+        """Every record of `log`, oldest first (torn or corrupt lines skipped)."""
+
+
+class Shared(Store, Protocol):
+    """What the Postgres store adds: lines by id, for the offload index, and whole logs, for moving a bench."""
+
+    def since(self, log: Log, after: int) -> tuple[int, list[tuple[int, bytes]]]:
+        """`(generation, [(id, line)...])`: lines after id `after`; a new generation means start over."""
+
+    def line(self, log: Log, line_id: int) -> bytes | None:
+        """The line with id `line_id`, or None when the log no longer holds it."""
+
+    def lines(self, log: Log) -> Iterator[bytes]:
+        """Each line of `log`, oldest first."""
+
+    def replace(self, log: Log, lines: Iterable[bytes]) -> int:
+        """Make `log` hold exactly `lines`, in order; returns how many."""
+
+    def logs(self) -> list[Log]:
+        """The logs that hold lines."""
+
+
+class Folder:
+    """The data folder's files: today's formats, written by `core.fileio` exactly as before."""
+
+    kind = "folder"
+
+    def append(self, log: Log, data: bytes) -> int:
+        return fileio.append_bytes(paths.file(*log), data)
+
+    def append_log(self, log: Log, record: Mapping[str, Any], max_bytes: int, keep: int) -> None:
+        fileio.append_log(paths.file(*log), record, max_bytes, keep)
+
+    def tail(self, log: Log, limit: int) -> list[dict[str, Any]]:
+        return tails.records(paths.file(*log), limit)
+
+    def each(self, log: Log, wanted: bytes | None = None) -> Iterator[dict[str, Any]]:
+        return tails.each(paths.file(*log), wanted)
+
+    def records(self, log: Log) -> list[dict[str, Any]]:
+        return fileio.read_jsonl(paths.file(*log))
+
+
+_chosen: list[Store] = []
+_choosing = threading.Lock()
+
+
+def kind() -> str:
+    """`folder` or `postgres`, as the settings name it (no server is asked)."""
+    named = settings.env("BENCH_STORAGE").strip().lower()
+    if named and named not in STORES:
+        raise ValueError(UNKNOWN.format(named))
+    return named or ("postgres" if settings.env("BENCH_DATABASE_URL").strip() else "folder")
+
+
+def current() -> Store:
+    """This process's store, chosen (and for Postgres, connected and migrated) on first use."""
+    if _chosen:
+        return _chosen[0]
+    with _choosing:
+        if not _chosen:
+            _chosen.append(_open())
+    return _chosen[0]
+
+
+def _open() -> Store:
+    if kind() == "folder":
+        return Folder()
+    url = settings.env("BENCH_DATABASE_URL").strip()
+    if not url:
+        raise ValueError(NO_URL)
+    from . import postgres  # psycopg is the optional `postgres` extra: only a Postgres bench imports it
+
+    return postgres.Postgres(url)
+
+
+def reset() -> None:
+    """Forget the chosen store (closing a Postgres pool): the next `current()` chooses again."""
+    with _choosing:
+        while _chosen:
+            found = _chosen.pop()
+            close = getattr(found, "close", None)
+            if close is not None:
+                close()
