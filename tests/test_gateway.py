@@ -328,7 +328,7 @@ def test_str9_caller_hanging_up_loses_no_seat(gateway, bench):
     assert len(seats_logged()) == 2
 
 
-def test_vrd_verdicts_record_and_pending(gateway, bench):
+def test_vrd_verdicts_record_and_pending(storage, gateway, bench):
     """VRD-1..3, OFF-4, TST-1, TST-7."""
     ask(["alpha", "beta"])
     _, _, reply = post(gateway, "/v1/chat/completions",

@@ -10,19 +10,27 @@ import json
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from psycopg_pool import ConnectionPool
+import psycopg
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ..core import fileio
 from . import migrations
-from .logs import Log
+from .logs import Log, Unavailable
 
 POOL_SIZE = 16  # connections one replica keeps at most: a panel's seats append from their own threads
 OPEN_TIMEOUT = 10.0  # seconds a replica waits for its first connection before start fails, saying why
+UNREACHABLE = "the Postgres server of BENCH_DATABASE_URL ({}) cannot be used: {}"
 
 
 def name(log: Log) -> str:
     """A log's name in the database: its path inside the data folder."""
     return "/".join(log)
+
+
+def _shown(url: str) -> str:
+    """The server's address without its password."""
+    info = psycopg.conninfo.conninfo_to_dict(url)
+    return f"{info.get('host', 'localhost')}:{info.get('port', 5432)}/{info.get('dbname', '')}"
 
 
 def _lines(data: bytes) -> list[bytes]:
@@ -39,9 +47,13 @@ class Postgres:
     def __init__(self, url: str) -> None:
         self.pool = ConnectionPool(url, min_size=1, max_size=POOL_SIZE, kwargs={"autocommit": True},
                                    open=False, name="bench")
-        self.pool.open(wait=True, timeout=OPEN_TIMEOUT)
-        with self.pool.connection() as conn:
-            self.version = migrations.apply(conn)
+        try:
+            self.pool.open(wait=True, timeout=OPEN_TIMEOUT)
+            with self.pool.connection() as conn:
+                self.version = migrations.apply(conn)
+        except (psycopg.Error, PoolTimeout, RuntimeError) as exc:
+            self.pool.close()
+            raise Unavailable(UNREACHABLE.format(_shown(url), exc)) from exc
 
     def close(self) -> None:
         self.pool.close()

@@ -14,13 +14,14 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Protocol
 
 from ..core import fileio, paths, settings, tails
-from .logs import CALLS, LOGS, OFFLOADS, Log
+from .logs import CALLS, LOGS, OFFLOADS, Log, Unavailable
 
-__all__ = ["CALLS", "LOGS", "OFFLOADS", "Log", "Store", "Shared", "Folder", "current", "kind", "reset"]
+__all__ = ["CALLS", "LOGS", "OFFLOADS", "Log", "Unavailable", "Store", "Shared", "Folder", "current", "kind", "reset"]
 
 
 STORES = ("folder", "postgres")
 NO_URL = "BENCH_STORAGE is postgres but BENCH_DATABASE_URL is not set"
+WONT_START = "storage: {}"
 UNKNOWN = "BENCH_STORAGE must be folder or postgres; got {!r}"
 
 
@@ -93,7 +94,7 @@ def kind() -> str:
     """`folder` or `postgres`, as the settings name it (no server is asked)."""
     named = settings.env("BENCH_STORAGE").strip().lower()
     if named and named not in STORES:
-        raise ValueError(UNKNOWN.format(named))
+        raise Unavailable(UNKNOWN.format(named))
     return named or ("postgres" if settings.env("BENCH_DATABASE_URL").strip() else "folder")
 
 
@@ -112,10 +113,20 @@ def _open() -> Store:
         return Folder()
     url = settings.env("BENCH_DATABASE_URL").strip()
     if not url:
-        raise ValueError(NO_URL)
+        raise Unavailable(NO_URL)
     from . import postgres  # psycopg is the optional `postgres` extra: only a Postgres bench imports it
 
     return postgres.Postgres(url)
+
+
+def opened() -> str:
+    """Choose and open the store as a server starts (a Postgres one connected and migrated before the first
+    request); "" when it is ready, else the one line the server exits with."""
+    try:
+        current()
+    except Unavailable as exc:
+        return WONT_START.format(exc)
+    return ""
 
 
 def reset() -> None:
