@@ -48,9 +48,10 @@ class Postgres:
         self.pool = ConnectionPool(url, min_size=1, max_size=POOL_SIZE, kwargs={"autocommit": True},
                                    open=False, name="bench")
         try:
-            self.pool.open(wait=True, timeout=OPEN_TIMEOUT)
-            with self.pool.connection() as conn:
+            # one plain connection first: a server that refuses fails start at once, not after the pool's retries
+            with psycopg.connect(url, autocommit=True, connect_timeout=int(OPEN_TIMEOUT)) as conn:
                 self.version = migrations.apply(conn)
+            self.pool.open(wait=True, timeout=OPEN_TIMEOUT)
         except (psycopg.Error, PoolTimeout, RuntimeError) as exc:
             self.pool.close()
             raise Unavailable(UNREACHABLE.format(_shown(url), exc)) from exc

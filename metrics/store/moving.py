@@ -1,0 +1,71 @@
+"""Moving a bench between its data folder and Postgres (`bench store import` / `export`, docs/replicas.md).
+
+`into` copies each log the store keeps (`LOGS`) from the folder's files into Postgres, replacing what the
+database held under that name; `out` writes the database's lines back as the folder's files. Every
+non-blank line is copied as its bytes, in order, a torn or corrupt one too (it is the record as it was);
+a rotated calls log (`calls.jsonl.3` … `.1`) goes in before the live file, oldest first, and comes back
+as one file.
+"""
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from ..core import fileio
+from .logs import LOGS
+from .store import Shared
+
+
+def _rotated(path: Path) -> list[Path]:
+    """`path`'s rotated copies, oldest first."""
+    found = []
+    number = 1
+    while path.with_name(f"{path.name}.{number}").exists():
+        found.append(path.with_name(f"{path.name}.{number}"))
+        number += 1
+    return found[::-1]
+
+
+def _lines(files: list[Path]) -> Iterator[bytes]:
+    for path in files:
+        with open(path, "rb") as f:
+            for line in f:
+                line = line.rstrip(b"\n")
+                if line.strip():
+                    yield line
+
+
+def into(shared: Shared, folder: Path) -> dict[str, int]:
+    """Each log of `folder` into `shared`, replacing it there; `{log: lines}`."""
+    counts = {}
+    for log in LOGS:
+        path = folder.joinpath(*log)
+        files = [*_rotated(path), *([path] if path.exists() else [])]
+        counts["/".join(log)] = shared.replace(log, _lines(files))
+    return counts
+
+
+def _write(path: Path, lines: Iterator[bytes]) -> int:
+    """`lines` as `path`, whole or not at all (a temporary replaced in one step); returns how many."""
+    fileio.make_folder(path.parent)
+    temp = path.with_name(f".{path.name}.export")
+    count = 0
+    with open(temp, "wb", opener=fileio.opener) as out:
+        for line in lines:
+            out.write(line + b"\n")
+            count += 1
+    os.replace(temp, path)
+    return count
+
+
+def out(shared: Shared, folder: Path) -> dict[str, int]:
+    """Each log of `shared` as `folder`'s files (rotated copies removed: their lines are in the file now)."""
+    counts = {}
+    for log in LOGS:
+        path = folder.joinpath(*log)
+        counts["/".join(log)] = _write(path, shared.lines(log))
+        for older in _rotated(path):
+            older.unlink()
+    return counts
+
+

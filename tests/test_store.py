@@ -1,0 +1,139 @@
+"""The store (docs/replicas.md) on a real Postgres server (tests/pgserver.py): migrations applied once under
+their lock by replicas starting together, ids unique and read in order across writers, a replica that cannot
+reach its server refusing to start, and `bench store import` / `export` moving a 100,000-line log there and
+back without losing or reordering a line."""
+
+import concurrent.futures
+import json
+import os
+import subprocess
+import sys
+import threading
+
+import psycopg
+import pytest
+
+from benchwarmers.core import paths
+from benchwarmers.store import migrations, store
+from benchwarmers.store import postgres as postgres_store
+
+
+def fresh_database(cluster, name):
+    """A new empty database on the session's server: its URL."""
+    with psycopg.connect(cluster.url, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name}")
+        conn.execute(f"CREATE DATABASE {name}")
+    return cluster.url.rsplit("/", 1)[0] + "/" + name
+
+
+def test_replicas_starting_together_migrate_once(postgres_cluster):
+    url = fresh_database(postgres_cluster, "starting")
+    with concurrent.futures.ThreadPoolExecutor(6) as pool:
+        opened = list(pool.map(lambda _: postgres_store.Postgres(url), range(6)))
+    try:
+        assert {s.version for s in opened} == {len(migrations.MIGRATIONS)}
+        with psycopg.connect(url) as conn:
+            applied = conn.execute("SELECT version FROM bench_migrations ORDER BY version").fetchall()
+        assert [row[0] for row in applied] == list(range(1, len(migrations.MIGRATIONS) + 1))
+    finally:
+        for found in opened:
+            found.close()
+
+
+def test_a_schema_newer_than_the_bench_refuses_start(postgres_cluster):
+    url = fresh_database(postgres_cluster, "newer")
+    postgres_store.Postgres(url).close()
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("INSERT INTO bench_migrations (version) VALUES (99)")
+    with pytest.raises(store.Unavailable, match="schema is version 99, newer than this bench's"):
+        postgres_store.Postgres(url)
+
+
+def test_ids_are_unique_and_read_in_order_while_replicas_write(postgres):
+    """Two stores (two replicas' pools) append from 8 threads each while a reader follows with `since`: the
+    reader sees every line once, ids rising, each writer's lines in the order it wrote them."""
+    first, second = replicas = (store.current(), postgres_store.Postgres(postgres))
+    done = threading.Event()
+    seen = []
+
+    def write(shared, writer):
+        for n in range(50):
+            shared.append(store.OFFLOADS, json.dumps({"writer": writer, "n": n}).encode() + b"\n")
+
+    def follow():
+        last = 0
+        while True:
+            finished = done.is_set()
+            _, rows = first.since(store.OFFLOADS, last)
+            for line_id, body in rows:
+                assert line_id > last
+                last = line_id
+                seen.append(json.loads(body))
+            if finished:
+                return
+
+    reader = threading.Thread(target=follow)
+    reader.start()
+    with concurrent.futures.ThreadPoolExecutor(16) as pool:
+        list(pool.map(lambda w: write(replicas[w % 2], w), range(16)))
+    done.set()
+    reader.join(60)
+    second.close()
+    assert len(seen) == 16 * 50
+    for writer in range(16):
+        assert [r["n"] for r in seen if r["writer"] == writer] == list(range(50))
+
+
+def test_a_replica_that_cannot_reach_its_server_does_not_start(home):
+    env = {**os.environ, "BENCH_DATABASE_URL": "postgresql://bench@127.0.0.1:9/bench"}
+    done = subprocess.run([sys.executable, "gateway.py", "--port", "0"], cwd=paths.CODE, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert "storage: the Postgres server of BENCH_DATABASE_URL (127.0.0.1:9/bench) cannot be used" in done.stderr
+
+
+def bench_store(*args, env=None):
+    return subprocess.run([sys.executable, "-m", "benchwarmers.cli.cli", "store", *args], capture_output=True,
+                          text=True, env=env or dict(os.environ), timeout=300)
+
+
+def test_import_and_export_move_a_100k_line_log_there_and_back(postgres, tmp_path):
+    """A real 100,000-line offload log (seat lines and verdicts, non-ASCII escaped, a torn line among them) and
+    a calls log with a rotated copy go into Postgres and come back byte for byte, in order."""
+    log = paths.file(*store.OFFLOADS)
+    lines = [json.dumps({"date": "2026-12-01", "model": f"m{n % 7}", "task": f"task {n} caf\u00e9 (bench/core, code)",
+                         "useful": None if n % 3 else n % 2 == 0, "note": "member; ok in 1.0s",
+                         "call": f"p{n // 3}.member{n % 3}"}).encode() for n in range(100_000)]
+    lines[5000] = b'{"date": "2026-12-01", "mod'
+    log.write_bytes(b"".join(line + b"\n" for line in lines))
+    calls = paths.file(*store.CALLS)
+    calls.parent.mkdir(parents=True, exist_ok=True)
+    calls.write_bytes(b'{"panel": "new"}\n')
+    calls.with_name("calls.jsonl.1").write_bytes(b'{"panel": "older"}\n')
+    calls.with_name("calls.jsonl.2").write_bytes(b'{"panel": "oldest"}\n')
+    done = bench_store("import")
+    assert done.returncode == 0, done.stderr
+    assert "imported metrics/offloads.jsonl: 100,000 lines" in done.stdout
+    assert "imported runs/gateway/calls.jsonl: 3 lines" in done.stdout
+    assert [r["panel"] for r in store.current().records(store.CALLS)] == ["oldest", "older", "new"]
+    out = tmp_path / "out"
+    done = bench_store("export", "--folder", str(out))
+    assert done.returncode == 0, done.stderr
+    assert out.joinpath(*store.OFFLOADS).read_bytes() == log.read_bytes()
+    assert out.joinpath(*store.CALLS).read_bytes() == b'{"panel": "oldest"}\n{"panel": "older"}\n{"panel": "new"}\n'
+
+
+def test_an_import_replaces_what_a_running_index_holds(postgres):
+    """The offload index of a replica already running starts over when the log is imported under it."""
+    from benchwarmers.panel import offload
+
+    offload.add("before", "t", True, "n", "c1")
+    assert set(offload.summary()) == {"before"}
+    store.current().replace(store.OFFLOADS, [json.dumps({"date": "2026-12-01", "model": "after", "task": "t",
+                                                         "useful": None, "note": "", "call": "c2"}).encode()])
+    assert set(offload.summary()) == {"after"} and offload.by_call("c1") is None
+
+
+def test_bench_store_needs_a_database_url(home):
+    done = bench_store("import", env={k: v for k, v in os.environ.items() if k != "BENCH_DATABASE_URL"})
+    assert done.returncode == 2 and "bench store needs BENCH_DATABASE_URL" in done.stderr
