@@ -137,3 +137,15 @@ def test_an_import_replaces_what_a_running_index_holds(postgres):
 def test_bench_store_needs_a_database_url(home):
     done = bench_store("import", env={k: v for k, v in os.environ.items() if k != "BENCH_DATABASE_URL"})
     assert done.returncode == 2 and "bench store needs BENCH_DATABASE_URL" in done.stderr
+
+
+def test_a_keys_cap_holds_across_replicas(postgres):
+    """RATE-1 across replicas: two stores (two replicas) charging one name from 8 threads admit exactly its cap;
+    every refusal says how long to wait, within the minute."""
+    replicas = (store.current(), postgres_store.Postgres(postgres))
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        waits = list(pool.map(lambda n: replicas[n % 2].charge("shared-key", 5), range(40)))
+    replicas[1].close()
+    assert waits.count(None) == 5
+    assert all(1 <= wait <= 61 for wait in waits if wait is not None)
+    assert store.current().charge("another-key", 1) is None

@@ -13,12 +13,9 @@ edit holds on the next request in every process and on both ports; reads go thro
 Decisions where the spec leaves room:
 - A present but invalid `rpm` (`0`, `"5"`, `true`, `2.5`) caps the key at 1 request a
   minute instead of none (improvement 10), and `listing()` names the problem.
-- The per-minute window lives in `<data>/runs/gateway/rate.json` under a file lock, so
-  the dashboard port and the standalone gateway, in any number of processes, share one
-  count (improvement 11). It holds key names and times, never a key. Its clock is the
-  wall clock, since the file outlives processes and boots; a time ahead of now (the
-  clock stepped back) is dropped. When the file stays locked for `RATE_LOCK` seconds
-  the request is counted in this process alone rather than refused or left uncounted.
+- The per-minute window is kept by the store (`store.rates` in the data folder, or Postgres for
+  replicas: docs/replicas.md), so the dashboard port and the standalone gateway, in any number
+  of processes, share one count (improvement 11). It holds key names and times, never a key.
 - `last_used` is written with a single non-blocking lock attempt (improvement 22): a
   busy file skips the write, never delays the call.
 - Making and revoking append the change-log line of MGMT-3 with the caller as `by`
@@ -31,12 +28,9 @@ import argparse
 import datetime
 import hashlib
 import hmac
-import json
-import math
 import re
 import secrets
 import sys
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -45,14 +39,13 @@ from typing import Any
 from ..core import fileio, paths
 from ..core.errors import Invalid
 from ..panel import collections, offload
+from ..store import store
 
 PREFIX = "bwk_"
 NAME = re.compile(r"^[a-z0-9][a-z0-9-]{1,31}$")
 RESERVED = "local"
 MAX_RPM = 10_000
-WINDOW = 60
 LAST_USED_EVERY = 60
-RATE_LOCK = 5
 
 BAD_NAME = "name: 2-32 lower-case letters, digits or '-', e.g. open-webui"
 BAD_LOCAL = "local is what a call without a key is recorded as; pick another name"
@@ -60,16 +53,8 @@ BAD_COLLECTIONS = "collections: names such as core, as they follow bench/"
 BAD_RPM = "requests a minute: a whole number from 1 to 10000, or empty for no cap"
 TAKEN = "there is already a key named {}: revoke it first, or pick another name"
 
-_memory: dict[str, list[float]] = {}
-_memory_lock = threading.Lock()
-
-
 def path() -> Path:
     return paths.file("config", "gateway-keys.json")
-
-
-def rate_path() -> Path:
-    return paths.file("runs", "gateway", "rate.json")
 
 
 def now_iso() -> str:
@@ -241,32 +226,9 @@ def charge(who: str) -> tuple[int, str, dict[str, str]] | None:
             {"Retry-After": str(wait)})
 
 
-def _charge(stamps: list[Any], cap: int, now: float) -> tuple[int | None, list[float]]:
-    """RATE-3/4 on one key's timestamps: `(seconds to wait or None, timestamps to keep)`."""
-    kept = [t for t in stamps if isinstance(t, (int, float)) and now - WINDOW < t <= now]
-    if len(kept) >= cap:
-        return math.floor(min(kept) + WINDOW - now) + 1, kept
-    return None, kept + [now]
-
-
 def spend(who: str, cap: int) -> int | None:
-    """Count one request of `who` against `cap` across every process; seconds to wait when over it."""
-    target = rate_path()
-    try:
-        with fileio.lock(target, timeout=RATE_LOCK):
-            now = time.time()
-            data = fileio.read_json(target, comments=False)
-            wait, kept = _charge(data.get(who) or [], cap, now)
-            # other keys' windows stay only while they hold a stamp inside the last minute
-            fresh = {name: stamps for name, stamps in data.items() if name != who and isinstance(stamps, list)
-                     and any(isinstance(t, (int, float)) and t > now - WINDOW for t in stamps)}
-            fresh[who] = kept
-            fileio.write_atomic(target, json.dumps(fresh) + "\n")
-            return wait
-    except (OSError, TimeoutError):
-        with _memory_lock:
-            wait, _memory[who] = _charge(_memory.get(who, []), cap, time.time())
-            return wait
+    """Count one request of `who` against `cap` in the store every replica shares; seconds to wait when over it."""
+    return store.current().charge(who, cap)
 
 
 def sees_call(who: str, call: object) -> bool:

@@ -37,6 +37,30 @@ MIGRATIONS: tuple[str, ...] = (
     END
     $$;
     """,
+    # Version 2: per-minute caps (a gateway key's `rpm`) shared by every replica: one row per admitted request,
+    # counted and trimmed under a per-name transaction lock, on the server's clock.
+    """
+    CREATE TABLE bench_rates (name text NOT NULL, at double precision NOT NULL);
+    CREATE INDEX bench_rates_by_name ON bench_rates (name, at);
+    CREATE FUNCTION bench_charge(p_name text, p_cap int, p_window double precision) RETURNS int
+    LANGUAGE plpgsql AS $$
+    DECLARE
+        now_s double precision;
+        held int;
+        oldest double precision;
+    BEGIN
+        PERFORM pg_advisory_xact_lock(hashtext('bench_rates'), hashtext(p_name));
+        now_s := extract(epoch FROM clock_timestamp());  -- after the lock: no one counted later than now
+        DELETE FROM bench_rates WHERE name = p_name AND (at <= now_s - p_window OR at > now_s);
+        SELECT count(*), min(at) INTO held, oldest FROM bench_rates WHERE name = p_name;
+        IF held >= p_cap THEN
+            RETURN floor(oldest + p_window - now_s)::int + 1;
+        END IF;
+        INSERT INTO bench_rates (name, at) VALUES (p_name, now_s);
+        RETURN NULL;
+    END
+    $$;
+    """,
 )
 
 

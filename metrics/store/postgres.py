@@ -14,7 +14,7 @@ import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ..core import fileio
-from . import migrations
+from . import migrations, rates
 from .logs import Log, Unavailable
 
 POOL_SIZE = 16  # connections one replica keeps at most: a panel's seats append from their own threads
@@ -88,6 +88,12 @@ class Postgres:
         with self.pool.connection() as conn:
             for row in conn.cursor().stream("SELECT body FROM bench_lines WHERE log = %s ORDER BY id", (name(log),)):
                 yield bytes(row[0])
+
+    def charge(self, name: str, cap: int) -> int | None:
+        """The window on the server's clock, so replicas whose clocks differ still share one minute."""
+        with self.pool.connection() as conn:
+            row = conn.execute("SELECT bench_charge(%s, %s, %s)", (name, cap, rates.WINDOW)).fetchone()
+        return None if not row or row[0] is None else int(row[0])
 
     def since(self, log: Log, after: int) -> tuple[int, list[tuple[int, bytes]]]:
         """`(generation, [(id, line)...])`: the log's generation and its lines after id `after`, in one trip."""

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Protocol
 
 from ..core import fileio, paths, settings, tails
+from . import rates
 from .logs import CALLS, LOGS, OFFLOADS, Log, Unavailable
 
 __all__ = ["CALLS", "LOGS", "OFFLOADS", "Log", "Unavailable", "Store", "Shared", "Folder", "current", "kind", "reset"]
@@ -44,6 +45,10 @@ class Store(Protocol):
 
     def records(self, log: Log) -> list[dict[str, Any]]:
         """Every record of `log`, oldest first (torn or corrupt lines skipped)."""
+
+    def charge(self, name: str, cap: int) -> int | None:
+        """One request of `name` counted against `cap` a minute, across every process sharing the store;
+        None when admitted, else the seconds to wait (the request is then not counted)."""
 
 
 class Shared(Store, Protocol):
@@ -84,6 +89,9 @@ class Folder:
 
     def records(self, log: Log) -> list[dict[str, Any]]:
         return fileio.read_jsonl(paths.file(*log))
+
+    def charge(self, name: str, cap: int) -> int | None:
+        return rates.charge(name, cap)
 
 
 _chosen: list[Store] = []
