@@ -55,13 +55,15 @@ def postgres_cluster():
 
 @pytest.fixture
 def postgres(postgres_cluster, monkeypatch):
-    """This test's bench on the session's Postgres (its child processes too): every log empty, the store chosen
-    afresh in this process."""
+    """This test's bench on the session's Postgres (its child processes too): every log, record and rate window
+    empty, the store chosen afresh in this process."""
     monkeypatch.setenv("BENCH_DATABASE_URL", postgres_cluster.url)
     store.reset()
     shared = store.current()
     for log in shared.logs():
         shared.replace(log, [])
+    with shared.pool.connection() as conn:
+        conn.execute("TRUNCATE bench_records, bench_rates")
     yield postgres_cluster.url
     store.reset()
 

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 
 import psycopg
 import pytest
@@ -149,3 +150,28 @@ def test_a_keys_cap_holds_across_replicas(postgres):
     assert waits.count(None) == 5
     assert all(1 <= wait <= 61 for wait in waits if wait is not None)
     assert store.current().charge("another-key", 1) is None
+
+
+def test_a_conversation_claimed_on_two_replicas_at_once_is_one_record(postgres):
+    """Route mode's first turns of one conversation landing on two replicas together share one record, the first
+    written; the later turns count on from it, whichever replica takes them."""
+    from benchwarmers.panel import conversations
+
+    replicas = (store.current(), postgres_store.Postgres(postgres))
+
+    def first_turn(n):
+        def change(record):
+            if record is not None:
+                return record, None
+            made = {"conv": f"r-{n}", "alias": "steady", "turns": 0, "at": time.time()}
+            return made, made
+        return replicas[n % 2].change(store.CONVERSATIONS, "k1", change)["conv"]
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        claimed = set(pool.map(first_turn, range(16)))
+    assert len(claimed) == 1
+    record = conversations.find("k1")
+    first = conversations.finish("k1", record, "steady")
+    conversations.finish("k1", record, "steady")
+    assert first[1] == 1 and replicas[1].find(store.CONVERSATIONS, "k1")["turns"] == 2
+    replicas[1].close()

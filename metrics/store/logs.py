@@ -4,9 +4,11 @@ Log = tuple[str, ...]  # a log's parts inside the data folder
 
 OFFLOADS: Log = ("metrics", "offloads.jsonl")  # the record: panel seats' lines and verdicts (panel.offload)
 CALLS: Log = ("runs", "gateway", "calls.jsonl")  # one line per panel (panel.panel, CLG-1)
+CONVERSATIONS: Log = ("runs", "gateway", "conversations")  # route mode's records, one per conversation key
 LOGS = (OFFLOADS, CALLS)  # what the store holds, and what `bench store import` and `export` move
 
 
-class Unavailable(RuntimeError):
+class Unavailable(OSError):
     """The chosen store cannot be used (no server, a refused login, a schema newer than this bench's); the
-    message says which server and why, and a replica does not start with it."""
+    message says which server and why. At start a replica does not start with it; later it is an I/O error of
+    the store, met where a refused write of the data folder is (an OSError, as `fileio.WriteFailed` is)."""

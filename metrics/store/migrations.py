@@ -61,6 +61,16 @@ MIGRATIONS: tuple[str, ...] = (
     END
     $$;
     """,
+    # Version 3: records kept one per key (route mode's conversations), changed under a per-key transaction lock.
+    """
+    CREATE TABLE bench_records (
+        place text NOT NULL,
+        key text NOT NULL,
+        body bytea NOT NULL,
+        at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (place, key)
+    );
+    """,
 )
 
 

@@ -6,19 +6,22 @@ Postgres and back is the same file. Ids are the table's identity: unique across 
 `bench_append` serialises each log's appends, committed in the order they were drawn.
 """
 
+import contextlib
 import json
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ..core import fileio
-from . import migrations, rates
+from . import keyed, migrations, rates
 from .logs import Log, Unavailable
 
+T = TypeVar("T")
 POOL_SIZE = 16  # connections one replica keeps at most: a panel's seats append from their own threads
 OPEN_TIMEOUT = 10.0  # seconds a replica waits for its first connection before start fails, saying why
+LOST = "the Postgres store cannot be reached: {}"
 UNREACHABLE = "the Postgres server of BENCH_DATABASE_URL ({}) cannot be used: {}"
 
 
@@ -35,6 +38,14 @@ def _shown(url: str) -> str:
 
 def _lines(data: bytes) -> list[bytes]:
     return [piece for piece in data.split(b"\n") if piece.strip()]
+
+
+def _record(body: bytes) -> dict[str, Any] | None:
+    try:
+        found = json.loads(bytes(body))
+    except ValueError:
+        return None
+    return found if isinstance(found, dict) else None
 
 
 def _parsed(bodies: Iterable[bytes], log: Log) -> list[dict[str, Any]]:
@@ -56,11 +67,20 @@ class Postgres:
             self.pool.close()
             raise Unavailable(UNREACHABLE.format(_shown(url), exc)) from exc
 
+    @contextlib.contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
+        """A connection of the pool; the server lost on the way is this store's `Unavailable` (an OSError)."""
+        try:
+            with self.pool.connection() as conn:
+                yield conn
+        except (psycopg.OperationalError, PoolTimeout) as exc:
+            raise Unavailable(LOST.format(exc)) from exc
+
     def close(self) -> None:
         self.pool.close()
 
     def append(self, log: Log, data: bytes) -> int:
-        with self.pool.connection() as conn:
+        with self._connection() as conn:
             row = conn.execute("SELECT bench_append(%s, %s)", (name(log), _lines(data))).fetchone()
         return int(row[0]) if row and row[0] is not None else 0
 
@@ -69,14 +89,14 @@ class Postgres:
         self.append(log, json.dumps(record, ensure_ascii=False).encode("utf-8", "backslashreplace"))
 
     def tail(self, log: Log, limit: int) -> list[dict[str, Any]]:
-        with self.pool.connection() as conn:
+        with self._connection() as conn:
             rows = conn.execute("SELECT body FROM bench_lines WHERE log = %s ORDER BY id DESC LIMIT %s",
                                 (name(log), limit)).fetchall()
         return _parsed((row[0] for row in rows), log)
 
     def each(self, log: Log, wanted: bytes | None = None) -> Iterator[dict[str, Any]]:
         query = "SELECT body FROM bench_lines WHERE log = %s AND position(%s IN body) > 0 ORDER BY id DESC"
-        with self.pool.connection() as conn:
+        with self._connection() as conn:
             for row in conn.cursor().stream(query, (name(log), wanted or b"")):
                 yield from _parsed((bytes(row[0]),), log)
 
@@ -85,19 +105,42 @@ class Postgres:
 
     def lines(self, log: Log) -> Iterator[bytes]:
         """Each line of `log` as bytes, oldest first, streamed from the server."""
-        with self.pool.connection() as conn:
+        with self._connection() as conn:
             for row in conn.cursor().stream("SELECT body FROM bench_lines WHERE log = %s ORDER BY id", (name(log),)):
                 yield bytes(row[0])
 
     def charge(self, name: str, cap: int) -> int | None:
         """The window on the server's clock, so replicas whose clocks differ still share one minute."""
-        with self.pool.connection() as conn:
+        with self._connection() as conn:
             row = conn.execute("SELECT bench_charge(%s, %s, %s)", (name, cap, rates.WINDOW)).fetchone()
         return None if not row or row[0] is None else int(row[0])
 
+    def find(self, place: Log, key: str) -> dict[str, Any] | None:
+        with self._connection() as conn:
+            row = conn.execute("SELECT body FROM bench_records WHERE place = %s AND key = %s",
+                               (name(place), key)).fetchone()
+        return _record(row[0]) if row else None
+
+    def change(self, place: Log, key: str, change: keyed.Change[T]) -> T:
+        with self._connection() as conn, conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s), hashtext(%s))", (name(place), key))
+            row = conn.execute("SELECT body FROM bench_records WHERE place = %s AND key = %s",
+                               (name(place), key)).fetchone()
+            result, record = change(_record(row[0]) if row else None)
+            if record is not None:
+                body = json.dumps(record, ensure_ascii=False).encode("utf-8", "surrogatepass")
+                conn.execute("INSERT INTO bench_records (place, key, body) VALUES (%s, %s, %s) ON CONFLICT "
+                             "(place, key) DO UPDATE SET body = EXCLUDED.body, at = now()", (name(place), key, body))
+        return result
+
+    def sweep(self, place: Log, idle: float) -> None:
+        with self._connection() as conn:
+            conn.execute("DELETE FROM bench_records WHERE place = %s AND at < now() - make_interval(secs => %s)",
+                         (name(place), idle))
+
     def since(self, log: Log, after: int) -> tuple[int, list[tuple[int, bytes]]]:
         """`(generation, [(id, line)...])`: the log's generation and its lines after id `after`, in one trip."""
-        with self.pool.connection() as conn:
+        with self._connection() as conn:
             rows = conn.execute(
                 "SELECT 0, coalesce((SELECT generation FROM bench_logs WHERE log = %s), 0), NULL "
                 "UNION ALL (SELECT 1, id, body FROM bench_lines WHERE log = %s AND id > %s) ORDER BY 1, 2",
@@ -105,7 +148,7 @@ class Postgres:
         return int(rows[0][1]), [(int(row[1]), bytes(row[2])) for row in rows[1:]]
 
     def line(self, log: Log, line_id: int) -> bytes | None:
-        with self.pool.connection() as conn:
+        with self._connection() as conn:
             row = conn.execute("SELECT body FROM bench_lines WHERE id = %s AND log = %s",
                                (line_id, name(log))).fetchone()
         return bytes(row[0]) if row else None
@@ -113,7 +156,7 @@ class Postgres:
     def replace(self, log: Log, lines: Iterable[bytes]) -> int:
         """Make `log` hold exactly `lines`, in order (`bench store import`); returns how many. Readers start over."""
         count = 0
-        with self.pool.connection() as conn, conn.transaction():
+        with self._connection() as conn, conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(hashtext('bench_lines'), hashtext(%s))", (name(log),))
             conn.execute("DELETE FROM bench_lines WHERE log = %s", (name(log),))
             conn.execute("INSERT INTO bench_logs (log, generation) VALUES (%s, 1) ON CONFLICT (log) "
@@ -125,7 +168,7 @@ class Postgres:
         return count
 
     def logs(self) -> list[Log]:
-        with self.pool.connection() as conn:
+        with self._connection() as conn:
             found = conn.execute("SELECT DISTINCT log FROM bench_lines ORDER BY 1").fetchall()
         return [tuple(row[0].split("/")) for row in found]
 

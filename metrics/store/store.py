@@ -11,15 +11,16 @@ the choice (a test that switches stores, `bench store import` when it is done).
 
 import threading
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from ..core import fileio, paths, settings, tails
-from . import rates
-from .logs import CALLS, LOGS, OFFLOADS, Log, Unavailable
+from . import keyed, rates
+from .logs import CALLS, CONVERSATIONS, LOGS, OFFLOADS, Log, Unavailable
 
-__all__ = ["CALLS", "LOGS", "OFFLOADS", "Log", "Unavailable", "Store", "Shared", "Folder", "current", "kind", "reset"]
+__all__ = ["CALLS", "CONVERSATIONS", "LOGS", "OFFLOADS", "Log", "Unavailable", "Store", "Shared", "Folder", "current", "kind", "reset"]
 
 
+T = TypeVar("T")
 STORES = ("folder", "postgres")
 NO_URL = "BENCH_STORAGE is postgres but BENCH_DATABASE_URL is not set"
 WONT_START = "storage: {}"
@@ -49,6 +50,16 @@ class Store(Protocol):
     def charge(self, name: str, cap: int) -> int | None:
         """One request of `name` counted against `cap` a minute, across every process sharing the store;
         None when admitted, else the seconds to wait (the request is then not counted)."""
+
+    def find(self, place: Log, key: str) -> dict[str, Any] | None:
+        """The record kept under `key` in `place`, or None."""
+
+    def change(self, place: Log, key: str, change: keyed.Change[T]) -> T:
+        """Read, change and write one record under its own lock (replicas included): `change(record or None)`
+        gives `(result, the record to store or None to leave it)`; returns the result."""
+
+    def sweep(self, place: Log, idle: float) -> None:
+        """Forget the records of `place` unchanged for more than `idle` seconds."""
 
 
 class Shared(Store, Protocol):
@@ -92,6 +103,15 @@ class Folder:
 
     def charge(self, name: str, cap: int) -> int | None:
         return rates.charge(name, cap)
+
+    def find(self, place: Log, key: str) -> dict[str, Any] | None:
+        return keyed.find(place, key)
+
+    def change(self, place: Log, key: str, change: keyed.Change[T]) -> T:
+        return keyed.change(place, key, change)
+
+    def sweep(self, place: Log, idle: float) -> None:
+        keyed.sweep(place, idle)
 
 
 _chosen: list[Store] = []
