@@ -63,7 +63,7 @@ def postgres(postgres_cluster, monkeypatch):
     for log in shared.logs():
         shared.replace(log, [])
     with shared.pool.connection() as conn:
-        conn.execute("TRUNCATE bench_records, bench_rates")
+        conn.execute("TRUNCATE bench_records, bench_rates, bench_days")
     yield postgres_cluster.url
     store.reset()
 

@@ -544,7 +544,7 @@ def test_issue29_item3_verdict_notes_and_claims_are_bounded_and_a_key_is_capped_
     assert fileio.read_json(counts) == {"day": datetime.date.today().isoformat(), "keys": {"judge": 1}}
 
 
-def test_imp11_rate_cap_counts_across_two_server_processes(port, keys_on, watch):
+def test_imp11_rate_cap_counts_across_two_server_processes(storage, port, keys_on, watch):
     """Improvement 11 (and RATE-5's per-process residual gone): one window in the data folder for all servers."""
     demo.set_collection("core", ["alpha"])
     key = watch.add(gatekeys.make("agent", rpm=2))

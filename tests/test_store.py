@@ -175,3 +175,14 @@ def test_a_conversation_claimed_on_two_replicas_at_once_is_one_record(postgres):
     conversations.finish("k1", record, "steady")
     assert first[1] == 1 and replicas[1].find(store.CONVERSATIONS, "k1")["turns"] == 2
     replicas[1].close()
+
+
+def test_a_keys_verdicts_a_day_are_counted_across_replicas(postgres):
+    """Issue 29 item 3 across replicas: two stores counting one key's verdicts from 8 threads admit exactly its
+    cap for the day; another day and another key count afresh."""
+    replicas = (store.current(), postgres_store.Postgres(postgres))
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        counted = list(pool.map(lambda n: replicas[n % 2].count_day("judge", "2026-12-06", 3), range(20)))
+    assert counted.count(True) == 3
+    assert replicas[1].count_day("judge", "2026-12-07", 3) and replicas[0].count_day("other", "2026-12-06", 3)
+    replicas[1].close()

@@ -22,8 +22,8 @@ The log is the record and is never rotated, so nothing a caller sends may grow i
 (issue 29 item 3): a verdict's note holds at most `NOTE_BYTES`, each claim `CLAIM_BYTES` and a
 verdict `MAX_CLAIMS` claims, measured in UTF-8 once whitespace is collapsed (413 beyond); a gateway
 key adds at most `verdicts_per_key_day` lines a day (config/gateway.json; 429 until midnight), counted
-in `runs/gateway/verdicts.json` across ports and processes; and a verdict's reply (`receipt`) cuts
-what it echoes. Callers without a key (`local`), the dashboard and this CLI are not counted: they can
+by the store (`runs/gateway/verdicts.json`, or Postgres) across ports, processes and replicas; and a
+verdict's reply (`receipt`) cuts what it echoes. Callers without a key (`local`), the dashboard and this CLI are not counted: they can
 write the data folder anyway.
 
     python -m benchwarmers.panel.offload list
@@ -180,22 +180,13 @@ def _bounded(note: str, real: list[str], false: list[str]) -> None:
 
 
 def _count_today(by: str) -> None:
-    """Count one verdict line of gateway key `by` against `verdicts_per_key_day`, across processes; raise
-    `DailyCap` when today's are spent. A day is the local date, as the log's lines carry it."""
+    """Count one verdict line of gateway key `by` against `verdicts_per_key_day`, across processes and replicas
+    (the store); raise `DailyCap` when today's are spent. A day is the local date, as the log's lines carry it."""
     cap = collections.settings().verdicts_per_key_day
-    if not cap:
-        return
-    target = paths.file("runs", "gateway", "verdicts.json")
-    with fileio.lock(target):
-        today = datetime.date.today().isoformat()
-        data = fileio.read_json(target, comments=False)
-        counts: dict[str, Any] = data["keys"] if data.get("day") == today and isinstance(data.get("keys"), dict) else {}
-        done = counts.get(by, 0) if isinstance(counts.get(by), int) else 0
-        if done >= cap:
-            refusal = DailyCap(DAILY_CAP.format(by, cap))
-            refusal.retry_after = _seconds_to_midnight()
-            raise refusal
-        fileio.write_atomic(target, json.dumps({"day": today, "keys": {**counts, by: done + 1}}) + "\n")
+    if cap and not store.current().count_day(by, datetime.date.today().isoformat(), cap):
+        refusal = DailyCap(DAILY_CAP.format(by, cap))
+        refusal.retry_after = _seconds_to_midnight()
+        raise refusal
 
 
 def _seconds_to_midnight() -> int:

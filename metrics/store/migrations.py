@@ -71,6 +71,10 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (place, key)
     );
     """,
+    # Version 4: counts a day (a gateway key's verdicts), one row per name and local date.
+    """
+    CREATE TABLE bench_days (name text NOT NULL, day text NOT NULL, count int NOT NULL, PRIMARY KEY (name, day));
+    """,
 )
 
 

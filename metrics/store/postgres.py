@@ -115,6 +115,13 @@ class Postgres:
             row = conn.execute("SELECT bench_charge(%s, %s, %s)", (name, cap, rates.WINDOW)).fetchone()
         return None if not row or row[0] is None else int(row[0])
 
+    def count_day(self, name: str, day: str, cap: int) -> bool:
+        with self._connection() as conn:
+            row = conn.execute("INSERT INTO bench_days (name, day, count) VALUES (%s, %s, 1) ON CONFLICT (name, day) "
+                               "DO UPDATE SET count = bench_days.count + 1 WHERE bench_days.count < %s RETURNING count",
+                               (name, day, cap)).fetchone()
+        return row is not None
+
     def find(self, place: Log, key: str) -> dict[str, Any] | None:
         with self._connection() as conn:
             row = conn.execute("SELECT body FROM bench_records WHERE place = %s AND key = %s",

@@ -1,4 +1,5 @@
-"""Per-minute caps counted across processes in the data folder (RATE-1..4): the folder store's `charge`.
+"""Caps counted across processes in the data folder: the folder store's `charge` (per minute, RATE-1..4) and
+`count_day` (per day: a key's verdicts, issue 29 item 3).
 
 The window of each name lives in `<data>/runs/gateway/rate.json` under a file lock: `{name: [times]}`, wall
 clock seconds, since the file outlives processes and boots. A time ahead of now (the clock stepped back) is
@@ -17,6 +18,7 @@ from ..core import fileio, paths
 WINDOW = 60
 LOCK_WAIT = 5
 RATES = ("runs", "gateway", "rate.json")
+DAILY = ("runs", "gateway", "verdicts.json")  # `{"day": the local date, "keys": {name: count}}`, today's only
 
 _memory: dict[str, list[float]] = {}
 _memory_lock = threading.Lock()
@@ -48,3 +50,16 @@ def charge(name: str, cap: int) -> int | None:
         with _memory_lock:
             wait, _memory[name] = window(_memory.get(name, []), cap, time.time())
             return wait
+
+
+def count_day(name: str, day: str, cap: int) -> bool:
+    """Count one of `name`'s `cap` a day on `day` across every process; False (nothing counted) when spent."""
+    target = paths.file(*DAILY)
+    with fileio.lock(target):
+        data = fileio.read_json(target, comments=False)
+        counts: dict[str, Any] = data["keys"] if data.get("day") == day and isinstance(data.get("keys"), dict) else {}
+        done = counts.get(name, 0) if isinstance(counts.get(name), int) else 0
+        if done >= cap:
+            return False
+        fileio.write_atomic(target, json.dumps({"day": day, "keys": {**counts, name: done + 1}}) + "\n")
+        return True

@@ -51,6 +51,10 @@ class Store(Protocol):
         """One request of `name` counted against `cap` a minute, across every process sharing the store;
         None when admitted, else the seconds to wait (the request is then not counted)."""
 
+    def count_day(self, name: str, day: str, cap: int) -> bool:
+        """Count one of `name`'s `cap` on `day` (a local date) across every process sharing the store; False,
+        counting nothing, when they are spent."""
+
     def find(self, place: Log, key: str) -> dict[str, Any] | None:
         """The record kept under `key` in `place`, or None."""
 
@@ -103,6 +107,9 @@ class Folder:
 
     def charge(self, name: str, cap: int) -> int | None:
         return rates.charge(name, cap)
+
+    def count_day(self, name: str, day: str, cap: int) -> bool:
+        return rates.count_day(name, day, cap)
 
     def find(self, place: Log, key: str) -> dict[str, Any] | None:
         return keyed.find(place, key)
