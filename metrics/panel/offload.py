@@ -700,14 +700,23 @@ class Index:
 class StoredIndex(Index):
     """The `Index` of the offload log kept in the Postgres store (docs/replicas.md): fed the lines after the
     last id it took, each line's id standing where the file's offset stands. A new generation of the log
-    (`bench store import`) means it was replaced: the index starts over. One trip to the server a read."""
+    (`bench store import`) means it was replaced: the index starts over. A read asks the server only when the
+    log changed since the last (`mark`: the store's notifications); another replica's line is seen once its
+    notification arrives, at most a round trip after its commit."""
 
     def __init__(self, shared: store.Shared) -> None:
         super().__init__("postgres:" + "/".join(store.OFFLOADS))
         self.shared = shared
 
+    def _reset(self) -> None:
+        super()._reset()
+        self.mark: tuple[int, int] | None = None  # the store's mark at the last look (None: look again)
+
     def refresh(self) -> None:
         with self.lock:
+            mark = self.shared.mark(store.OFFLOADS)  # taken before asking: a change meanwhile is asked for next time
+            if mark is not None and mark == self.mark:
+                return  # no line appended since the last look, by this replica or (notified) any other
             generation, rows = self.shared.since(store.OFFLOADS, self.offset)
             if self.ident != (generation, 0):
                 if self.ident is not None:
@@ -720,6 +729,7 @@ class StoredIndex(Index):
                     self._take(record, line_id, len(body))
                 self.offset = line_id
                 self.bytes_read += len(body)
+            self.mark = mark
 
     def _entry(self, pos: int) -> dict[str, Any]:
         body = self.shared.line(store.OFFLOADS, self.starts[pos])

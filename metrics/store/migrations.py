@@ -75,6 +75,23 @@ MIGRATIONS: tuple[str, ...] = (
     """
     CREATE TABLE bench_days (name text NOT NULL, day text NOT NULL, count int NOT NULL, PRIMARY KEY (name, day));
     """,
+    # Version 5: an append notifies `bench_lines` with the log's name at commit, so a replica's readers ask the
+    # server only when a log changed.
+    """
+    CREATE OR REPLACE FUNCTION bench_append(p_log text, p_lines bytea[]) RETURNS bigint LANGUAGE plpgsql AS $$
+    DECLARE
+        line bytea;
+        last bigint;
+    BEGIN
+        PERFORM pg_advisory_xact_lock(hashtext('bench_lines'), hashtext(p_log));
+        FOREACH line IN ARRAY p_lines LOOP
+            INSERT INTO bench_lines (log, body) VALUES (p_log, line) RETURNING id INTO last;
+        END LOOP;
+        PERFORM pg_notify('bench_lines', p_log);
+        RETURN last;
+    END
+    $$;
+    """,
 )
 
 

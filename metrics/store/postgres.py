@@ -8,6 +8,7 @@ Postgres and back is the same file. Ids are the table's identity: unique across 
 
 import contextlib
 import json
+import threading
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
@@ -20,6 +21,7 @@ from .logs import Log, Unavailable
 
 T = TypeVar("T")
 POOL_SIZE = 16  # connections one replica keeps at most: a panel's seats append from their own threads
+LISTEN_POLL = 1.0  # seconds the listener waits for a notification before it looks whether the store was closed
 OPEN_TIMEOUT = 10.0  # seconds a replica waits for its first connection before start fails, saying why
 LOST = "the Postgres store cannot be reached: {}"
 UNREACHABLE = "the Postgres server of BENCH_DATABASE_URL ({}) cannot be used: {}"
@@ -66,27 +68,63 @@ class Postgres:
         except (psycopg.Error, PoolTimeout, RuntimeError) as exc:
             self.pool.close()
             raise Unavailable(UNREACHABLE.format(_shown(url), exc)) from exc
+        self.changes: dict[str, int] = {}  # log name: notifications seen (and this process's own appends)
+        self.own: set[int] = set()  # the server processes of this replica's pool: their notifications are its own
+        self.epoch = 0  # bumped whenever the listener (re)connects or drops: every reader asks again
+        self.listening = False
+        self.closed = threading.Event()
+        threading.Thread(target=self._listen, args=(url,), name="store-listen", daemon=True).start()
+
+    def _listen(self, url: str) -> None:
+        """Follow `bench_append`'s notifications on a connection of its own, so a reader asks the server only
+        when a log changed; while it is not connected, readers ask every time."""
+        while not self.closed.is_set():
+            try:
+                with psycopg.connect(url, autocommit=True, connect_timeout=int(OPEN_TIMEOUT)) as conn:
+                    conn.execute("LISTEN bench_lines")
+                    self.epoch += 1
+                    self.listening = True
+                    while not self.closed.is_set():
+                        for note in conn.notifies(timeout=LISTEN_POLL):
+                            if note.pid not in self.own:  # this replica's own appends counted as they returned
+                                self.changes[note.payload] = self.changes.get(note.payload, 0) + 1
+            except psycopg.Error:
+                pass
+            self.listening = False
+            self.epoch += 1
+            self.closed.wait(LISTEN_POLL)
+
+    def mark(self, log: Log) -> tuple[int, int] | None:
+        """What a reader compares to know `log` is unchanged since it last asked; None: ask the server."""
+        return (self.epoch, self.changes.get(name(log), 0)) if self.listening else None
 
     @contextlib.contextmanager
     def _connection(self) -> Iterator[psycopg.Connection[Any]]:
         """A connection of the pool; the server lost on the way is this store's `Unavailable` (an OSError)."""
         try:
             with self.pool.connection() as conn:
+                self.own.add(conn.info.backend_pid)
                 yield conn
         except (psycopg.OperationalError, PoolTimeout) as exc:
             raise Unavailable(LOST.format(exc)) from exc
 
     def close(self) -> None:
+        self.closed.set()
         self.pool.close()
 
     def append(self, log: Log, data: bytes) -> int:
         with self._connection() as conn:
             row = conn.execute("SELECT bench_append(%s, %s)", (name(log), _lines(data))).fetchone()
+        self.changes[name(log)] = self.changes.get(name(log), 0) + 1  # seen here before its notification
         return int(row[0]) if row and row[0] is not None else 0
 
     def append_log(self, log: Log, record: Mapping[str, Any], max_bytes: int, keep: int) -> None:
-        """One line, as `fileio.append_jsonl` encodes it; never rotated (docs/replicas.md says how to trim)."""
-        self.append(log, json.dumps(record, ensure_ascii=False).encode("utf-8", "backslashreplace"))
+        """One line, as `fileio.append_jsonl` encodes it; never rotated (docs/replicas.md says how to trim). A
+        plain insert, half `bench_append`'s cost: such a log is read from its end, never followed by id, so its
+        lines need no commit order and no notification."""
+        line = json.dumps(record, ensure_ascii=False).encode("utf-8", "backslashreplace")
+        with self._connection() as conn:
+            conn.execute("INSERT INTO bench_lines (log, body) VALUES (%s, %s)", (name(log), line))
 
     def tail(self, log: Log, limit: int) -> list[dict[str, Any]]:
         with self._connection() as conn:
@@ -172,6 +210,8 @@ class Postgres:
                 for line in lines:
                     copy.write_row((name(log), line))
                     count += 1
+            conn.execute("SELECT pg_notify('bench_lines', %s)", (name(log),))
+        self.changes[name(log)] = self.changes.get(name(log), 0) + 1
         return count
 
     def logs(self) -> list[Log]:

@@ -72,6 +72,9 @@ class Shared(Store, Protocol):
     def since(self, log: Log, after: int) -> tuple[int, list[tuple[int, bytes]]]:
         """`(generation, [(id, line)...])`: lines after id `after`; a new generation means start over."""
 
+    def mark(self, log: Log) -> tuple[int, int] | None:
+        """Equal to the last one seen while `log` has not changed; None when only asking the server can tell."""
+
     def line(self, log: Log, line_id: int) -> bytes | None:
         """The line with id `line_id`, or None when the log no longer holds it."""
 
