@@ -112,8 +112,12 @@ def test_import_and_export_move_a_100k_line_log_there_and_back(postgres, tmp_pat
     calls.write_bytes(b'{"panel": "new"}\n')
     calls.with_name("calls.jsonl.1").write_bytes(b'{"panel": "older"}\n')
     calls.with_name("calls.jsonl.2").write_bytes(b'{"panel": "oldest"}\n')
+    month = paths.file("metrics", "usage", "2026-11.jsonl")
+    month.parent.mkdir(parents=True, exist_ok=True)
+    month.write_bytes(b'{"t":1.0,"alias":"a"}\n{"t":2.0,"alias":"b"}\n')
     done = bench_store("import")
     assert done.returncode == 0, done.stderr
+    assert "imported metrics/usage/2026-11.jsonl: 2 lines" in done.stdout
     assert "imported metrics/offloads.jsonl: 100,000 lines" in done.stdout
     assert "imported runs/gateway/calls.jsonl: 3 lines" in done.stdout
     assert [r["panel"] for r in store.current().records(store.CALLS)] == ["oldest", "older", "new"]
@@ -121,6 +125,7 @@ def test_import_and_export_move_a_100k_line_log_there_and_back(postgres, tmp_pat
     done = bench_store("export", "--folder", str(out))
     assert done.returncode == 0, done.stderr
     assert out.joinpath(*store.OFFLOADS).read_bytes() == log.read_bytes()
+    assert out.joinpath("metrics", "usage", "2026-11.jsonl").read_bytes() == month.read_bytes()
     assert out.joinpath(*store.CALLS).read_bytes() == b'{"panel": "oldest"}\n{"panel": "older"}\n{"panel": "new"}\n'
 
 

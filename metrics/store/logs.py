@@ -5,6 +5,7 @@ Log = tuple[str, ...]  # a log's parts inside the data folder
 OFFLOADS: Log = ("metrics", "offloads.jsonl")  # the record: panel seats' lines and verdicts (panel.offload)
 CALLS: Log = ("runs", "gateway", "calls.jsonl")  # one line per panel (panel.panel, CLG-1)
 CONVERSATIONS: Log = ("runs", "gateway", "conversations")  # route mode's records, one per conversation key
+USAGE: Log = ("metrics", "usage")  # the usage ledger: a log a month inside, `<YYYY-MM>.jsonl` (calling.ledger)
 LOGS = (OFFLOADS, CALLS)  # what the store holds, and what `bench store import` and `export` move
 
 

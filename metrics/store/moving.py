@@ -1,7 +1,8 @@
 """Moving a bench between its data folder and Postgres (`bench store import` / `export`, docs/replicas.md).
 
-`into` copies each log the store keeps (`LOGS`) from the folder's files into Postgres, replacing what the
-database held under that name; `out` writes the database's lines back as the folder's files. Every
+`into` copies each log the store keeps (`LOGS`, and the usage ledger's months, `metrics/usage/<YYYY-MM>.jsonl`)
+from the folder's files into Postgres, replacing what the database held under that name; `out` writes the
+database's lines back as the folder's files. Every
 non-blank line is copied as its bytes, in order, a torn or corrupt one too (it is the record as it was);
 a rotated calls log (`calls.jsonl.3` … `.1`) goes in before the live file, oldest first, and comes back
 as one file.
@@ -12,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..core import fileio
-from .logs import LOGS
+from .logs import LOGS, USAGE, Log
 from .store import Shared
 
 
@@ -35,10 +36,14 @@ def _lines(files: list[Path]) -> Iterator[bytes]:
                     yield line
 
 
+def _months(folder: Path) -> list[Log]:
+    return [(*USAGE, path.name) for path in sorted(folder.joinpath(*USAGE).glob("*.jsonl"))]
+
+
 def into(shared: Shared, folder: Path) -> dict[str, int]:
     """Each log of `folder` into `shared`, replacing it there; `{log: lines}`."""
     counts = {}
-    for log in LOGS:
+    for log in (*LOGS, *_months(folder)):
         path = folder.joinpath(*log)
         files = [*_rotated(path), *([path] if path.exists() else [])]
         counts["/".join(log)] = shared.replace(log, _lines(files))
@@ -61,7 +66,7 @@ def _write(path: Path, lines: Iterator[bytes]) -> int:
 def out(shared: Shared, folder: Path) -> dict[str, int]:
     """Each log of `shared` as `folder`'s files (rotated copies removed: their lines are in the file now)."""
     counts = {}
-    for log in LOGS:
+    for log in (*LOGS, *(found for found in shared.logs() if found[:len(USAGE)] == USAGE)):
         path = folder.joinpath(*log)
         counts["/".join(log)] = _write(path, shared.lines(log))
         for older in _rotated(path):

@@ -69,6 +69,8 @@ class Postgres:
             self.pool.close()
             raise Unavailable(UNREACHABLE.format(_shown(url), exc)) from exc
         self.changes: dict[str, int] = {}  # log name: notifications seen (and this process's own appends)
+        self.locks: dict[str, threading.Lock] = {}  # `locked`'s in-process queue, one a name
+        self.guard = threading.Lock()
         self.own: set[int] = set()  # the server processes of this replica's pool: their notifications are its own
         self.epoch = 0  # bumped whenever the listener (re)connects or drops: every reader asks again
         self.listening = False
@@ -159,6 +161,31 @@ class Postgres:
                                "DO UPDATE SET count = bench_days.count + 1 WHERE bench_days.count < %s RETURNING count",
                                (name, day, cap)).fetchone()
         return row is not None
+
+    @contextlib.contextmanager
+    def locked(self, name: str) -> Iterator[None]:
+        """A session advisory lock on a connection of its own. This replica's threads queue on a lock of its
+        own first, so at most one connection a name waits on the server while the holder reads with others."""
+        with self._local_lock(name), self._connection() as conn:
+            conn.execute("SELECT pg_advisory_lock(hashtext('bench_locks'), hashtext(%s))", (name,))
+            try:
+                yield
+            finally:
+                conn.execute("SELECT pg_advisory_unlock(hashtext('bench_locks'), hashtext(%s))", (name,))
+
+    def _local_lock(self, name: str) -> threading.Lock:
+        with self.guard:
+            return self.locks.setdefault(name, threading.Lock())
+
+    def read_text(self, place: Log) -> str | None:
+        with self._connection() as conn:
+            row = conn.execute("SELECT body FROM bench_records WHERE place = %s AND key = ''", (name(place),)).fetchone()
+        return bytes(row[0]).decode("utf-8") if row else None
+
+    def write_text(self, place: Log, text: str) -> None:
+        with self._connection() as conn:
+            conn.execute("INSERT INTO bench_records (place, key, body) VALUES (%s, '', %s) ON CONFLICT (place, key) "
+                         "DO UPDATE SET body = EXCLUDED.body, at = now()", (name(place), text.encode("utf-8")))
 
     def find(self, place: Log, key: str) -> dict[str, Any] | None:
         with self._connection() as conn:

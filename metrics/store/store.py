@@ -9,15 +9,16 @@ in one table under the same name, so `bench store export` and `import` map one o
 the choice (a test that switches stores, `bench store import` when it is done).
 """
 
+import contextlib
 import threading
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any, Protocol, TypeVar
+from typing import Any, ContextManager, Protocol, TypeVar
 
 from ..core import fileio, paths, settings, tails
 from . import keyed, rates
-from .logs import CALLS, CONVERSATIONS, LOGS, OFFLOADS, Log, Unavailable
+from .logs import CALLS, CONVERSATIONS, LOGS, OFFLOADS, USAGE, Log, Unavailable
 
-__all__ = ["CALLS", "CONVERSATIONS", "LOGS", "OFFLOADS", "Log", "Unavailable", "Store", "Shared", "Folder", "current", "kind", "reset"]
+__all__ = ["CALLS", "CONVERSATIONS", "LOGS", "OFFLOADS", "USAGE", "Log", "Unavailable", "Store", "Shared", "Folder", "current", "kind", "reset"]
 
 
 T = TypeVar("T")
@@ -54,6 +55,15 @@ class Store(Protocol):
     def count_day(self, name: str, day: str, cap: int) -> bool:
         """Count one of `name`'s `cap` on `day` (a local date) across every process sharing the store; False,
         counting nothing, when they are spent."""
+
+    def locked(self, name: str) -> ContextManager[None]:
+        """Hold the lock `name` against every thread, process and replica sharing the store."""
+
+    def read_text(self, place: Log) -> str | None:
+        """The document at `place` (a small file of the data folder), or None when there is none."""
+
+    def write_text(self, place: Log, text: str) -> None:
+        """Replace the document at `place` whole."""
 
     def find(self, place: Log, key: str) -> dict[str, Any] | None:
         """The record kept under `key` in `place`, or None."""
@@ -113,6 +123,18 @@ class Folder:
 
     def count_day(self, name: str, day: str, cap: int) -> bool:
         return rates.count_day(name, day, cap)
+
+    def locked(self, name: str) -> ContextManager[None]:
+        return fileio.lock(paths.file("runs", name))
+
+    def read_text(self, place: Log) -> str | None:
+        try:
+            return paths.file(*place).read_text(encoding="utf-8")
+        except (OSError, ValueError):
+            return None
+
+    def write_text(self, place: Log, text: str) -> None:
+        fileio.write_atomic(paths.file(*place), text)
 
     def find(self, place: Log, key: str) -> dict[str, Any] | None:
         return keyed.find(place, key)
