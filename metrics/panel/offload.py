@@ -6,7 +6,7 @@ answers; a verdict adds a later line with the same call id, which supersedes the
 Routing reads this log on every panel (staleness, merger choice, record, pending), so it is kept
 as an in-memory `Index` per log path instead of being re-read: built once, then fed only the
 bytes appended since the last look (by this process or any other), and rebuilt when the file is
-replaced or cut. Aggregates are kept per raw alias and mapped through renames at query time, so a
+replaced or cut (on Postgres, docs/replicas.md, a `StoredIndex` fed the lines after the last id). Aggregates are kept per raw alias and mapped through renames at query time, so a
 rename applies at once without a rebuild. A read costs one stat when nothing changed.
 
 The index holds aggregates and a few numbers per entry, never the lines (a 100,000-line log would
@@ -23,8 +23,8 @@ The log is the record and is never rotated, so nothing a caller sends may grow i
 verdict `MAX_CLAIMS` claims, measured in UTF-8 once whitespace is collapsed (413 beyond); a gateway
 key adds at most `verdicts_per_key_day` lines a day (config/gateway.json; 429 until midnight), counted
 by the store (`runs/gateway/verdicts.json`, or Postgres) across ports, processes and replicas; and a
-verdict's reply (`receipt`) cuts what it echoes. Callers without a key (`local`), the dashboard and this CLI are not counted: they can
-write the data folder anyway.
+verdict's reply (`receipt`) cuts what it echoes. Callers without a key (`local`), the dashboard and this
+CLI are not counted: they can write the data folder anyway.
 
     python -m benchwarmers.panel.offload list
     python -m benchwarmers.panel.offload add MODEL TASK [--useful|--not-useful] [--note T] [--real C]... [--false C]...

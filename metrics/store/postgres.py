@@ -1,9 +1,10 @@
 """The Postgres store (docs/replicas.md): every replica of a bench writes its logs into one database.
 
-A pool of psycopg 3 connections, opened on first use; the schema is migrated at open (`migrations`).
-A line is kept as the bytes the folder store would write (without the newline), so a log moved to
-Postgres and back is the same file. Ids are the table's identity: unique across replicas and, since
-`bench_append` serialises each log's appends, committed in the order they were drawn.
+A pool of psycopg 3 connections, opened as the server starts; the schema is migrated at open
+(`migrations`). A line is kept as the bytes the folder store would write (without the newline), so a log
+moved to Postgres and back is the same file. Ids are the table's identity: unique across replicas and, since
+`bench_append` serialises each log's appends, committed in the order they were drawn. A listener thread
+follows `bench_append`'s notifications, so readers ask the server only when a log changed (`mark`).
 """
 
 import contextlib
@@ -55,6 +56,8 @@ def _parsed(bodies: Iterable[bytes], log: Log) -> list[dict[str, Any]]:
 
 
 class Postgres:
+    """The store on one Postgres server, shared by every replica that names it."""
+
     kind = "postgres"
 
     def __init__(self, url: str) -> None:
@@ -179,7 +182,8 @@ class Postgres:
 
     def read_text(self, place: Log) -> str | None:
         with self._connection() as conn:
-            row = conn.execute("SELECT body FROM bench_records WHERE place = %s AND key = ''", (name(place),)).fetchone()
+            row = conn.execute("SELECT body FROM bench_records WHERE place = %s AND key = ''",
+                               (name(place),)).fetchone()
         return bytes(row[0]).decode("utf-8") if row else None
 
     def write_text(self, place: Log, text: str) -> None:

@@ -5,11 +5,10 @@ appends to that file with `core.fileio`'s writers, unchanged, and the Postgres s
 in one table under the same name, so `bench store export` and `import` map one onto the other.
 
 `current()` is chosen once per process (docs/replicas.md): `BENCH_STORAGE` says `folder` or
-`postgres`; unset, a `BENCH_DATABASE_URL` means Postgres and no URL the folder. `reset()` forgets
-the choice (a test that switches stores, `bench store import` when it is done).
+`postgres`; unset, a `BENCH_DATABASE_URL` means Postgres and no URL the folder. Asking for it costs
+a list lookup, so hot paths ask every time. `reset()` forgets the choice (a test that switches stores).
 """
 
-import contextlib
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, ContextManager, Protocol, TypeVar
@@ -18,12 +17,14 @@ from ..core import fileio, paths, settings, tails
 from . import keyed, rates
 from .logs import CALLS, CONVERSATIONS, LOGS, OFFLOADS, USAGE, Log, Unavailable
 
-__all__ = ["CALLS", "CONVERSATIONS", "LOGS", "OFFLOADS", "USAGE", "Log", "Unavailable", "Store", "Shared", "Folder", "current", "kind", "reset"]
+__all__ = ["CALLS", "CONVERSATIONS", "LOGS", "OFFLOADS", "USAGE", "Log", "Unavailable", "Store", "Shared", "Folder",
+           "current", "kind", "opened", "reset"]
 
 
 T = TypeVar("T")
 STORES = ("folder", "postgres")
 NO_URL = "BENCH_STORAGE is postgres but BENCH_DATABASE_URL is not set"
+NO_EXTRA = "a Postgres store needs the postgres extra: pip install 'benchwarmers[postgres]' ({})"
 WONT_START = "storage: {}"
 UNKNOWN = "BENCH_STORAGE must be folder or postgres; got {!r}"
 
@@ -174,8 +175,10 @@ def _open() -> Store:
     url = settings.env("BENCH_DATABASE_URL").strip()
     if not url:
         raise Unavailable(NO_URL)
-    from . import postgres  # psycopg is the optional `postgres` extra: only a Postgres bench imports it
-
+    try:
+        from . import postgres  # psycopg is the optional `postgres` extra: only a Postgres bench imports it
+    except ImportError as exc:
+        raise Unavailable(NO_EXTRA.format(exc)) from exc
     return postgres.Postgres(url)
 
 
