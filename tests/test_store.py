@@ -15,6 +15,7 @@ import psycopg
 import pytest
 
 from benchwarmers.core import paths
+from conftest import wait_for
 from benchwarmers.store import migrations, store
 from benchwarmers.store import postgres as postgres_store
 
@@ -191,3 +192,21 @@ def test_a_keys_verdicts_a_day_are_counted_across_replicas(postgres):
     assert counted.count(True) == 3
     assert replicas[1].count_day("judge", "2026-12-07", 3) and replicas[0].count_day("other", "2026-12-06", 3)
     replicas[1].close()
+
+
+def test_what_another_replica_writes_is_read_again_once_it_says_so(postgres):
+    """A replica reads the offload log and documents (cooldowns) from the server only when they changed: a line
+    or a cooldown another replica writes is seen as soon as its notification arrives."""
+    from benchwarmers.models import learn
+    from benchwarmers.panel import offload
+
+    first, second = store.current(), postgres_store.Postgres(postgres)
+    assert wait_for(lambda: first.listening and second.listening)
+    assert offload.summary() == {} and learn.cooling() == set()
+    second.append(store.OFFLOADS, json.dumps({"date": "2026-12-06", "model": "elsewhere", "task": "t",
+                                              "useful": None, "note": "", "call": "c9"}).encode() + b"\n")
+    second.update_json(learn.COOLDOWNS, lambda data: data.update(
+        {"elsewhere": {"until": "2999-01-01T00:00:00+00:00", "why": "429", "where": "gateway", "stated": True}}))
+    assert wait_for(lambda: set(offload.summary()) == {"elsewhere"}, 5)
+    assert wait_for(lambda: learn.cooling() == {"elsewhere"}, 5)
+    second.close()

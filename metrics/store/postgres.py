@@ -10,7 +10,7 @@ follows `bench_append`'s notifications, so readers ask the server only when a lo
 import contextlib
 import json
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
 import psycopg
@@ -72,6 +72,7 @@ class Postgres:
             self.pool.close()
             raise Unavailable(UNREACHABLE.format(_shown(url), exc)) from exc
         self.changes: dict[str, int] = {}  # log name: notifications seen (and this process's own appends)
+        self.documents: dict[str, tuple[Any, dict[str, Any], dict[str, Any]]] = {}  # read_json's, by mark
         self.locks: dict[str, threading.Lock] = {}  # `locked`'s in-process queue, one a name
         self.guard = threading.Lock()
         self.own: set[int] = set()  # the server processes of this replica's pool: their notifications are its own
@@ -120,7 +121,7 @@ class Postgres:
     def append(self, log: Log, data: bytes) -> int:
         with self._connection() as conn:
             row = conn.execute("SELECT bench_append(%s, %s)", (name(log), _lines(data))).fetchone()
-        self.changes[name(log)] = self.changes.get(name(log), 0) + 1  # seen here before its notification
+        self._changed(log)
         return int(row[0]) if row and row[0] is not None else 0
 
     def append_log(self, log: Log, record: Mapping[str, Any], max_bytes: int, keep: int) -> None:
@@ -188,8 +189,44 @@ class Postgres:
 
     def write_text(self, place: Log, text: str) -> None:
         with self._connection() as conn:
-            conn.execute("INSERT INTO bench_records (place, key, body) VALUES (%s, '', %s) ON CONFLICT (place, key) "
-                         "DO UPDATE SET body = EXCLUDED.body, at = now()", (name(place), text.encode("utf-8")))
+            self._put(conn, place, text.encode("utf-8"))
+        self._changed(place)
+
+    @staticmethod
+    def _put(conn: psycopg.Connection[Any], place: Log, body: bytes) -> None:
+        """Store a document and say so at commit: other replicas' cached copies (`read_json`) are read again."""
+        conn.execute("INSERT INTO bench_records (place, key, body) VALUES (%s, '', %s) ON CONFLICT (place, key) "
+                     "DO UPDATE SET body = EXCLUDED.body, at = now()", (name(place), body))
+        conn.execute("SELECT pg_notify('bench_lines', %s)", (name(place),))
+
+    def _changed(self, log: Log) -> None:
+        """This replica's own change, committed: its readers see it at once, before any notification."""
+        self.changes[name(log)] = self.changes.get(name(log), 0) + 1
+
+    def read_json(self, place: Log, comments: bool = True) -> dict[str, Any]:
+        mark = self.mark(place)  # taken before reading: a change meanwhile is read next time
+        cached = self.documents.get(name(place))
+        if cached is None or mark is None or cached[0] != mark:
+            text = self.read_text(place)
+            data = (_record(text.encode("utf-8")) if text is not None else None) or {}
+            cached = (mark, data, {k: v for k, v in data.items() if not k.startswith("_")})
+            self.documents[name(place)] = cached
+        return cached[2] if comments else cached[1]
+
+    def update_json(self, place: Log, change: Callable[[dict[str, Any]], T], **dump: Any) -> T:
+        with self._connection() as conn, conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext('bench_records'), hashtext(%s))", (name(place),))
+            row = conn.execute("SELECT body FROM bench_records WHERE place = %s AND key = ''",
+                               (name(place),)).fetchone()
+            data = (_record(row[0]) if row else None) or {}
+            before = json.dumps(data, sort_keys=True)
+            result = change(data)
+            changed = json.dumps(data, sort_keys=True) != before
+            if changed:
+                self._put(conn, place, json.dumps(data, ensure_ascii=False).encode("utf-8"))
+        if changed:
+            self._changed(place)
+        return result
 
     def find(self, place: Log, key: str) -> dict[str, Any] | None:
         with self._connection() as conn:
@@ -242,7 +279,7 @@ class Postgres:
                     copy.write_row((name(log), line))
                     count += 1
             conn.execute("SELECT pg_notify('bench_lines', %s)", (name(log),))
-        self.changes[name(log)] = self.changes.get(name(log), 0) + 1
+        self._changed(log)
         return count
 
     def logs(self) -> list[Log]:

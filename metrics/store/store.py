@@ -10,7 +10,7 @@ a list lookup, so hot paths ask every time. `reset()` forgets the choice (a test
 """
 
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, ContextManager, Protocol, TypeVar
 
 from ..core import fileio, paths, settings, tails
@@ -65,6 +65,14 @@ class Store(Protocol):
 
     def write_text(self, place: Log, text: str) -> None:
         """Replace the document at `place` whole."""
+
+    def read_json(self, place: Log, comments: bool = True) -> dict[str, Any]:
+        """The JSON object at `place` as `fileio.read_json` reads a file: `{}` when missing, top-level `_` keys
+        dropped unless `comments=False`, cached until it changes (callers must not mutate it)."""
+
+    def update_json(self, place: Log, change: Callable[[dict[str, Any]], T], **dump: Any) -> T:
+        """A locked read-change-write of the JSON object at `place`, as `fileio.update`; returns what `change`
+        returns."""
 
     def find(self, place: Log, key: str) -> dict[str, Any] | None:
         """The record kept under `key` in `place`, or None."""
@@ -136,6 +144,12 @@ class Folder:
 
     def write_text(self, place: Log, text: str) -> None:
         fileio.write_atomic(paths.file(*place), text)
+
+    def read_json(self, place: Log, comments: bool = True) -> dict[str, Any]:
+        return fileio.read_json(paths.file(*place), comments)
+
+    def update_json(self, place: Log, change: Callable[[dict[str, Any]], T], **dump: Any) -> T:
+        return fileio.update(paths.file(*place), change, **dump)
 
     def find(self, place: Log, key: str) -> dict[str, Any] | None:
         return keyed.find(place, key)
