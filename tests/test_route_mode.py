@@ -20,6 +20,7 @@ from benchwarmers.core import fileio, paths
 from benchwarmers.models import catalog, endpoints, registry
 from benchwarmers.calling import ledger
 from benchwarmers.panel import conversations, offload, route_mode
+from benchwarmers.store import store
 from benchwarmers.demo import demo
 from benchwarmers.wire.turn import Turn
 
@@ -77,7 +78,7 @@ def events(data):
 
 
 def route_lines():
-    return fileio.read_jsonl(route_mode.routes_path())
+    return store.current().records(store.ROUTES)
 
 
 # ---------------------------------------------------------------- the accumulator (ACC)
@@ -361,7 +362,7 @@ def test_rt6_ranking_by_useful_verdicts_then_rotation(routed, monkeypatch):
 # ---------------------------------------------------------------- recording (RT-16, RT-22..24)
 
 
-def test_rt22_rt24_routes_jsonl_one_offload_per_model_and_ledger_purpose(gw, routed):
+def test_rt22_rt24_routes_jsonl_one_offload_per_model_and_ledger_purpose(storage, gw, routed):
     """RT-16, RT-22..24, TEST-23: a line per turn without the prompt; one unjudged offload per model; no calls.jsonl."""
     collection("limited", "steady")
     first = json.loads(chat(gw)[2])["bench"]

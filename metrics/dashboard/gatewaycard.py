@@ -5,7 +5,7 @@ owed, route conversations, one seat for the verdict dialog, and the dialog's sav
 Only the ends of the logs are read (IMP-12): the card reads the 30 newest panels from the end of
 `runs/gateway/calls.jsonl`, route conversations the newest `ROUTE_LINES` turns of `routes.jsonl`, and
 verdicts come from the offload log's in-memory index (`offload.by_call`), so the card's cost does not
-grow with either log.
+grow with either log. Each log is read from the store (docs/replicas.md): the data folder, or Postgres.
 
 Decision: route conversations are grouped from the newest `ROUTE_LINES` turns; a conversation whose
 first turns are older than that shows its later turns only (its `When` is then its oldest turn read).
@@ -13,9 +13,8 @@ first turns are older than that shows its later turns only (its `When` is then i
 
 import json
 
-from ..core import tails
 from ..core.errors import Invalid, UnknownCall
-from ..panel import offload, route_mode
+from ..panel import offload
 from ..store import store
 
 PANELS = 30
@@ -56,7 +55,7 @@ def panels():
 def conversations():
     """GW-3 / RT-25: one row per conversation, the 30 with the latest last turn first."""
     turns = {}
-    for record in tails.records(route_mode.routes_path(), ROUTE_LINES):
+    for record in store.current().tail(store.ROUTES, ROUTE_LINES):
         conversation = record.get("conversation")
         if isinstance(conversation, str) and conversation:
             turns.setdefault(conversation, []).append(record)

@@ -4,9 +4,10 @@ Log = tuple[str, ...]  # a log's parts inside the data folder
 
 OFFLOADS: Log = ("metrics", "offloads.jsonl")  # the record: panel seats' lines and verdicts (panel.offload)
 CALLS: Log = ("runs", "gateway", "calls.jsonl")  # one line per panel (panel.panel, CLG-1)
+ROUTES: Log = ("runs", "gateway", "routes.jsonl")  # one line per route-mode turn (panel.route_mode, RT-22)
 CONVERSATIONS: Log = ("runs", "gateway", "conversations")  # route mode's records, one per conversation key
 USAGE: Log = ("metrics", "usage")  # the usage ledger: a log a month inside, `<YYYY-MM>.jsonl` (calling.ledger)
-LOGS = (OFFLOADS, CALLS)  # what the store holds, and what `bench store import` and `export` move
+LOGS = (OFFLOADS, CALLS, ROUTES)  # what the store holds, and what `bench store import` and `export` move
 
 
 class Unavailable(OSError):

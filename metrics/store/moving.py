@@ -4,8 +4,8 @@
 from the folder's files into Postgres, replacing what the database held under that name; `out` writes the
 database's lines back as the folder's files. Every
 non-blank line is copied as its bytes, in order, a torn or corrupt one too (it is the record as it was);
-a rotated calls log (`calls.jsonl.3` … `.1`) goes in before the live file, oldest first, and comes back
-as one file.
+a rotated log (`calls.jsonl.3` … `.1`) goes in before the live file, oldest first, and comes back as one
+file.
 """
 
 import os

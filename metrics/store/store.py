@@ -15,9 +15,9 @@ from typing import Any, ContextManager, Protocol, TypeVar
 
 from ..core import fileio, paths, settings, tails
 from . import keyed, rates
-from .logs import CALLS, CONVERSATIONS, LOGS, OFFLOADS, USAGE, Log, Unavailable
+from .logs import CALLS, CONVERSATIONS, LOGS, OFFLOADS, ROUTES, USAGE, Log, Unavailable
 
-__all__ = ["CALLS", "CONVERSATIONS", "LOGS", "OFFLOADS", "USAGE", "Log", "Unavailable", "Store", "Shared", "Folder",
+__all__ = ["CALLS", "CONVERSATIONS", "LOGS", "OFFLOADS", "ROUTES", "USAGE", "Log", "Unavailable", "Store", "Shared", "Folder",
            "current", "kind", "opened", "reset"]
 
 
