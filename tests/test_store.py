@@ -14,7 +14,7 @@ import time
 import psycopg
 import pytest
 
-from benchwarmers.core import paths
+from benchwarmers.core import errors, paths
 from conftest import wait_for
 from benchwarmers.store import migrations, store
 from benchwarmers.store import postgres as postgres_store
@@ -47,7 +47,7 @@ def test_a_schema_newer_than_the_bench_refuses_start(postgres_cluster):
     postgres_store.Postgres(url).close()
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("INSERT INTO bench_migrations (version) VALUES (99)")
-    with pytest.raises(store.Unavailable, match="schema is version 99, newer than this bench's"):
+    with pytest.raises(errors.StoreUnavailable, match="schema is version 99, newer than this bench's"):
         postgres_store.Postgres(url)
 
 
@@ -210,3 +210,22 @@ def test_what_another_replica_writes_is_read_again_once_it_says_so(postgres):
     assert wait_for(lambda: set(offload.summary()) == {"elsewhere"}, 5)
     assert wait_for(lambda: learn.cooling() == {"elsewhere"}, 5)
     second.close()
+
+
+def test_a_server_lost_mid_request_is_a_503_and_the_next_request_reconnects(postgres_cluster):
+    """The store's connections cut by the server (as a restart does): the write in progress is refused as a 503
+    that says so (an OSError, so route mode keeps its answer); the next one reconnects and lands."""
+    shared = postgres_store.Postgres(fresh_database(postgres_cluster, "cut"))
+    try:
+        shared.append(store.OFFLOADS, b'{"model": "a"}\n')
+        with psycopg.connect(postgres_cluster.url, autocommit=True) as conn:
+            conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'cut'")
+        with pytest.raises(OSError) as lost:
+            shared.append(store.OFFLOADS, b'{"model": "b"}\n')
+        refusal = errors.planned(lost.value)
+        assert refusal.status == 503 and refusal.retry_after == 5
+        assert str(refusal).startswith("the Postgres store cannot be reached: ")
+        shared.append(store.OFFLOADS, b'{"model": "c"}\n')
+        assert [r["model"] for r in shared.records(store.OFFLOADS)] == ["a", "c"]
+    finally:
+        shared.close()

@@ -56,6 +56,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..core import console, paths, settings
+from ..core.errors import StoreUnavailable
 from ..net import remote
 from ..panel import policy
 from ..store import moving, store
@@ -346,7 +347,7 @@ def _shared():
         raise Failed("bench store needs BENCH_DATABASE_URL (docs/replicas.md)", code=2)
     try:
         return store.current()
-    except store.Unavailable as exc:
+    except StoreUnavailable as exc:
         raise Failed(str(exc)) from exc
 
 

@@ -17,8 +17,9 @@ import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ..core import fileio
+from ..core.errors import StoreUnavailable
 from . import keyed, migrations, rates
-from .logs import Log, Unavailable
+from .logs import Log
 
 T = TypeVar("T")
 POOL_SIZE = 16  # connections one replica keeps at most: a panel's seats append from their own threads
@@ -70,7 +71,7 @@ class Postgres:
             self.pool.open(wait=True, timeout=OPEN_TIMEOUT)
         except (psycopg.Error, PoolTimeout, RuntimeError) as exc:
             self.pool.close()
-            raise Unavailable(UNREACHABLE.format(_shown(url), exc)) from exc
+            raise StoreUnavailable(UNREACHABLE.format(_shown(url), exc)) from exc
         self.changes: dict[str, int] = {}  # log name: notifications seen (and this process's own appends)
         self.documents: dict[str, tuple[Any, dict[str, Any], dict[str, Any]]] = {}  # read_json's, by mark
         self.locks: dict[str, threading.Lock] = {}  # `locked`'s in-process queue, one a name
@@ -106,13 +107,13 @@ class Postgres:
 
     @contextlib.contextmanager
     def _connection(self) -> Iterator[psycopg.Connection[Any]]:
-        """A connection of the pool; the server lost on the way is this store's `Unavailable` (an OSError)."""
+        """A connection of the pool; the server lost on the way is this store's `StoreUnavailable` (an OSError)."""
         try:
             with self.pool.connection() as conn:
                 self.own.add(conn.info.backend_pid)
                 yield conn
         except (psycopg.OperationalError, PoolTimeout) as exc:
-            raise Unavailable(LOST.format(exc)) from exc
+            raise StoreUnavailable(LOST.format(exc)) from exc
 
     def close(self) -> None:
         self.closed.set()

@@ -14,10 +14,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, ContextManager, Protocol, TypeVar
 
 from ..core import fileio, paths, settings, tails
+from ..core.errors import StoreUnavailable
 from . import keyed, rates
-from .logs import CALLS, CONVERSATIONS, LOGS, OFFLOADS, ROUTES, USAGE, Log, Unavailable
+from .logs import CALLS, CONVERSATIONS, LOGS, OFFLOADS, ROUTES, USAGE, Log
 
-__all__ = ["CALLS", "CONVERSATIONS", "LOGS", "OFFLOADS", "ROUTES", "USAGE", "Log", "Unavailable", "Store", "Shared", "Folder",
+__all__ = ["CALLS", "CONVERSATIONS", "LOGS", "OFFLOADS", "ROUTES", "USAGE", "Log", "Store", "Shared", "Folder",
            "current", "kind", "opened", "reset"]
 
 
@@ -169,7 +170,7 @@ def kind() -> str:
     """`folder` or `postgres`, as the settings name it (no server is asked)."""
     named = settings.env("BENCH_STORAGE").strip().lower()
     if named and named not in STORES:
-        raise Unavailable(UNKNOWN.format(named))
+        raise StoreUnavailable(UNKNOWN.format(named))
     return named or ("postgres" if settings.env("BENCH_DATABASE_URL").strip() else "folder")
 
 
@@ -188,11 +189,11 @@ def _open() -> Store:
         return Folder()
     url = settings.env("BENCH_DATABASE_URL").strip()
     if not url:
-        raise Unavailable(NO_URL)
+        raise StoreUnavailable(NO_URL)
     try:
         from . import postgres  # psycopg is the optional `postgres` extra: only a Postgres bench imports it
     except ImportError as exc:
-        raise Unavailable(NO_EXTRA.format(exc)) from exc
+        raise StoreUnavailable(NO_EXTRA.format(exc)) from exc
     return postgres.Postgres(url)
 
 
@@ -201,7 +202,7 @@ def opened() -> str:
     request); "" when it is ready, else the one line the server exits with."""
     try:
         current()
-    except Unavailable as exc:
+    except StoreUnavailable as exc:
         return WONT_START.format(exc)
     return ""
 
