@@ -135,14 +135,12 @@ def request(port, method, path, body, key=None):
         return resp.status, None
 
 
-def replica_folder(run, name, base, keys_file=None):
-    """A replica's own data folder: the bench's collection, no per-key panel or verdict cap in the way of the
-    load, and the gateway keys every replica shares (config is per replica until it moves to the store)."""
+def replica_folder(run, name, base):
+    """A replica's own data folder: the bench's collection, and no per-key panel or verdict cap in the way of the
+    load (config is per replica until it moves to the store)."""
     data = rig.make_data(run / name, base)
     fileio.update(paths.file("config", "gateway.json"), lambda found: found.update(
         {"max_panels_per_key": 1000, "verdicts_per_key_day": 0}))
-    if keys_file is not None:
-        fileio.write_atomic(gatekeys.path(), keys_file)
     return data
 
 
@@ -202,11 +200,9 @@ def kill_phase(run, base, url, seconds, say):
     store.reset()
     for log in store.current().logs():
         store.current().replace(log, [])
-    first = replica_folder(run, "kill-0", base)
-    load_key = gatekeys.make("load")
+    folders = [replica_folder(run, f"kill-{n}", base) for n in range(REPLICAS)]
+    load_key = gatekeys.make("load")  # into the store: every replica knows both keys
     capped_key = gatekeys.make("capped", rpm=CAP)
-    keys_file = gatekeys.path().read_text(encoding="utf-8")
-    folders = [first] + [replica_folder(run, f"kill-{n}", base, keys_file) for n in range(1, REPLICAS)]
     listen = free_port()
     env = {"BENCH_DATABASE_URL": url, "BENCHWARMERS_REQUIRE_KEYS": "1", "BENCH_ALLOWED_HOSTS": f"127.0.0.1:{listen}"}
     replicas = [rig.start_gateway(run, data, f"kill-{n}", **env) for n, data in enumerate(folders)]

@@ -27,7 +27,7 @@ from benchwarmers.core import fileio, paths
 from benchwarmers.wire import routes
 from benchwarmers.demo import demo
 from benchwarmers.server import gatekeys, guard, httpserver
-from benchwarmers.store import rates
+from benchwarmers.store import rates, store
 
 PROMPT = "Is this loop off by one? for i in range(1, len(xs)): total += xs[i]"
 TOKEN = "correct-horse-battery-staple-42"
@@ -350,8 +350,8 @@ def test_test4_scope_and_rpm_read_from_hand_edits():
 
 def test_test4_rate_window_counts_permitted_requests_only(storage):
     """RATE-2..4: the third request on a cap of 2 is 429 with 1 ≤ Retry-After ≤ 61; uncapped is unlimited."""
-    fileio.write_atomic(gatekeys.path(), json.dumps({"two": {"sha256": "0" * 64, "rpm": 2, "collections": ["a"]},
-                                                     "free": {"sha256": "1" * 64}}))
+    store.current().update_json(store.GATEWAY_KEYS, lambda data: data.update(
+        {"two": {"sha256": "0" * 64, "rpm": 2, "collections": ["a"]}, "free": {"sha256": "1" * 64}}))
     assert gatekeys.admit("two", "b")[0] == 403  # refused by scope: not counted
     assert gatekeys.admit("two", "a") is None and gatekeys.admit("two", "a") is None
     status, text, headers = gatekeys.admit("two", "a")

@@ -16,6 +16,7 @@ import pytest
 
 from benchwarmers.core import errors, paths
 from conftest import wait_for
+from benchwarmers.server import gatekeys
 from benchwarmers.store import migrations, store
 from benchwarmers.store import postgres as postgres_store
 
@@ -100,8 +101,9 @@ def bench_store(*args, env=None):
 
 
 def test_import_and_export_move_a_100k_line_log_there_and_back(postgres, tmp_path):
-    """A real 100,000-line offload log (seat lines and verdicts, non-ASCII escaped, a torn line among them) and
-    a calls log with a rotated copy go into Postgres and come back byte for byte, in order."""
+    """A real 100,000-line offload log (seat lines and verdicts, non-ASCII escaped, a torn line among them), a
+    calls log with rotated copies, a month of the ledger and the gateway keys go into Postgres and come back byte
+    for byte, in order."""
     log = paths.file(*store.OFFLOADS)
     lines = [json.dumps({"date": "2026-12-01", "model": f"m{n % 7}", "task": f"task {n} caf\u00e9 (bench/core, code)",
                          "useful": None if n % 3 else n % 2 == 0, "note": "member; ok in 1.0s",
@@ -116,9 +118,14 @@ def test_import_and_export_move_a_100k_line_log_there_and_back(postgres, tmp_pat
     month = paths.file("metrics", "usage", "2026-11.jsonl")
     month.parent.mkdir(parents=True, exist_ok=True)
     month.write_bytes(b'{"t":1.0,"alias":"a"}\n{"t":2.0,"alias":"b"}\n')
+    key = "bwk_" + "k" * 43  # a gateway key in the folder's key file, as `bench key create` left it there
+    store.Folder().update_json(store.GATEWAY_KEYS, lambda data: data.update(
+        {"moved": {"sha256": gatekeys.digest(key), "hint": key[-4:]}}), mode=0o600)
     done = bench_store("import")
     assert done.returncode == 0, done.stderr
     assert "imported metrics/usage/2026-11.jsonl: 2 lines" in done.stdout
+    assert "imported config/gateway-keys.json: the document" in done.stdout
+    assert wait_for(lambda: gatekeys.lookup(key) == "moved", 5)  # this process is on Postgres: the key moved
     assert "imported metrics/offloads.jsonl: 100,000 lines" in done.stdout
     assert "imported runs/gateway/calls.jsonl: 3 lines" in done.stdout
     assert [r["panel"] for r in store.current().records(store.CALLS)] == ["oldest", "older", "new"]
@@ -127,6 +134,7 @@ def test_import_and_export_move_a_100k_line_log_there_and_back(postgres, tmp_pat
     assert done.returncode == 0, done.stderr
     assert out.joinpath(*store.OFFLOADS).read_bytes() == log.read_bytes()
     assert out.joinpath("metrics", "usage", "2026-11.jsonl").read_bytes() == month.read_bytes()
+    assert out.joinpath(*store.GATEWAY_KEYS).read_text() == paths.file(*store.GATEWAY_KEYS).read_text()
     assert out.joinpath(*store.CALLS).read_bytes() == b'{"panel": "oldest"}\n{"panel": "older"}\n{"panel": "new"}\n'
 
 

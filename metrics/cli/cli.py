@@ -352,8 +352,8 @@ def _shared():
 
 
 def _moved(counts, verb):
-    for log, count in counts.items():
-        print(f"{verb} {log}: {count:,} lines")
+    for name, what in counts.items():
+        print(f"{verb} {name}: {what}")
 
 
 def cmd_store_import(args):

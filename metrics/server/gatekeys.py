@@ -8,7 +8,9 @@ A key is `bwk_` + 43 URL-safe characters, shown once by `make()` and stored only
 the SHA-256 of the whole string in `<data>/config/gateway-keys.json` (KEY-1): 256
 random bits need no slow hash. The file is the only state, so a revocation or a hand
 edit holds on the next request in every process and on both ports; reads go through
-`fileio.read_json`, which re-parses only when the file changed (improvement 22).
+`fileio.read_json`, which re-parses only when the file changed (improvement 22). On Postgres
+(docs/replicas.md) the store keeps that object instead, read again when it changed, so a key made or
+revoked on one replica holds on every replica's next request.
 
 Decisions where the spec leaves room:
 - A present but invalid `rpm` (`0`, `"5"`, `true`, `2.5`) caps the key at 1 request a
@@ -54,7 +56,7 @@ BAD_RPM = "requests a minute: a whole number from 1 to 10000, or empty for no ca
 TAKEN = "there is already a key named {}: revoke it first, or pick another name"
 
 def path() -> Path:
-    return paths.file("config", "gateway-keys.json")
+    return paths.file(*store.GATEWAY_KEYS)
 
 
 def now_iso() -> str:
@@ -63,7 +65,7 @@ def now_iso() -> str:
 
 def entries() -> dict[str, Any]:
     """The key file as stored (KEY-2): `{name: entry}`; `{}` when missing or not an object. Do not mutate."""
-    return fileio.read_json(path(), comments=False)
+    return store.current().read_json(store.GATEWAY_KEYS, comments=False)
 
 
 def digest(value: str) -> str:
@@ -100,14 +102,15 @@ def make(name: object, collections: list[str] | None = None, rpm: object = None,
             raise Invalid(TAKEN.format(name))
         data[name] = entry
 
-    fileio.update(path(), add, mode=0o600)
+    store.current().update_json(store.GATEWAY_KEYS, add, mode=0o600)
     _log_change(by, None, {"name": name, "collections": chosen, "rpm": rpm})
     return key
 
 
 def revoke(name: str, by: str = "cli") -> bool:
     """Remove the key named `name` (KEY-6); True when there was one. Effective on the next request."""
-    existed = fileio.update(path(), lambda data: data.pop(name, None) is not None, mode=0o600)
+    existed = store.current().update_json(store.GATEWAY_KEYS, lambda data: data.pop(name, None) is not None,
+                                          mode=0o600)
     if existed:
         _log_change(by, name, None)
     return existed
@@ -141,6 +144,10 @@ def touch(name: str) -> None:
     """KEY-8: stamp `last_used` when missing, unparsable or a minute old; a busy or broken file skips it."""
     if _recent(entries().get(name)):
         return
+    chosen = store.current()
+    if chosen.kind != "folder":  # a row lock held for microseconds: nothing to skip
+        chosen.update_json(store.GATEWAY_KEYS, lambda data: _stamp(data.get(name)))
+        return
     try:
         with fileio.lock(path(), timeout=0):
             data = {k: dict(v) if isinstance(v, dict) else v for k, v in entries().items()}
@@ -151,6 +158,11 @@ def touch(name: str) -> None:
             fileio.write_atomic(path(), fileio.dumps(data), mode=0o600)
     except (OSError, TimeoutError):
         pass
+
+
+def _stamp(entry: object) -> None:
+    if isinstance(entry, dict) and not _recent(entry):
+        entry["last_used"] = now_iso()
 
 
 def _recent(entry: object) -> bool:

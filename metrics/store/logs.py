@@ -7,5 +7,7 @@ CALLS: Log = ("runs", "gateway", "calls.jsonl")  # one line per panel (panel.pan
 ROUTES: Log = ("runs", "gateway", "routes.jsonl")  # one line per route-mode turn (panel.route_mode, RT-22)
 CONVERSATIONS: Log = ("runs", "gateway", "conversations")  # route mode's records, one per conversation key
 USAGE: Log = ("metrics", "usage")  # the usage ledger: a log a month inside, `<YYYY-MM>.jsonl` (calling.ledger)
-LOGS = (OFFLOADS, CALLS, ROUTES)  # what the store holds, and what `bench store import` and `export` move
+LOGS = (OFFLOADS, CALLS, ROUTES)
+GATEWAY_KEYS: Log = ("config", "gateway-keys.json")  # a document: the gateway keys' digests (server.gatekeys)
+DOCUMENTS = (GATEWAY_KEYS,)  # the documents that outlive a run: `bench store import` and `export` move them too  # what the store holds, and what `bench store import` and `export` move
 

@@ -16,9 +16,9 @@ from typing import Any, ContextManager, Protocol, TypeVar
 from ..core import fileio, paths, settings, tails
 from ..core.errors import StoreUnavailable
 from . import keyed, rates
-from .logs import CALLS, CONVERSATIONS, LOGS, OFFLOADS, ROUTES, USAGE, Log
+from .logs import CALLS, CONVERSATIONS, DOCUMENTS, GATEWAY_KEYS, LOGS, OFFLOADS, ROUTES, USAGE, Log
 
-__all__ = ["CALLS", "CONVERSATIONS", "LOGS", "OFFLOADS", "ROUTES", "USAGE", "Log", "Store", "Shared", "Folder",
+__all__ = ["CALLS", "CONVERSATIONS", "DOCUMENTS", "GATEWAY_KEYS", "LOGS", "OFFLOADS", "ROUTES", "USAGE", "Log", "Store", "Shared", "Folder",
            "current", "kind", "opened", "reset"]
 
 
