@@ -8,6 +8,9 @@ import time
 import pytest
 
 from benchwarmers.core import paths
+from benchwarmers.store import store
+
+import pgserver
 
 
 def wait_for(check, seconds=20):
@@ -27,13 +30,50 @@ def home(tmp_path, monkeypatch):
     llmdir.mkdir()
     monkeypatch.setenv("BENCHWARMERS_HOME", str(data))
     monkeypatch.setenv("LLM_USER_PATH", str(llmdir))
-    unset = ("BENCH_CLIENT", "BENCHWARMERS_ADMIN_TOKEN", "BENCHWARMERS_DEMO")
+    unset = ("BENCH_CLIENT", "BENCHWARMERS_ADMIN_TOKEN", "BENCHWARMERS_DEMO", "BENCH_STORAGE", "BENCH_DATABASE_URL")
     for name in list(os.environ):
         if name.upper().startswith("BENCHWARMERS_KEY") or name in unset:
             monkeypatch.delenv(name)
     paths.reload()
+    store.reset()
     yield data
     paths.reload()
+    store.reset()
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster():
+    """One throwaway Postgres server for the session (tests/pgserver.py). A test that needs one and cannot get it
+    fails, saying why: the Postgres store is only as good as the tests that ran on it."""
+    try:
+        cluster = pgserver.Cluster().start()
+    except pgserver.Unavailable as exc:
+        pytest.fail(f"no Postgres server for the store's tests: {exc}")
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture
+def postgres(postgres_cluster, monkeypatch):
+    """This test's bench on the session's Postgres (its child processes too): every log, record and rate window
+    empty, the store chosen afresh in this process."""
+    monkeypatch.setenv("BENCH_DATABASE_URL", postgres_cluster.url)
+    store.reset()
+    shared = store.current()
+    for log in shared.logs():
+        shared.replace(log, [])
+    with shared.pool.connection() as conn:
+        conn.execute("TRUNCATE bench_records, bench_rates, bench_days")
+    yield postgres_cluster.url
+    store.reset()
+
+
+@pytest.fixture(params=["folder", "postgres"])
+def storage(request):
+    """Run a behaviour test once on the data folder's files and once on Postgres (docs/replicas.md)."""
+    if request.param == "postgres":
+        request.getfixturevalue("postgres")
+    return request.param
 
 
 @pytest.fixture

@@ -24,6 +24,7 @@ from benchwarmers.core import fileio, paths
 from benchwarmers.panel import panel
 from benchwarmers.demo import demo
 from benchwarmers.demo.demo import Upstream
+from benchwarmers.store import store
 
 PROMPT = "Is this loop off by one? for i in range(1, len(xs)): total += xs[i]"
 MODELS = {"quick": {"answer": "Quick: the loop skips the first item.", "latency": 0.01, "context_window": 32000},
@@ -283,7 +284,7 @@ class Stream:
 
 
 @pytest.mark.parametrize("signum, workers", [(signal.SIGTERM, 1), (signal.SIGINT, 1), (signal.SIGTERM, 2)])
-def test_item7_a_signal_lets_panels_end_and_loses_no_seat(folder, signum, workers):
+def test_item7_a_signal_lets_panels_end_and_loses_no_seat(folder, storage, signum, workers):
     """8 streamed panels in flight, each with a seat that would take minutes: SIGTERM or SIGINT stops
     taking connections, gives them the grace, then ends the slow seats as "gateway stopped" with their
     real seconds; every stream gets its sections and its proper end, every seat and panel is logged,
@@ -302,12 +303,12 @@ def test_item7_a_signal_lets_panels_end_and_loses_no_seat(folder, signum, worker
             assert "_error: gateway stopped_" in stream.text
             last = stream.events()[-1]
             assert [s["status"] for s in last["bench"]["seats"]] == ["ok", "error"]
-    seats = fileio.read_jsonl(log_path())
+    seats = store.current().records(store.OFFLOADS)
     assert len(seats) == 16 and len({s["call"] for s in seats}) == 16
     stopped = [s for s in seats if s["model"] == "snail"]
     assert all(s["status"] == "error" and s["note"].endswith("gateway stopped") for s in stopped)
     assert all(s["seconds"] < 30 for s in stopped)  # the real time it was asked, not the 420 s limit
-    assert len(fileio.read_jsonl(paths.file("runs", "gateway", "calls.jsonl"))) == 8
+    assert len(store.current().records(store.CALLS)) == 8
 
 
 def test_item7_streams_of_other_formats_end_in_their_own_shape(folder):
@@ -345,7 +346,7 @@ def test_item7_the_demo_folder_is_thrown_away_on_sigterm(tmp_path):
         process.stdout.close()
 
 
-def test_item8_panel_ids_from_two_processes_at_full_rate_never_collide(folder):
+def test_item8_panel_ids_from_two_processes_at_full_rate_never_collide(folder, storage):
     """Two gateways on one data folder, asked as fast as they answer: every panel id is distinct and has
     the documented shape (`pYYYYMMDD-HHMMSS-` + 16 hex: 64 random bits)."""
     with running() as first, running() as second:
@@ -360,7 +361,7 @@ def test_item8_panel_ids_from_two_processes_at_full_rate_never_collide(folder):
     ids = [panel_id for found in results.values() for panel_id in found]
     assert len(ids) == 80 and len(set(ids)) == 80
     assert all(len(i) == len("p20261203-101010-") + 16 and int(i[17:], 16) >= 0 for i in ids)
-    logged = {s["call"].rsplit(".", 1)[0] for s in fileio.read_jsonl(log_path())}
+    logged = {s["call"].rsplit(".", 1)[0] for s in store.current().records(store.OFFLOADS)}
     assert logged == set(ids)
     assert panel.panel_id() != panel.panel_id()
 

@@ -22,6 +22,7 @@ import pytest
 from benchwarmers.core import fileio, paths
 from benchwarmers.panel import offload, panel
 from benchwarmers.demo import demo
+from benchwarmers.store import store
 
 PROMPT = "Is this loop off by one? for i in range(1, len(xs)): total += xs[i]"
 PNG = "data:image/png;base64," + base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 60).decode()
@@ -62,10 +63,10 @@ def seats_logged():
 
 
 def call_log():
-    return fileio.read_jsonl(paths.file("runs", "gateway", "calls.jsonl"))
+    return store.current().records(store.CALLS)
 
 
-def test_rpl_openai_sdk_plain_panel_every_seat_labelled_and_logged(gateway, bench):
+def test_rpl_openai_sdk_plain_panel_every_seat_labelled_and_logged(storage, gateway, bench):
     """RPL-1..3, TST-5, TST-8, PNL-20, OFF-1, CLG-1, STR-11."""
     ask(["alpha", "beta"], description="two reviewers")
     reply = sdk(gateway).chat.completions.create(model="bench/core", messages=[{"role": "user", "content": PROMPT}])
@@ -328,7 +329,7 @@ def test_str9_caller_hanging_up_loses_no_seat(gateway, bench):
     assert len(seats_logged()) == 2
 
 
-def test_vrd_verdicts_record_and_pending(gateway, bench):
+def test_vrd_verdicts_record_and_pending(storage, gateway, bench):
     """VRD-1..3, OFF-4, TST-1, TST-7."""
     ask(["alpha", "beta"])
     _, _, reply = post(gateway, "/v1/chat/completions",
@@ -337,10 +338,10 @@ def test_vrd_verdicts_record_and_pending(gateway, bench):
     status, _, judged = post(gateway, "/bench/verdict", {"call": first, "useful": True, "note": "found the bug",
                                                           "real": ["the loop skips xs[0]"]})
     assert status == 200 and judged["recorded"]["useful"] is True and judged["recorded"]["call"] == first
-    lines = paths.file("metrics", "offloads.jsonl").read_text().count("\n")
+    lines = len(store.current().records(store.OFFLOADS))
     assert post(gateway, "/bench/verdict", {"call": first, "useful": True, "note": "found the bug",
                                             "real": ["the loop skips xs[0]"]})[0] == 200
-    assert paths.file("metrics", "offloads.jsonl").read_text().count("\n") == lines  # same verdict: nothing written
+    assert len(store.current().records(store.OFFLOADS)) == lines  # same verdict: nothing written
     assert post(gateway, "/bench/verdict", {"call": first, "useful": "yes"})[2]["error"]["message"] == \
         '"useful" must be true or false'
     assert post(gateway, "/bench/verdict", {"call": first, "useful": True, "real": "x"})[0] == 400

@@ -19,6 +19,7 @@ MOST_MODULES = 15
 # Bottom to top. A package may import from itself and the packages listed before it.
 PACKAGES = [
     ("core", "the data folder, safe writes, secrets, images, the errors a request is refused with"),
+    ("store", "where the logs replicas share are kept: the data folder's JSONL files, or one Postgres server"),
     ("wire", "what each client API's requests and replies look like, and the routes they come by; calls nothing"),
     ("net", "HTTP to an upstream or to a running bench (pool, body readers, deadlines), knowing no model"),
     ("models", "what models there are, where they are served, what is known and learned of them"),

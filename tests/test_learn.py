@@ -194,8 +194,9 @@ def test_lrn7_cooldowns_only_future_and_well_formed():
     assert set(learn.cooldowns()) == {"soon"}
 
 
-def test_cooling_follows_the_file():
-    """The parse is cached by stat, so a new cooldown (another process's) shows on the next call."""
+def test_cooling_follows_the_file(storage):
+    """The parse is cached by stat (on Postgres, until the store says it changed), so a new cooldown (another
+    process's) shows on the next call."""
     assert learn.cooling() == set()
     learn.cool("a", 60, "rate limit", "gateway")
     assert learn.cooling() == {"a"}

@@ -19,17 +19,24 @@ import pytest
 from benchwarmers.core import fileio, paths
 from benchwarmers.models import aliases
 from benchwarmers.panel import offload
+from benchwarmers.store import store
 
 CALL = "p20261017-140312-a1b2"
 
 
 def log_lines():
+    """The log's lines as stored, in either store."""
+    if store.current().kind == "postgres":
+        return [line.decode("ascii") for line in store.current().lines(store.OFFLOADS)]
     return offload.log_path().read_bytes().decode("ascii").splitlines()
 
 
 def write_log(records):
-    path = offload.log_path()
-    path.write_bytes(b"".join(json.dumps(r).encode() + b"\n" for r in records))
+    lines = [json.dumps(r).encode() for r in records]
+    if store.current().kind == "postgres":
+        store.current().replace(store.OFFLOADS, lines)
+    else:
+        offload.log_path().write_bytes(b"".join(line + b"\n" for line in lines))
 
 
 def stored(entries):
@@ -49,6 +56,7 @@ def cli(*args):
 # --- OFF-1, OFF-3, OFF-N1: writing lines ---
 
 
+@pytest.mark.usefixtures("storage")
 def test_off1_line_key_order_ascii_and_optional_fields():
     entry = offload.add("m1", "fix café parser (bench/core, code)", None, "member; ok in 3.2s",
                         f"{CALL}.member1", status="ok", seconds=3.2)
@@ -73,6 +81,7 @@ def test_off_n1_note_for():
     assert offload.note_for("explorer 2", "error", 0.44, "x" * 200) == "explorer 2; error in 0.4s: " + "x" * 120
 
 
+@pytest.mark.usefixtures("storage")
 def test_imp16_concurrent_adds_from_16_threads_all_recorded():
     start = threading.Barrier(16)
 
@@ -122,6 +131,7 @@ def test_off2_a_line_still_being_written_waits_for_its_newline():
 # --- OFF-4, VRD-1, IMP-19: verdicts ---
 
 
+@pytest.mark.usefixtures("storage")
 def test_off4_verdict_messages_in_vrd1_order():
     offload.add("a", "t", None, "member; ok in 1.0s", "c1")
     with pytest.raises(ValueError) as bad:
@@ -140,6 +150,7 @@ def test_off4_verdict_messages_in_vrd1_order():
     assert len(log_lines()) == 1
 
 
+@pytest.mark.usefixtures("storage")
 def test_off4_verdict_copies_target_keeps_or_clears_and_same_verdict_writes_nothing():
     rename({"old": "new"})
     offload.add("old", "fix it (bench/core, code)", None, "member; ok in 2.0s", "c1", status="ok", seconds=2.0)
@@ -161,6 +172,7 @@ def test_off4_verdict_copies_target_keeps_or_clears_and_same_verdict_writes_noth
     assert len(offload.entries()) == 1 and offload.by_call("c1") == cleared
 
 
+@pytest.mark.usefixtures("storage")
 def test_issue29_item3_bounds_checked_after_tidying_before_the_log_is_read_and_the_receipt_cut():
     """Issue 29 item 3 at the module: the bounds count UTF-8 bytes of what would be written (whitespace collapsed),
     come before the unknown-call check, hold for the CLI too, and `receipt` cuts what a reply echoes."""
@@ -181,6 +193,7 @@ def test_issue29_item3_bounds_checked_after_tidying_before_the_log_is_read_and_t
     assert offload.by_call("c1").note == "n" * 300
 
 
+@pytest.mark.usefixtures("storage")
 def test_off4_two_racing_identical_verdicts_write_one_line():
     offload.add("a", "t", None, "member; ok in 1.0s", "c1")
     start = threading.Barrier(8)
@@ -202,6 +215,7 @@ def test_off4_two_racing_identical_verdicts_write_one_line():
 # --- OFF-5, OFF-7, ALI-1: summary, staleness, renames ---
 
 
+@pytest.mark.usefixtures("storage")
 def test_off5_summary_and_last_used():
     write_log([
         {"date": "2026-10-01", "model": "a", "task": "first", "useful": None, "note": "", "call": "c1"},
@@ -217,6 +231,7 @@ def test_off5_summary_and_last_used():
     assert offload.last_used() == {"a": "2026-10-03", "b": "2026-10-02"}
 
 
+@pytest.mark.usefixtures("storage")
 def test_empty_log_reads_as_nothing():
     assert (offload.entries(), offload.summary(), offload.last_used()) == ([], {}, {})
     assert (offload.record("core"), offload.shape_record("code"), offload.pending(["x"])) == ({}, {}, [])
@@ -233,6 +248,7 @@ def test_ali1_current_follows_links_and_refuses_loops():
     assert aliases.current("a") == "d" and aliases.current("x") == "x"
 
 
+@pytest.mark.usefixtures("storage")
 def test_ali1_a_rename_applies_to_the_index_without_rebuilding():
     write_log([
         {"date": "2026-10-01", "model": "old", "task": "t (bench/core, code)", "useful": True, "call": "1"},
@@ -254,6 +270,7 @@ def test_ali1_a_rename_applies_to_the_index_without_rebuilding():
 # --- VRD-2, MRG-3: record and shape record ---
 
 
+@pytest.mark.usefixtures("storage")
 def test_vrd2_record_counts_judged_per_collection_filters_by_note_and_accepts_bare_names():
     write_log([
         {"date": "2026-10-01", "model": "a", "task": "x (bench/core, code)", "useful": True, "note": "found the race"},
@@ -277,6 +294,7 @@ def test_vrd2_record_counts_judged_per_collection_filters_by_note_and_accepts_ba
     assert offload.record("bench/core:route") == {}  # a route task has no `(<collection>,`
 
 
+@pytest.mark.usefixtures("storage")
 def test_mrg3_shape_record_counts_judged_tasks_ending_with_the_shape():
     write_log([
         {"date": "2026-10-01", "model": "a", "task": "x (bench/core, code)", "useful": True, "note": ""},
@@ -293,6 +311,7 @@ def test_mrg3_shape_record_counts_judged_tasks_ending_with_the_shape():
 # --- VRD-3, IMP-7: pending ---
 
 
+@pytest.mark.usefixtures("storage")
 def test_vrd3_pending_keeps_order_and_duplicates_skips_unknown_judged_and_errors():
     offload.add("a", "t", None, offload.note_for("member", "ok", 1.0), "ok1")
     offload.add("a", "t", None, offload.note_for("member", "empty", 1.0), "empty1")
@@ -311,6 +330,7 @@ def test_vrd3_pending_keeps_order_and_duplicates_skips_unknown_judged_and_errors
 # --- OFF-6: the CLI ---
 
 
+@pytest.mark.usefixtures("storage")
 def test_off6_cli_list_add_verdict():
     empty = cli("list")
     assert empty.returncode == 0 and "No offloads recorded yet" in empty.stdout and "real work" in empty.stdout

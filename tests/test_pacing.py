@@ -16,6 +16,7 @@ from benchwarmers.core import fileio, paths
 from benchwarmers.models import learn, scoring
 from benchwarmers.calling import client, ledger, pacing
 from benchwarmers.demo import demo
+from benchwarmers.store import store
 
 MODELS = {"slow": {"answer": "took a while", "latency": 1.0}, "quick": {"answer": "quick"}}
 CHILD = """
@@ -68,7 +69,7 @@ def past_call(alias, ago, connection="demo", **tokens):
     ledger.write(ledger.line(time.time() - ago, alias, connection, connection, alias, "ok", 1, usage, 0.1, ""))
 
 
-def test_pace4_six_threads_against_rpm_3_send_exactly_3(bench):
+def test_pace4_six_threads_against_rpm_3_send_exactly_3(storage, bench):
     limits(demo={"rpm": 3})
     results = []
     threads = [threading.Thread(target=lambda: results.append(client.chat("slow", "hi", timeout=5)))
@@ -83,10 +84,10 @@ def test_pace4_six_threads_against_rpm_3_send_exactly_3(bench):
     statuses = sorted(row["status"] for row in lines())
     assert statuses == ["ok"] * 3 + ["refused"] * 3
     assert all(row["connection"] == "demo" for row in lines())
-    assert json.loads(paths.file("runs", "inflight.json").read_text()) == {}  # every ticket released (LED-8)
+    assert json.loads(store.current().read_text(pacing.INFLIGHT)) == {}  # every ticket released (LED-8)
 
 
-def test_pace4_two_processes_share_rpm_4(bench, home):
+def test_pace4_two_processes_share_rpm_4(storage, bench, home):
     """Two real processes of three concurrent calls each, one data folder: 4 sent of 6 ledger lines."""
     limits(demo={"rpm": 4})
     env = {**os.environ, "BENCHWARMERS_HOME": str(home), "BENCH_CLIENT": "builtin"}
@@ -140,7 +141,7 @@ def test_pace5_a_prompt_bigger_than_the_window_waits_for_an_empty_window(bench):
     assert res["error"] == ""
 
 
-def test_pace10_a_monthly_cap(bench):
+def test_pace10_a_monthly_cap(storage, bench):
     limits(demo={"rpmo": 3})
     for _ in range(3):
         past_call("quick", 5)

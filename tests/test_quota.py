@@ -11,6 +11,7 @@ from benchwarmers.core import fileio, paths
 from benchwarmers.models import learn, quota, scoring
 from benchwarmers.calling import client
 from benchwarmers.demo import demo
+from benchwarmers.store import store
 
 GEMINI_BODY = {"error": {"code": 429, "message": "You exceeded your current quota.", "status": "RESOURCE_EXHAUSTED",
                          "details": [
@@ -43,10 +44,10 @@ def bench(up):
 
 
 def stored():
-    return json.loads(paths.file("runs", "quotas.json").read_text(encoding="utf-8"))
+    return store.current().read_json(quota.QUOTAS, comments=False)
 
 
-def test_quo9_a_success_with_headers_leaves_one_live_record(bench):
+def test_quo9_a_success_with_headers_leaves_one_live_record(storage, bench):
     res = client.chat("hundred", "hi", timeout=20)
     assert res["error"] == "" and res["text"] == "fine"
     live = quota.live("demo", "hundred")
@@ -74,7 +75,7 @@ def test_quo9_a_generic_429_leaves_the_counted_record_and_the_retry_after_one(be
     assert learn.learned("three") == {}  # no window named: nothing to learn as rpm or rpd
 
 
-def test_quo9_a_gemini_quota_body_teaches_rpd_and_paces_the_next_call_pace9(bench):
+def test_quo9_a_gemini_quota_body_teaches_rpd_and_paces_the_next_call_pace9(storage, bench):
     res = client.chat("gemini", "hi", timeout=20, retries=0)
     assert res["status"] == 429
     limits = learn.learned("gemini")["limits"]

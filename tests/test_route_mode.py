@@ -20,6 +20,7 @@ from benchwarmers.core import fileio, paths
 from benchwarmers.models import catalog, endpoints, registry
 from benchwarmers.calling import ledger
 from benchwarmers.panel import conversations, offload, route_mode
+from benchwarmers.store import store
 from benchwarmers.demo import demo
 from benchwarmers.wire.turn import Turn
 
@@ -77,7 +78,7 @@ def events(data):
 
 
 def route_lines():
-    return fileio.read_jsonl(route_mode.routes_path())
+    return store.current().records(store.ROUTES)
 
 
 # ---------------------------------------------------------------- the accumulator (ACC)
@@ -300,7 +301,7 @@ def test_rt20_the_200_waits_for_the_grace_then_keep_alives_until_the_member_spea
 # ---------------------------------------------------------------- stickiness (RT-7..10)
 
 
-def test_rt12_next_turn_stays_on_the_member_and_counts_turns(gw, routed):
+def test_rt12_next_turn_stays_on_the_member_and_counts_turns(storage, gw, routed):
     """RT-7..10, TEST-12: same system and first message → same conversation, same member, `turn` 2, call `.1`."""
     collection("steady", "backup")
     first = [{"role": "system", "content": "You fix tests."}, {"role": "user", "content": PROMPT}]
@@ -317,7 +318,7 @@ def test_rt12_next_turn_stays_on_the_member_and_counts_turns(gw, routed):
     assert via_anthropic["conversation"] == reply["conversation"] and via_anthropic["turn"] == 3  # RT-7: any API
 
 
-def test_rt9_a_member_that_cannot_take_the_turn_is_replaced_keeping_the_conversation(gw, routed):
+def test_rt9_a_member_that_cannot_take_the_turn_is_replaced_keeping_the_conversation(storage, gw, routed):
     """RT-9: an image arrives; the conversation's member cannot see it: re-ranked, id and models kept."""
     collection("steady", "eye")
     first = json.loads(chat(gw)[2])["bench"]
@@ -334,7 +335,7 @@ def test_rt9_a_member_that_cannot_take_the_turn_is_replaced_keeping_the_conversa
     assert second["skipped"][0]["alias"] == "steady" and "does not take images" in second["skipped"][0]["why"]
 
 
-def test_rt8_idle_conversations_are_forgotten(gw, routed, monkeypatch):
+def test_rt8_idle_conversations_are_forgotten(storage, gw, routed, monkeypatch):
     """RT-8: a record idle past STICKY_TTL no longer holds the conversation."""
     collection("steady")
     first = json.loads(chat(gw)[2])["bench"]
@@ -361,7 +362,7 @@ def test_rt6_ranking_by_useful_verdicts_then_rotation(routed, monkeypatch):
 # ---------------------------------------------------------------- recording (RT-16, RT-22..24)
 
 
-def test_rt22_rt24_routes_jsonl_one_offload_per_model_and_ledger_purpose(gw, routed):
+def test_rt22_rt24_routes_jsonl_one_offload_per_model_and_ledger_purpose(storage, gw, routed):
     """RT-16, RT-22..24, TEST-23: a line per turn without the prompt; one unjudged offload per model; no calls.jsonl."""
     collection("limited", "steady")
     first = json.loads(chat(gw)[2])["bench"]
@@ -472,7 +473,7 @@ def stop(process):
     process.wait(timeout=20)
 
 
-def test_stickiness_survives_a_restart_and_holds_across_workers(routed):
+def test_stickiness_survives_a_restart_and_holds_across_workers(storage, routed):
     """Beyond RT-8: a conversation stays on its model across a gateway restart and across `--workers 2`."""
     collection("steady", "backup")
     port = free_port()

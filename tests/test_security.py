@@ -27,6 +27,7 @@ from benchwarmers.core import fileio, paths
 from benchwarmers.wire import routes
 from benchwarmers.demo import demo
 from benchwarmers.server import gatekeys, guard, httpserver
+from benchwarmers.store import rates, store
 
 PROMPT = "Is this loop off by one? for i in range(1, len(xs)): total += xs[i]"
 TOKEN = "correct-horse-battery-staple-42"
@@ -347,21 +348,22 @@ def test_test4_scope_and_rpm_read_from_hand_edits():
     assert gatekeys.lookup("anything") is None  # entries that are not objects never match
 
 
-def test_test4_rate_window_counts_permitted_requests_only():
+def test_test4_rate_window_counts_permitted_requests_only(storage):
     """RATE-2..4: the third request on a cap of 2 is 429 with 1 ≤ Retry-After ≤ 61; uncapped is unlimited."""
-    fileio.write_atomic(gatekeys.path(), json.dumps({"two": {"sha256": "0" * 64, "rpm": 2, "collections": ["a"]},
-                                                     "free": {"sha256": "1" * 64}}))
+    store.current().update_json(store.GATEWAY_KEYS, lambda data: data.update(
+        {"two": {"sha256": "0" * 64, "rpm": 2, "collections": ["a"]}, "free": {"sha256": "1" * 64}}))
     assert gatekeys.admit("two", "b")[0] == 403  # refused by scope: not counted
     assert gatekeys.admit("two", "a") is None and gatekeys.admit("two", "a") is None
     status, text, headers = gatekeys.admit("two", "a")
     assert status == 429 and 1 <= int(headers["Retry-After"]) <= 61
     assert text == f"the gateway key two may make 2 requests a minute; try again in {headers['Retry-After']}s"
     assert gatekeys.admit("two", "a")[0] == 429  # refused attempts are not recorded either
-    assert len(json.loads(gatekeys.rate_path().read_text())["two"]) == 2
+    if storage == "folder":
+        assert len(json.loads(paths.file(*rates.RATES).read_text())["two"]) == 2
     assert all(gatekeys.admit("free", "a") is None for _ in range(50))
     # a stamp from before the window and one from the future (the clock stepped back) are dropped
-    assert gatekeys._charge([100.0, 150.0, 500.0], 2, 200.0) == (None, [150.0, 200.0])
-    assert gatekeys._charge([100.0, 150.0, 500.0], 1, 200.0) == (11, [150.0])
+    assert rates.window([100.0, 150.0, 500.0], 2, 200.0) == (None, [150.0, 200.0])
+    assert rates.window([100.0, 150.0, 500.0], 1, 200.0) == (11, [150.0])
 
 
 def test_cred_test4_test7_credential_forms_and_messages(port, keys_on, monkeypatch, watch):
@@ -543,7 +545,7 @@ def test_issue29_item3_verdict_notes_and_claims_are_bounded_and_a_key_is_capped_
     assert fileio.read_json(counts) == {"day": datetime.date.today().isoformat(), "keys": {"judge": 1}}
 
 
-def test_imp11_rate_cap_counts_across_two_server_processes(port, keys_on, watch):
+def test_imp11_rate_cap_counts_across_two_server_processes(storage, port, keys_on, watch):
     """Improvement 11 (and RATE-5's per-process residual gone): one window in the data folder for all servers."""
     demo.set_collection("core", ["alpha"])
     key = watch.add(gatekeys.make("agent", rpm=2))

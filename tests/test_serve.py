@@ -19,6 +19,7 @@ from benchwarmers.demo import demo
 from benchwarmers.server import gatekeys
 from benchwarmers.admin import modeledit
 from benchwarmers.dashboard import gatewaycard
+from benchwarmers.store import store
 
 ROOT = Path(__file__).resolve().parent.parent
 TOKEN = "a-very-long-admin-token-0123456789"
@@ -965,7 +966,7 @@ def test_public_url_sets_the_gateway_url_host_and_secure_cookie_srv3(dash, monke
 
 
 def test_skipped_members_show_on_the_card_without_a_verdict_gw2(dash):
-    fileio.append_jsonl(gatewaycard.calls_path(), {
+    fileio.append_jsonl(paths.file(*store.CALLS), {
         "panel": "p1", "at": "2026-12-03T10:00:00+00:00", "model": "bench/vision", "shape": "vision", "shape_by": "images",
         "key": "estate", "system": "", "prompt": "what is in it?",
         "seats": [{"call": "p1.member1", "seat": "member", "alias": "seer", "status": "error", "answer": "",

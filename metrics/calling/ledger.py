@@ -1,6 +1,7 @@
 """The usage ledger: one line per built-in client call (LED-1..9).
 
-`DATA/metrics/usage/<YYYY-MM>.jsonl`, the month of the call's send time in UTC.
+`DATA/metrics/usage/<YYYY-MM>.jsonl`, the month of the call's send time in UTC; on Postgres (docs/replicas.md)
+a log of the same name, shared by every replica.
 Pacing counts requests and tokens from it, cost reads tokens from it, and the
 dashboard charts it. A line says who called which model through which
 connection, how it went and what it cost in tokens: never the prompt, the
@@ -20,6 +21,7 @@ import time
 from pathlib import Path
 
 from ..core import console, fileio, paths
+from ..store import store
 
 try:
     import fcntl
@@ -32,11 +34,16 @@ KEPT_OPEN = 4  # the lock file and a few month files; more (another data folder,
 
 
 def folder():
-    return paths.file("metrics", "usage")
+    return paths.file(*store.USAGE)
+
+
+def month_log(t):
+    """The month's log as the store names it: its place in the data folder."""
+    return (*store.USAGE, time.strftime("%Y-%m", time.gmtime(t)) + ".jsonl")
 
 
 def month_file(t):
-    return folder() / (time.strftime("%Y-%m", time.gmtime(t)) + ".jsonl")
+    return paths.file(*month_log(t))
 
 
 def month_start(t):
@@ -195,7 +202,10 @@ def write(record):
     """Append one record under `metrics/usage/usage.lock` (LED-5); False (with a stderr note) when it failed."""
     data = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
     try:
-        if fcntl:
+        chosen = store.current()
+        if chosen.kind != "folder":  # replicas share one ledger, so a provider's limits hold across them
+            chosen.append(month_log(record["t"]), data)
+        elif fcntl:
             _kept.append(month_file(record["t"]), data)
         else:
             with fileio.lock(folder() / "usage"):
@@ -223,15 +233,22 @@ def count_benchmark(alias, calls=1):
 def _months(since, until):
     start, end = month_start(since), until if until is not None else time.time()
     while start <= end:
-        yield month_file(start)
+        yield month_log(start)
         start = next_month(start)
 
 
+def _every_month(chosen):
+    if chosen.kind != "folder":
+        return sorted(log for log in chosen.logs() if log[:2] == store.USAGE)
+    return [(*store.USAGE, os.path.basename(name)) for name in sorted(glob.glob(str(folder() / "*.jsonl")))]
+
+
 def rows(since=0, until=None):
-    """Ledger rows with since ≤ t (< until), oldest file first (LED-6). Unreadable lines are skipped."""
-    files = sorted(glob.glob(str(folder() / "*.jsonl"))) if since <= 0 else _months(since, until)
-    for name in files:
-        for row in fileio.read_jsonl(name):
+    """Ledger rows with since ≤ t (< until), oldest month first (LED-6), from the store. Unreadable lines are
+    skipped."""
+    chosen = store.current()
+    for log in _every_month(chosen) if since <= 0 else _months(since, until):
+        for row in chosen.records(log):
             t = row.get("t")
             if not isinstance(t, (int, float)) or isinstance(t, bool):
                 continue

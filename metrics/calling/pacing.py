@@ -6,7 +6,8 @@ Limits come from what the user entered (`config/connection-limits.json` per conn
 read from the usage ledger (requests as `attempts`, the requests the provider saw; tokens as
 `tokens_in + tokens_out`) plus the calls still in flight, which `runs/inflight.json` holds from
 admission until their ledger line is written. Check and reserve happen under one lock,
-`runs/pacing.lock`, so threads and processes sharing a data folder never overshoot together.
+`runs/pacing.lock`, so threads and processes sharing a data folder never overshoot together. On Postgres
+(docs/replicas.md) the ledger, the calls in flight and the lock are the store's, so replicas never do either.
 
 The client runs `pace(call)` in its PREFLIGHT after the free-tier guard: a call waits (in steps of at
 most 5 s) while a window is full, and is refused when the wait would end within 2 s of its deadline.
@@ -37,6 +38,7 @@ import time
 import uuid
 
 from ..core import fileio, paths
+from ..store import store
 from ..net import transport
 from ..models import connections, learn, quota
 from . import ledger
@@ -109,15 +111,14 @@ def _int(value):
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def inflight_path():
-    return paths.file("runs", "inflight.json")
+INFLIGHT = ("runs", "inflight.json")
 
 
 def _read_inflight(now):
-    """The in-flight entries still within their `until` (read straight from the file: another process may have
+    """The in-flight entries still within their `until` (read straight from the store: another process may have
     written it a moment ago, and a stat snapshot of this thread would not know)."""
     try:
-        data = json.loads(inflight_path().read_text(encoding="utf-8"))
+        data = json.loads(store.current().read_text(INFLIGHT) or "{}")
     except (OSError, ValueError):
         return {}
     if not isinstance(data, dict):
@@ -127,7 +128,7 @@ def _read_inflight(now):
 
 
 def _write_inflight(entries):
-    fileio.write_atomic(inflight_path(), json.dumps(entries, indent=1) + "\n")
+    store.current().write_text(INFLIGHT, json.dumps(entries, indent=1) + "\n")
 
 
 def _event(row):
@@ -167,15 +168,45 @@ class _Tail:
                 blob = f.read(st.st_size - self.offset)
             whole = blob.rfind(b"\n") + 1  # a line still being written waits for the next look
             self.offset += whole
-            for row in fileio.parse_lines(blob[:whole], self.path):
-                if isinstance(row.get("t"), (int, float)) and not isinstance(row.get("t"), bool):
-                    event = _event(row)
-                    self.events.append(event)
-                    connection = event["connection"] or "?"
-                    self.month[connection] = self.month.get(connection, 0) + event["requests"]
+            self._take(fileio.parse_lines(blob[:whole], self.path))
+        self._trim(now)
+        return self
+
+    def _take(self, rows):
+        for row in rows:
+            if isinstance(row.get("t"), (int, float)) and not isinstance(row.get("t"), bool):
+                event = _event(row)
+                self.events.append(event)
+                connection = event["connection"] or "?"
+                self.month[connection] = self.month.get(connection, 0) + event["requests"]
+
+    def _trim(self, now):
         keep = now - DAY - 60
         if self.events and self.events[0]["t"] < keep:
             self.events = [e for e in self.events if e["t"] >= keep]
+
+
+class _StoredTail(_Tail):
+    """A month of the ledger in the Postgres store, read as `_Tail` reads its file: the lines after the last id
+    taken, asked for only when the store says the month changed."""
+
+    def __init__(self, log, shared):
+        super().__init__("/".join(log))
+        self.log, self.shared, self.mark = log, shared, None
+
+    def refresh(self, now):
+        mark = self.shared.mark(self.log)
+        if mark is None or mark != self.mark:
+            generation, rows = self.shared.since(self.log, self.offset)
+            if generation != self.identity:
+                self.__init__(self.log, self.shared)
+                self.identity = generation
+                generation, rows = self.shared.since(self.log, 0)
+            for line_id, body in rows:
+                self.offset = line_id
+                self._take(fileio.parse_lines(body, self.path))
+            self.mark = mark
+        self._trim(now)
         return self
 
 
@@ -183,12 +214,15 @@ _tails = {}  # month file path -> _Tail; used under the pacing lock
 
 
 def _tail(t, now):
-    path = str(ledger.month_file(t))
-    if path not in _tails:
+    log = ledger.month_log(t)
+    path = str(paths.file(*log))
+    chosen = store.current()
+    found = _tails.get(path)
+    if found is None or getattr(found, "shared", chosen) is not chosen:
         if len(_tails) >= 4:
             _tails.clear()
-        _tails[path] = _Tail(path)
-    return _tails[path].refresh(now)
+        found = _tails[path] = _Tail(path) if chosen.kind == "folder" else _StoredTail(log, chosen)
+    return found.refresh(now)
 
 
 def _events(since, inflight, now):
@@ -290,7 +324,7 @@ def admit(alias, connection, need, left, wait=True):
         records = [r for r in quota.live(connection, alias) if isinstance(r.get("remaining"), int)]
         if not found_rules and not records:
             return None, ""
-        with fileio.lock(paths.file("runs", "pacing")):
+        with store.current().locked("pacing"):
             now = time.time()
             inflight = _read_inflight(now)
             blocked = blocker(alias, connection, need, found_rules, records, inflight, now)
@@ -315,7 +349,7 @@ def release(ticket):
     """Take a call out of flight once its ledger line is written (LED-8); a no-op for None."""
     if ticket is None:
         return
-    with fileio.lock(paths.file("runs", "pacing")):
+    with store.current().locked("pacing"):
         inflight = _read_inflight(time.time())
         inflight.pop(ticket, None)
         _write_inflight(inflight)

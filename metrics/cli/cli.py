@@ -55,9 +55,11 @@ import urllib.parse
 from pathlib import Path
 
 from .. import __version__
-from ..core import console, settings
+from ..core import console, paths, settings
+from ..core.errors import StoreUnavailable
 from ..net import remote
 from ..panel import policy
+from ..store import moving, store
 
 PREFIX = "bench/"
 OPENAPI = "/openapi.json"  # the server's OpenAPI document, on either port (issue 33)
@@ -338,6 +340,29 @@ def cmd_pending(args):
         print(call)
     if not pending:
         note("every one of these seats has a verdict (or is unknown to this server)")
+
+
+def _shared():
+    """The Postgres store BENCH_DATABASE_URL names, for `bench store`; it runs here, not at a server."""
+    if store.kind() != "postgres":
+        raise Failed("bench store needs BENCH_DATABASE_URL (docs/replicas.md)", code=2)
+    try:
+        return store.current()
+    except StoreUnavailable as exc:
+        raise Failed(str(exc)) from exc
+
+
+def _moved(counts, verb):
+    for name, what in counts.items():
+        print(f"{verb} {name}: {what}")
+
+
+def cmd_store_import(args):
+    _moved(moving.into(_shared(), args.folder or paths.data()), "imported")
+
+
+def cmd_store_export(args):
+    _moved(moving.out(_shared(), args.folder or paths.data()), "exported")
 
 
 def cmd_collections(args):
@@ -979,6 +1004,16 @@ def parser(prog="bench"):
     save.add_argument("--tags", metavar="CSV", help="tags, replacing the current ones")
     save.add_argument("--reply", choices=("all", "merged", "route"), help="every answer, one merged, or one routed")
     save.add_argument("--merger", metavar="A", help="the model that merges (empty: chosen by verdicts)")
+    moved = group(sub, "store", "move a bench's logs between its data folder and Postgres (docs/replicas.md)",
+                  """examples:
+  BENCH_DATABASE_URL=postgresql://bench@db/bench bench store import
+  BENCH_DATABASE_URL=postgresql://bench@db/bench bench store export --folder /srv/bench-copy""")
+    for name, func, summary in (("import", cmd_store_import, "copy the data folder's logs into Postgres, replacing "
+                                 "what it held"),
+                                ("export", cmd_store_export, "write Postgres's logs into the data folder's files, "
+                                 "replacing them")):
+        moving_action = action(moved, name, func, summary, f"bench store {name} --folder /srv/bench")
+        moving_action.add_argument("--folder", type=Path, help="the data folder (default: this bench's)")
     command(sub, "keys", cmd_keys, "the gateway keys: names, scopes, caps, last use (never a key)", """examples:
   bench keys""")
     key = group(sub, "key", "make or revoke a gateway key", """examples:

@@ -33,6 +33,7 @@ handler did not plan is a bug like any other.
 | `NoMembers` (a LookupError) | 503 | route mode: the collection lists no member (RT-2) |
 | `Busy` | 503 + Retry-After | the panel: too many panels in flight |
 | `fileio.WriteFailed` | 507 or 503 | a write the data folder refused (`paths.unwritable`) |
+| `StoreUnavailable` (an OSError) | 503 + Retry-After | the Postgres store several replicas share cannot be reached (docs/replicas.md); at start, the replica does not start |
 | `Bug` | 500 | anything else: `<what> failed (<Type>: <message>); error id <8 hex>` |
 | `Unshown` | 200 | a dashboard view that has nothing to show says why, and the page draws it (OB-6, OB-19) |
 
@@ -215,6 +216,15 @@ class Busy(Refusal):
 
     status = 503
     retry_after = 2
+
+
+class StoreUnavailable(Refusal, OSError):
+    """The shared store cannot be used: no server, a lost connection, a refused login, a schema newer than this
+    bench's. An OSError, as `fileio.WriteFailed` is, so what keeps an answer when the data folder refuses a write
+    (route mode's conversation, its log line) keeps it when the store is away too."""
+
+    status = 503
+    retry_after = 5
 
 
 class Unshown(Refusal):

@@ -25,7 +25,8 @@ from typing import Any
 
 from . import fileio
 
-SECRET_WORDS = ("KEY", "TOKEN", "SECRET")  # a name holding one of these is shown masked
+# a name holding one of these is shown masked (a database URL may carry a password)
+SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "DATABASE_URL")
 HIDDEN = "set (hidden)"
 UNSET = "(not set)"
 VALUE_WIDTH = 36
@@ -89,6 +90,12 @@ SETTINGS = (
     _env("APPDATA", "", "Windows: llm's user folder is `%APPDATA%\\io.datasette.llm` (unset: the home folder).",
          "core.paths", owner="The OS"),
     # -- the servers and who may call them
+    _env("BENCH_STORAGE", "", "Where the logs replicas share are kept: `folder` (the data folder's JSONL files) or "
+         "`postgres` (the server `BENCH_DATABASE_URL` names). Unset: `postgres` when that URL is set, else `folder` "
+         "(docs/replicas.md).", "store.store"),
+    _env("BENCH_DATABASE_URL", "", "The Postgres server several replicas of one bench share, as a libpq URL "
+         "(`postgresql://bench@db.internal/bench`); needs the `postgres` extra. Read once, at a process's first "
+         "use of the store.", "store.store"),
     _env("BENCH_PORT", "8122", "The dashboard's port (it answers the gateway's routes too), and the server the "
          "`bench` commands try first.", "server.guard", "dashboard.serve", "net.remote", "scripts.init"),
     _env("BENCH_GATEWAY_PORT", "8123", "The gateway's port (`bench gateway`, `python gateway.py`); the `bench` "

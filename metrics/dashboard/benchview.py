@@ -26,6 +26,7 @@ from ..calling import client
 from ..panel import collections, offload, roles, roster
 from ..server import gatekeys, guard
 from ..admin import jobs
+from ..store import store
 
 STAMPED = (("config", "*.json*"), ("config", "*.yaml"), ("metrics", "*.json*"), ("perf", "history.csv"),
            ("runs", "*.md"))
@@ -317,7 +318,7 @@ def keys_api():
 def logs():
     """LG-1: gateway calls (no prompt, no answer), changes, scheduler lines, onboarding runs."""
     calls = []
-    for record in tails.records(file("runs", "gateway", "calls.jsonl"), LOG_LINES):
+    for record in store.current().tail(store.CALLS, LOG_LINES):
         seats = record.get("seats") if isinstance(record.get("seats"), list) else []
         calls.append({"at": str(record.get("at", "")), "model": str(record.get("model", "")),
                       "shape": str(record.get("shape", "")),

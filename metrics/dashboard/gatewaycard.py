@@ -5,7 +5,7 @@ owed, route conversations, one seat for the verdict dialog, and the dialog's sav
 Only the ends of the logs are read (IMP-12): the card reads the 30 newest panels from the end of
 `runs/gateway/calls.jsonl`, route conversations the newest `ROUTE_LINES` turns of `routes.jsonl`, and
 verdicts come from the offload log's in-memory index (`offload.by_call`), so the card's cost does not
-grow with either log.
+grow with either log. Each log is read from the store (docs/replicas.md): the data folder, or Postgres.
 
 Decision: route conversations are grouped from the newest `ROUTE_LINES` turns; a conversation whose
 first turns are older than that shows its later turns only (its `When` is then its oldest turn read).
@@ -13,9 +13,9 @@ first turns are older than that shows its later turns only (its `When` is then i
 
 import json
 
-from ..core import paths, tails
 from ..core.errors import Invalid, UnknownCall
-from ..panel import offload, route_mode
+from ..panel import offload
+from ..store import store
 
 PANELS = 30
 CONVERSATIONS = 30
@@ -25,10 +25,6 @@ PREVIEW_CHARS = 120  # the card's prompt column: the start of the prompt, on one
 NOTE_CHARS = 500
 CLAIM_CHARS = 400
 CLAIMS = 20
-
-
-def calls_path():
-    return paths.file("runs", "gateway", "calls.jsonl")
 
 
 def _useful(call):
@@ -45,7 +41,7 @@ def _seat(seat):
 def panels():
     """GW-1/GW-2: the newest panels, newest first, each with its seats' verdicts and what is owed."""
     rows = []
-    for record in tails.records(calls_path(), PANELS):
+    for record in store.current().tail(store.CALLS, PANELS):
         seats = [_seat(s) for s in record.get("seats") or [] if isinstance(s, dict)]
         skipped = [{"seat": str(s.get("seat", "")), "alias": str(s.get("alias", "")), "why": str(s.get("why", ""))}
                    for s in record.get("skipped") or [] if isinstance(s, dict)]
@@ -62,7 +58,7 @@ def panels():
 def conversations():
     """GW-3 / RT-25: one row per conversation, the 30 with the latest last turn first."""
     turns = {}
-    for record in tails.records(route_mode.routes_path(), ROUTE_LINES):
+    for record in store.current().tail(store.ROUTES, ROUTE_LINES):
         conversation = record.get("conversation")
         if isinstance(conversation, str) and conversation:
             turns.setdefault(conversation, []).append(record)
@@ -104,7 +100,7 @@ def seat(call):
     if not panel:
         return None
     wanted = json.dumps(panel).encode("ascii")
-    for record in tails.each(calls_path(), wanted):
+    for record in store.current().each(store.CALLS, wanted):
         for s in record.get("seats") or []:
             if isinstance(s, dict) and s.get("call") == call:
                 entry = offload.by_call(call)

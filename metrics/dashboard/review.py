@@ -26,11 +26,11 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..core import fileio, tails
+from ..core import fileio, paths
 from ..core.errors import Invalid, NotFound
 from ..models import catalog
 from ..panel import leaderboard, offload
-from . import gatewaycard
+from ..store import store
 
 QUEUE_PANELS = 2000  # the newest panels of the calls log the queue looks through
 PROMPT_CHARS = 100_000
@@ -77,22 +77,31 @@ def _wanted(filters: Mapping[str, str]) -> Callable[[Mapping[str, Any]], bool]:
 
 
 Summary = tuple[str, str, str, str, tuple[tuple[str, str], ...]]  # panel, at, collection, shape, (call, alias)...
-_read: dict[str, tuple[Any, list[Summary]]] = {}  # calls log path -> (its stamp, its newest panels summed up)
+_read: dict[str, tuple[Any, list[Summary]]] = {}  # data folder -> (the calls log's mark, its newest panels summed up)
 _read_lock = threading.Lock()
+
+
+def _calls_mark() -> object:
+    """What changes when the calls log does: its file's stamp, or the shared store's mark (None: read again)."""
+    current = store.current()
+    if isinstance(current, store.Folder):
+        return fileio.stamp(paths.file(*store.CALLS))
+    mark: Callable[[store.Log], object] | None = getattr(current, "mark", None)
+    return mark(store.CALLS) if mark else None
 
 
 def summaries() -> list[Summary]:
     """The newest `QUEUE_PANELS` panels of the calls log, newest first, without their texts: read again only when
-    the file changes, since every page load asks (the badge) and the lines hold whole prompts and answers."""
-    path = gatewaycard.calls_path()
+    the log changes, since every page load asks (the badge) and the lines hold whole prompts and answers."""
+    where = str(paths.data())
     with _read_lock:
-        stamp = fileio.stamp(path)
-        kept = _read.get(str(path))
+        stamp = _calls_mark()
+        kept = _read.get(where)
         if kept is None or kept[0] != stamp or stamp is None:
             found = [(_text(r.get("panel")), _text(r.get("at")), _text(r.get("model")), _text(r.get("shape")),
                       tuple((_text(s.get("call")), _text(s.get("alias"))) for s in _seats(r)))
-                     for r in tails.records(path, QUEUE_PANELS)]
-            kept = _read[str(path)] = (stamp, found)
+                     for r in store.current().tail(store.CALLS, QUEUE_PANELS)]
+            kept = _read[where] = (stamp, found)
         return kept[1]
 
 
@@ -201,7 +210,7 @@ def panel(panel_id: str) -> dict[str, Any]:
     if not panel_id:
         raise NotFound(NO_PANEL.format(""))
     wanted = json.dumps(panel_id).encode("ascii")
-    for record in tails.each(gatewaycard.calls_path(), wanted):
+    for record in store.current().each(store.CALLS, wanted):
         if record.get("panel") == panel_id:
             return {"ok": True, "errors": [], "panel": panel_id, "at": _text(record.get("at")),
                     "collection": _text(record.get("model")), "shape": _text(record.get("shape")),

@@ -56,6 +56,7 @@ from ..wire import routes, schemas
 from ..models import endpoints, registry
 from ..calling import client
 from ..panel import collections, leaderboard, panel, peers
+from ..store import store
 from ..server import exchange, gateway, guard, openapi, routing
 from ..server.exchange import Reply, Request, json_reply
 from ..admin import (collectionedit, connect, endpointedit, hubadd, jobs, modeledit, modelfacts, onboarding,
@@ -559,6 +560,9 @@ def main(argv: list[str] | None = None) -> None:
     paths.data()  # SRV-1: the data folder's layout, made at start
     server = gateway.listen(address, port, DASHBOARD, "BENCH_PORT", upstream)
     gateway.stop_on_signals(server)
+    refused = store.opened()  # a Postgres store connected and migrated before the first request
+    if refused:
+        sys.exit(refused)
     scheduler.start()  # §4: the recurring jobs run inside the dashboard; one loop per data folder (SCH-7)
     onboarding.queue()  # IMP-7: a batch the last server left queued or running carries on
     # the first panel and the Gateway card's first read (the offload index) pay no one-off cost

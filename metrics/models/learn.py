@@ -29,6 +29,7 @@ import sys
 import time
 
 from ..core import fileio, keys, paths
+from ..store import store
 from . import connections
 
 DEFAULT_COOLDOWN = 1800
@@ -88,8 +89,8 @@ def learned_path():
     return paths.file("config", "model-learned.json")
 
 
-def cooldowns_path():
-    return paths.file("runs", "cooldowns.json")
+COOLDOWNS = ("runs", "cooldowns.json")  # in the store: every replica rests a model another one saw limited
+
 
 
 def now_local():
@@ -251,7 +252,7 @@ def cool(alias, wait, why, where):
         until = _local(math.ceil(time.time() + seconds))
         data[alias] = {"until": until, "why": why, "where": where, "stated": stated}
 
-    fileio.update(cooldowns_path(), change)
+    store.current().update_json(COOLDOWNS, change)
     return seconds
 
 
@@ -261,7 +262,7 @@ _until_cache = (None, {})
 def _untils():
     """`{alias: (until epoch, entry)}` for well-formed entries, re-parsed only when the file changes."""
     global _until_cache
-    raw = fileio.read_json(cooldowns_path(), comments=False)
+    raw = store.current().read_json(COOLDOWNS, comments=False)
     cached_raw, parsed = _until_cache
     if raw is cached_raw:
         return parsed

@@ -28,7 +28,8 @@ import time
 from email.utils import parsedate_to_datetime
 from urllib.parse import urlsplit
 
-from ..core import fileio, paths
+from ..core import paths
+from ..store import store as shared  # `store` is this module's own word: QUO-6's
 from . import learn
 
 PRUNE_AFTER_RESET = 86_400
@@ -55,8 +56,11 @@ AXES = {("requests", "minute"): "rpm", ("requests", "day"): "rpd", ("tokens", "m
         ("tokens", "day"): "tpd"}
 
 
+QUOTAS = ("runs", "quotas.json")  # in the store: a provider's stated quota is every replica's
+
+
 def path():
-    return paths.file("runs", "quotas.json")
+    return paths.file(*QUOTAS)
 
 
 def iso_utc(epoch):
@@ -260,13 +264,13 @@ def store(connection, alias, records, now=None):
         _prune(data, now)
         data["_why"] = WHY
 
-    fileio.update(path(), change)
+    shared.current().update_json(QUOTAS, change)
 
 
 def records(connection=None, alias=None):
     """Every stored record (optionally of one connection and alias), each a dict with connection and alias."""
     found = []
-    for conn, aliases in fileio.read_json(path()).items():
+    for conn, aliases in shared.current().read_json(QUOTAS).items():
         if connection is not None and conn != connection or not isinstance(aliases, dict):
             continue
         for name, recs in aliases.items():

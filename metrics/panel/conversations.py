@@ -6,18 +6,16 @@ spoke. The record says which member answers it (`alias`), the order to fail over
 models that have answered it (`models`: the call id `<conv>.<n>` is a model's place in that list) and
 how many turns it has had.
 
-Beyond the reference, which kept these in one process's memory (improvement 18): each record is a
-small JSON file under `runs/gateway/conversations/`, named by its key, so a restarted gateway, the
-dashboard's port and every `--workers` process keep a conversation on its model. One file per
-conversation keeps a turn's cost independent of how many conversations are live; a record is read and
-changed under its own lock. Records idle for STICKY_TTL are forgotten: a lookup ignores them, and a
-sweep at most once per SWEEP_EVERY seconds deletes their files.
+Beyond the reference, which kept these in one process's memory (improvement 18): each record is kept
+by the store, named by its key: a small JSON file under `runs/gateway/conversations/` (`store.keyed`),
+or a row in Postgres (docs/replicas.md), so a restarted gateway, the dashboard's port, every `--workers`
+process and every replica keep a conversation on its model. A record is read and changed under its own
+lock. Records idle for STICKY_TTL are forgotten: a lookup ignores them, and a sweep at most once per
+SWEEP_EVERY seconds deletes them.
 """
 
 import datetime
 import hashlib
-import json
-import os
 import secrets
 import threading
 import time
@@ -25,7 +23,8 @@ from collections.abc import Callable, Container, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..core import fileio, keys, paths
+from ..core import keys, paths
+from ..store import store
 from ..wire import common
 
 T = TypeVar("T")
@@ -41,7 +40,8 @@ _sweep_lock = threading.Lock()
 
 
 def folder() -> Path:
-    return paths.file("runs", "gateway", "conversations")
+    """Where the folder store keeps the records (`store.keyed`)."""
+    return paths.file(*store.CONVERSATIONS)
 
 
 def first_user_text(messages: Iterable[object]) -> str:
@@ -66,52 +66,24 @@ def new_id() -> str:
     return "r" + datetime.datetime.now().strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(8)
 
 
-def _path(conv_key: str) -> Path:
-    return folder() / f"{conv_key}.json"
-
-
 def _fresh(record: object, now: float) -> bool:
     return isinstance(record, dict) and isinstance(record.get("at"), (int, float)) and now - record["at"] <= STICKY_TTL
 
 
-def _read(fd: int) -> Record | None:
-    """The live record in the open file `fd`, or None (no record, a torn one, or one idle too long)."""
-    try:
-        record = json.loads(os.pread(fd, os.fstat(fd).st_size, 0) or b"null")
-    except ValueError:
-        return None
-    return record if _fresh(record, time.time()) else None
-
-
 def _change(conv_key: str, change: Callable[[Record | None], tuple[T, Record | None]]) -> T:
-    """Read, change and write one record under its lock; returns what `change` returns. `change(record)` gives
-    `(result, the record to store or None to leave the file as it is)`.
+    """Read, change and write one record under its lock, in the store (a record idle too long reads as
+    none); returns what `change` returns. `change(record)` gives `(result, the record to store or None to
+    leave it as it is)`."""
+    def live(record: Record | None) -> tuple[T, Record | None]:
+        return change(record if _fresh(record, time.time()) else None)
 
-    The record is rewritten in place (write, then cut to length) rather than replaced by a rename: a rename
-    over an existing file makes ext4 flush it, 0.3-1.5 ms a turn, while in place costs microseconds. Every
-    reader holds the lock too, so none sees a half-written record; a crash part way leaves a record that does
-    not parse, which reads as none (the conversation starts afresh; no answer is lost)."""
-    path = _path(conv_key)
-    with fileio.lock(path):
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, fileio.FILE_MODE)
-        try:
-            result, record = change(_read(fd))
-            if record is not None:
-                data = json.dumps(record, ensure_ascii=False).encode("utf-8", "surrogatepass")
-                os.pwrite(fd, data, 0)
-                os.ftruncate(fd, len(data))
-        except OSError as exc:
-            raise fileio.refused(path, exc) from exc
-        finally:
-            os.close(fd)
-    return result
+    return store.current().change(store.CONVERSATIONS, conv_key, live)
 
 
 def find(conv_key: str) -> Record | None:
     """The live record of `conv_key`, or None when there is none or it has been idle too long."""
-    if not _path(conv_key).exists():
-        return None
-    return _change(conv_key, lambda record: (record, None))
+    record = store.current().find(store.CONVERSATIONS, conv_key)
+    return record if _fresh(record, time.time()) else None
 
 
 def claim(conv_key: str, eligible: Container[str], rank: Callable[[], list[str]], messages: list[Any]) -> Record:
@@ -119,11 +91,14 @@ def claim(conv_key: str, eligible: Container[str], rank: Callable[[], list[str]]
     record, or the old one re-ranked (its id, models and turns kept), with `rank()`'s order. Two first
     turns arriving together share one record, the first written."""
     _sweep()
+    found = find(conv_key)
+    if found is not None and found.get("alias") in eligible:
+        return found
+    order = rank()  # outside the record's lock: ranking reads the offload log, in the store too
 
     def change(record: Record | None) -> tuple[Record, Record | None]:
         if record is not None and record.get("alias") in eligible:
             return record, None
-        order = rank()
         record = {**(record or _record(messages)), "alias": order[0], "order": order, "at": time.time()}
         return record, record
 
@@ -167,22 +142,10 @@ def finish(conv_key: str, claimed: Record, alias: str) -> Answered:
 
 
 def _sweep() -> None:
-    """Delete the records idle for more than STICKY_TTL, at most once per SWEEP_EVERY seconds per process."""
+    """Forget the records idle for more than STICKY_TTL, at most once per SWEEP_EVERY seconds per process."""
     now = time.time()
     with _sweep_lock:
         if now - _swept["at"] < SWEEP_EVERY:
             return
         _swept["at"] = now
-    try:
-        entries = list(os.scandir(folder()))
-    except OSError:
-        return
-    for entry in entries:
-        if not entry.name.endswith(".json"):
-            continue  # a lock goes with its record, never on its own age (a lock file is never touched again)
-        try:
-            if now - entry.stat().st_mtime > STICKY_TTL:
-                os.unlink(entry.path)
-                os.unlink(entry.path + ".lock")
-        except OSError:
-            pass
+    store.current().sweep(store.CONVERSATIONS, STICKY_TTL)

@@ -6,7 +6,7 @@ answers; a verdict adds a later line with the same call id, which supersedes the
 Routing reads this log on every panel (staleness, merger choice, record, pending), so it is kept
 as an in-memory `Index` per log path instead of being re-read: built once, then fed only the
 bytes appended since the last look (by this process or any other), and rebuilt when the file is
-replaced or cut. Aggregates are kept per raw alias and mapped through renames at query time, so a
+replaced or cut (on Postgres, docs/replicas.md, a `StoredIndex` fed the lines after the last id). Aggregates are kept per raw alias and mapped through renames at query time, so a
 rename applies at once without a rebuild. A read costs one stat when nothing changed.
 
 The index holds aggregates and a few numbers per entry, never the lines (a 100,000-line log would
@@ -22,9 +22,9 @@ The log is the record and is never rotated, so nothing a caller sends may grow i
 (issue 29 item 3): a verdict's note holds at most `NOTE_BYTES`, each claim `CLAIM_BYTES` and a
 verdict `MAX_CLAIMS` claims, measured in UTF-8 once whitespace is collapsed (413 beyond); a gateway
 key adds at most `verdicts_per_key_day` lines a day (config/gateway.json; 429 until midnight), counted
-in `runs/gateway/verdicts.json` across ports and processes; and a verdict's reply (`receipt`) cuts
-what it echoes. Callers without a key (`local`), the dashboard and this CLI are not counted: they can
-write the data folder anyway.
+by the store (`runs/gateway/verdicts.json`, or Postgres) across ports, processes and replicas; and a
+verdict's reply (`receipt`) cuts what it echoes. Callers without a key (`local`), the dashboard and this
+CLI are not counted: they can write the data folder anyway.
 
     python -m benchwarmers.panel.offload list
     python -m benchwarmers.panel.offload add MODEL TASK [--useful|--not-useful] [--note T] [--real C]... [--false C]...
@@ -43,11 +43,12 @@ import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, BinaryIO, TypeVar
+from typing import Any, BinaryIO, TypeVar, cast
 
 from ..core import console, fileio, paths, records
 from ..core.errors import DailyCap, Invalid, TooLarge, UnknownCall
 from ..models import aliases
+from ..store import store
 from . import collections
 
 T = TypeVar("T")
@@ -117,7 +118,7 @@ def _ranking(record: Mapping[str, Any]) -> bool:
 
 
 def log_path() -> Path:
-    return paths.file("metrics", "offloads.jsonl")
+    return paths.file(*store.OFFLOADS)
 
 
 def note_for(label: str, status: str, seconds: float, error: str = "") -> str:
@@ -158,9 +159,9 @@ def add(model: str, task: str, useful: bool | None = None, note: str = "", call:
     if ranked is not None:
         entry["ranked"] = list(ranked)
     data = (json.dumps(entry) + "\n").encode("ascii")
-    # append_bytes' flock already keeps lines whole; this lock also covers systems without flock
+    # the store's own lock already keeps lines whole; this lock also covers systems without flock
     with _append_lock:
-        fileio.append_bytes(log_path(), data)
+        store.current().append(store.OFFLOADS, data)
     return line(entry)
 
 
@@ -191,22 +192,13 @@ def _bounded(note: str, real: list[str], false: list[str]) -> None:
 
 
 def _count_today(by: str) -> None:
-    """Count one verdict line of gateway key `by` against `verdicts_per_key_day`, across processes; raise
-    `DailyCap` when today's are spent. A day is the local date, as the log's lines carry it."""
+    """Count one verdict line of gateway key `by` against `verdicts_per_key_day`, across processes and replicas
+    (the store); raise `DailyCap` when today's are spent. A day is the local date, as the log's lines carry it."""
     cap = collections.settings().verdicts_per_key_day
-    if not cap:
-        return
-    target = paths.file("runs", "gateway", "verdicts.json")
-    with fileio.lock(target):
-        today = datetime.date.today().isoformat()
-        data = fileio.read_json(target, comments=False)
-        counts: dict[str, Any] = data["keys"] if data.get("day") == today and isinstance(data.get("keys"), dict) else {}
-        done = counts.get(by, 0) if isinstance(counts.get(by), int) else 0
-        if done >= cap:
-            refusal = DailyCap(DAILY_CAP.format(by, cap))
-            refusal.retry_after = _seconds_to_midnight()
-            raise refusal
-        fileio.write_atomic(target, json.dumps({"day": today, "keys": {**counts, by: done + 1}}) + "\n")
+    if cap and not store.current().count_day(by, datetime.date.today().isoformat(), cap):
+        refusal = DailyCap(DAILY_CAP.format(by, cap))
+        refusal.retry_after = _seconds_to_midnight()
+        raise refusal
 
 
 def _seconds_to_midnight() -> int:
@@ -731,12 +723,73 @@ class Index:
         return self._answer(compute)
 
 
+class StoredIndex(Index):
+    """The `Index` of the offload log kept in the Postgres store (docs/replicas.md): fed the lines after the
+    last id it took, each line's id standing where the file's offset stands. A new generation of the log
+    (`bench store import`) means it was replaced: the index starts over. A read asks the server only when the
+    log changed since the last (`mark`: the store's notifications); another replica's line is seen once its
+    notification arrives, at most a round trip after its commit."""
+
+    def __init__(self, shared: store.Shared) -> None:
+        super().__init__("postgres:" + "/".join(store.OFFLOADS))
+        self.shared = shared
+
+    def _reset(self) -> None:
+        super()._reset()
+        self.mark: tuple[int, int] | None = None  # the store's mark at the last look (None: look again)
+
+    def refresh(self) -> None:
+        with self.lock:
+            mark = self.shared.mark(store.OFFLOADS)  # taken before asking: a change meanwhile is asked for next time
+            if mark is not None and mark == self.mark:
+                return  # no line appended since the last look, by this replica or (notified) any other
+            generation, rows = self.shared.since(store.OFFLOADS, self.offset)
+            if self.ident != (generation, 0):
+                if self.ident is not None:
+                    self._reset()
+                    generation, rows = self.shared.since(store.OFFLOADS, 0)
+                self.ident = (generation, 0)  # the generation, where the file's (device, inode) stands
+                self.builds += 1
+            for line_id, body in rows:
+                for record in fileio.parse_lines(body, self.path):
+                    self._take(record, line_id, len(body))
+                self.offset = line_id
+                self.bytes_read += len(body)
+            self.mark = mark
+
+    def _entry(self, pos: int) -> dict[str, Any]:
+        body = self.shared.line(store.OFFLOADS, self.starts[pos])
+        try:
+            entry = json.loads(body) if body is not None else None
+        except ValueError:
+            raise _Moved from None
+        if not isinstance(entry, dict) or entry.get("model") != self.names[self.models[pos]]:
+            raise _Moved
+        return entry
+
+
 _indexes: dict[str, Index] = {}
 _indexes_lock = threading.Lock()
+_stored: list[StoredIndex] = []
+
+
+def _shared_index(shared: store.Shared) -> StoredIndex:
+    """The `StoredIndex` of this process's Postgres store, made again when the store was chosen again."""
+    with _indexes_lock:
+        if not _stored or _stored[0].shared is not shared:
+            _stored[:] = [StoredIndex(shared)]
+        return _stored[0]
 
 
 def index(path: str | Path | None = None) -> Index:
-    """The live `Index` of the log at `path` (default: this data folder's), one per path per process."""
+    """The live `Index` of the log at `path` (default: this bench's, in its store), one per path per process."""
+    if path is None:
+        chosen = store.current()
+        if chosen.kind == "postgres":
+            found_stored = _stored[0] if _stored else None
+            if found_stored is not None and found_stored.shared is chosen:
+                return found_stored
+            return _shared_index(cast(store.Shared, chosen))
     key = str(path or log_path())
     found = _indexes.get(key)
     if found is None:
@@ -754,7 +807,8 @@ def lines(path: str | Path | None = None) -> list[Line]:
     """Every offload line in the order written, verdicts as lines of their own (not merged as OFF-2's
     entries are), aliases as written: for a replay that must know when each verdict was given (issue 20).
     The log is append-only and never rotated (OFF-1), so this one file is the whole history."""
-    return [line(found) for found in fileio.read_jsonl(path or log_path()) if isinstance(found.get("model"), str)]
+    found = fileio.read_jsonl(path) if path else store.current().records(store.OFFLOADS)
+    return [line(record) for record in found if isinstance(record.get("model"), str)]
 
 
 def by_call(call: object) -> Line | None:

@@ -55,6 +55,7 @@ from ..core import console, fileio, images, keys, paths, settings
 from ..wire import notices
 from ..models import aliases, catalog, learn, registry
 from ..calling import client, llm_backend
+from ..store import store
 from . import collections, offload, policy, roles, roster, route, shape as shapes
 from ..core.errors import Busy, Invalid, NoSeat, PromptTooLarge, UnknownCollection
 
@@ -796,8 +797,8 @@ def write_call_log(plan: Plan, seats: list[Seat], after: list[Seat]) -> None:
             "prompt": logged_text(plan.prompt, plan.settings, known), "seats": logged}
     if plan.skipped:
         line["skipped"] = plan.skipped
-    fileio.append_log(paths.file("runs", "gateway", "calls.jsonl"), line,
-                      plan.settings.calls_log_max_mb * 1_000_000, plan.settings.calls_log_keep)
+    store.current().append_log(store.CALLS, line, plan.settings.calls_log_max_mb * 1_000_000,
+                               plan.settings.calls_log_keep)
 
 
 def logged_text(text: str, settings: collections.Settings, known: list[str]) -> str:

@@ -52,9 +52,10 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
-from ..core import console, fileio, images, keys, paths, settings
+from ..core import console, images, keys, paths, settings
 from ..models import catalog, connections, history, learn
 from ..calling import client
+from ..store import store
 from . import collections, conversations, offload, panel, policy, roles, roster, route, shape as shapes
 from ..core.errors import NoMembers, PromptTooLarge, TurnFailed, Unsupported, UnknownCollection
 from ..wire import common
@@ -535,7 +536,7 @@ def _written(write: Callable[[], object]) -> list[str]:
 
 
 def routes_path() -> Path:
-    return paths.file("runs", "gateway", "routes.jsonl")
+    return paths.file(*store.ROUTES)
 
 
 def write_line(planned: Plan, record: conversations.Record, call: str, member: Member | None, turn: int, status: str,
@@ -562,4 +563,4 @@ def write_line(planned: Plan, record: conversations.Record, call: str, member: M
     if error:
         line["error"] = keys.cut(error, ERROR_KEPT, last=True)
     settings = collections.settings()  # rotated as the calls log is (security review 9)
-    fileio.append_log(routes_path(), line, settings.calls_log_max_mb * 1_000_000, settings.calls_log_keep)
+    store.current().append_log(store.ROUTES, line, settings.calls_log_max_mb * 1_000_000, settings.calls_log_keep)

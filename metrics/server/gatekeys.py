@@ -8,17 +8,16 @@ A key is `bwk_` + 43 URL-safe characters, shown once by `make()` and stored only
 the SHA-256 of the whole string in `<data>/config/gateway-keys.json` (KEY-1): 256
 random bits need no slow hash. The file is the only state, so a revocation or a hand
 edit holds on the next request in every process and on both ports; reads go through
-`fileio.read_json`, which re-parses only when the file changed (improvement 22).
+`fileio.read_json`, which re-parses only when the file changed (improvement 22). On Postgres
+(docs/replicas.md) the store keeps that object instead, read again when it changed, so a key made or
+revoked on one replica holds on every replica's next request.
 
 Decisions where the spec leaves room:
 - A present but invalid `rpm` (`0`, `"5"`, `true`, `2.5`) caps the key at 1 request a
   minute instead of none (improvement 10), and `listing()` names the problem.
-- The per-minute window lives in `<data>/runs/gateway/rate.json` under a file lock, so
-  the dashboard port and the standalone gateway, in any number of processes, share one
-  count (improvement 11). It holds key names and times, never a key. Its clock is the
-  wall clock, since the file outlives processes and boots; a time ahead of now (the
-  clock stepped back) is dropped. When the file stays locked for `RATE_LOCK` seconds
-  the request is counted in this process alone rather than refused or left uncounted.
+- The per-minute window is kept by the store (`store.rates` in the data folder, or Postgres for
+  replicas: docs/replicas.md), so the dashboard port and the standalone gateway, in any number
+  of processes, share one count (improvement 11). It holds key names and times, never a key.
 - `last_used` is written with a single non-blocking lock attempt (improvement 22): a
   busy file skips the write, never delays the call.
 - Making and revoking append the change-log line of MGMT-3 with the caller as `by`
@@ -31,12 +30,9 @@ import argparse
 import datetime
 import hashlib
 import hmac
-import json
-import math
 import re
 import secrets
 import sys
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -45,14 +41,13 @@ from typing import Any
 from ..core import fileio, paths
 from ..core.errors import Invalid
 from ..panel import collections, offload
+from ..store import store
 
 PREFIX = "bwk_"
 NAME = re.compile(r"^[a-z0-9][a-z0-9-]{1,31}$")
 RESERVED = "local"
 MAX_RPM = 10_000
-WINDOW = 60
 LAST_USED_EVERY = 60
-RATE_LOCK = 5
 
 BAD_NAME = "name: 2-32 lower-case letters, digits or '-', e.g. open-webui"
 BAD_LOCAL = "local is what a call without a key is recorded as; pick another name"
@@ -60,16 +55,8 @@ BAD_COLLECTIONS = "collections: names such as core, as they follow bench/"
 BAD_RPM = "requests a minute: a whole number from 1 to 10000, or empty for no cap"
 TAKEN = "there is already a key named {}: revoke it first, or pick another name"
 
-_memory: dict[str, list[float]] = {}
-_memory_lock = threading.Lock()
-
-
 def path() -> Path:
-    return paths.file("config", "gateway-keys.json")
-
-
-def rate_path() -> Path:
-    return paths.file("runs", "gateway", "rate.json")
+    return paths.file(*store.GATEWAY_KEYS)
 
 
 def now_iso() -> str:
@@ -78,7 +65,7 @@ def now_iso() -> str:
 
 def entries() -> dict[str, Any]:
     """The key file as stored (KEY-2): `{name: entry}`; `{}` when missing or not an object. Do not mutate."""
-    return fileio.read_json(path(), comments=False)
+    return store.current().read_json(store.GATEWAY_KEYS, comments=False)
 
 
 def digest(value: str) -> str:
@@ -115,14 +102,15 @@ def make(name: object, collections: list[str] | None = None, rpm: object = None,
             raise Invalid(TAKEN.format(name))
         data[name] = entry
 
-    fileio.update(path(), add, mode=0o600)
+    store.current().update_json(store.GATEWAY_KEYS, add, mode=0o600)
     _log_change(by, None, {"name": name, "collections": chosen, "rpm": rpm})
     return key
 
 
 def revoke(name: str, by: str = "cli") -> bool:
     """Remove the key named `name` (KEY-6); True when there was one. Effective on the next request."""
-    existed = fileio.update(path(), lambda data: data.pop(name, None) is not None, mode=0o600)
+    existed = store.current().update_json(store.GATEWAY_KEYS, lambda data: data.pop(name, None) is not None,
+                                          mode=0o600)
     if existed:
         _log_change(by, name, None)
     return existed
@@ -156,6 +144,10 @@ def touch(name: str) -> None:
     """KEY-8: stamp `last_used` when missing, unparsable or a minute old; a busy or broken file skips it."""
     if _recent(entries().get(name)):
         return
+    chosen = store.current()
+    if chosen.kind != "folder":  # a row lock held for microseconds: nothing to skip
+        chosen.update_json(store.GATEWAY_KEYS, lambda data: _stamp(data.get(name)))
+        return
     try:
         with fileio.lock(path(), timeout=0):
             data = {k: dict(v) if isinstance(v, dict) else v for k, v in entries().items()}
@@ -166,6 +158,11 @@ def touch(name: str) -> None:
             fileio.write_atomic(path(), fileio.dumps(data), mode=0o600)
     except (OSError, TimeoutError):
         pass
+
+
+def _stamp(entry: object) -> None:
+    if isinstance(entry, dict) and not _recent(entry):
+        entry["last_used"] = now_iso()
 
 
 def _recent(entry: object) -> bool:
@@ -241,32 +238,9 @@ def charge(who: str) -> tuple[int, str, dict[str, str]] | None:
             {"Retry-After": str(wait)})
 
 
-def _charge(stamps: list[Any], cap: int, now: float) -> tuple[int | None, list[float]]:
-    """RATE-3/4 on one key's timestamps: `(seconds to wait or None, timestamps to keep)`."""
-    kept = [t for t in stamps if isinstance(t, (int, float)) and now - WINDOW < t <= now]
-    if len(kept) >= cap:
-        return math.floor(min(kept) + WINDOW - now) + 1, kept
-    return None, kept + [now]
-
-
 def spend(who: str, cap: int) -> int | None:
-    """Count one request of `who` against `cap` across every process; seconds to wait when over it."""
-    target = rate_path()
-    try:
-        with fileio.lock(target, timeout=RATE_LOCK):
-            now = time.time()
-            data = fileio.read_json(target, comments=False)
-            wait, kept = _charge(data.get(who) or [], cap, now)
-            # other keys' windows stay only while they hold a stamp inside the last minute
-            fresh = {name: stamps for name, stamps in data.items() if name != who and isinstance(stamps, list)
-                     and any(isinstance(t, (int, float)) and t > now - WINDOW for t in stamps)}
-            fresh[who] = kept
-            fileio.write_atomic(target, json.dumps(fresh) + "\n")
-            return wait
-    except (OSError, TimeoutError):
-        with _memory_lock:
-            wait, _memory[who] = _charge(_memory.get(who, []), cap, time.time())
-            return wait
+    """Count one request of `who` against `cap` in the store every replica shares; seconds to wait when over it."""
+    return store.current().charge(who, cap)
 
 
 def sees_call(who: str, call: object) -> bool:

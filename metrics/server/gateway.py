@@ -29,6 +29,7 @@ from ..core import console, errors, keys, paths
 from ..wire import routes
 from ..net import remote
 from ..panel import collections, council, leaderboard, offload, panel, peers, route_mode
+from ..store import store
 from . import exchange, gatekeys, guard, httpserver, mcp_server, openapi, routing
 from .exchange import Reply, Request, json_reply
 
@@ -642,6 +643,9 @@ def main(argv: list[str] | None = None) -> None:
     server = listen(address, port, GATEWAY, "BENCH_GATEWAY_PORT", upstream)
     stop_on_signals(server)
     workers = httpserver.share(server, args.workers - 1) if args.workers > 1 else []
+    refused = store.opened()  # each process its own pool, after the fork
+    if refused:
+        sys.exit(refused)
     threading.Thread(target=panel.warm_up, name="warm-up", daemon=True).start()
     if workers is not None:  # the parent (or the only process) announces the server
         host = f"[{address.strip('[]')}]" if ":" in address else address  # BENCH_BIND may come bracketed

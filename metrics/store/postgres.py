@@ -1,0 +1,290 @@
+"""The Postgres store (docs/replicas.md): every replica of a bench writes its logs into one database.
+
+A pool of psycopg 3 connections, opened as the server starts; the schema is migrated at open
+(`migrations`). A line is kept as the bytes the folder store would write (without the newline), so a log
+moved to Postgres and back is the same file. Ids are the table's identity: unique across replicas and, since
+`bench_append` serialises each log's appends, committed in the order they were drawn. A listener thread
+follows `bench_append`'s notifications, so readers ask the server only when a log changed (`mark`).
+"""
+
+import contextlib
+import json
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, TypeVar
+
+import psycopg
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from ..core import fileio
+from ..core.errors import StoreUnavailable
+from . import keyed, migrations, rates
+from .logs import Log
+
+T = TypeVar("T")
+POOL_SIZE = 16  # connections one replica keeps at most: a panel's seats append from their own threads
+LISTEN_POLL = 1.0  # seconds the listener waits for a notification before it looks whether the store was closed
+OPEN_TIMEOUT = 10.0  # seconds a replica waits for its first connection before start fails, saying why
+LOST = "the Postgres store cannot be reached: {}"
+UNREACHABLE = "the Postgres server of BENCH_DATABASE_URL ({}) cannot be used: {}"
+
+
+def name(log: Log) -> str:
+    """A log's name in the database: its path inside the data folder."""
+    return "/".join(log)
+
+
+def _shown(url: str) -> str:
+    """The server's address without its password."""
+    info = psycopg.conninfo.conninfo_to_dict(url)
+    return f"{info.get('host', 'localhost')}:{info.get('port', 5432)}/{info.get('dbname', '')}"
+
+
+def _lines(data: bytes) -> list[bytes]:
+    return [piece for piece in data.split(b"\n") if piece.strip()]
+
+
+def _record(body: bytes) -> dict[str, Any] | None:
+    try:
+        found = json.loads(bytes(body))
+    except ValueError:
+        return None
+    return found if isinstance(found, dict) else None
+
+
+def _parsed(bodies: Iterable[bytes], log: Log) -> list[dict[str, Any]]:
+    return fileio.parse_lines(b"\n".join(bodies), name(log))
+
+
+class Postgres:
+    """The store on one Postgres server, shared by every replica that names it."""
+
+    kind = "postgres"
+
+    def __init__(self, url: str) -> None:
+        self.pool = ConnectionPool(url, min_size=1, max_size=POOL_SIZE, kwargs={"autocommit": True},
+                                   open=False, name="bench")
+        try:
+            # one plain connection first: a server that refuses fails start at once, not after the pool's retries
+            with psycopg.connect(url, autocommit=True, connect_timeout=int(OPEN_TIMEOUT)) as conn:
+                self.version = migrations.apply(conn)
+            self.pool.open(wait=True, timeout=OPEN_TIMEOUT)
+        except (psycopg.Error, PoolTimeout, RuntimeError) as exc:
+            self.pool.close()
+            raise StoreUnavailable(UNREACHABLE.format(_shown(url), exc)) from exc
+        self.changes: dict[str, int] = {}  # log name: notifications seen (and this process's own appends)
+        self.documents: dict[str, tuple[Any, dict[str, Any], dict[str, Any]]] = {}  # read_json's, by mark
+        self.locks: dict[str, threading.Lock] = {}  # `locked`'s in-process queue, one a name
+        self.guard = threading.Lock()
+        self.own: set[int] = set()  # the server processes of this replica's pool: their notifications are its own
+        self.epoch = 0  # bumped whenever the listener (re)connects or drops: every reader asks again
+        self.listening = False
+        self.closed = threading.Event()
+        threading.Thread(target=self._listen, args=(url,), name="store-listen", daemon=True).start()
+
+    def _listen(self, url: str) -> None:
+        """Follow `bench_append`'s notifications on a connection of its own, so a reader asks the server only
+        when a log changed; while it is not connected, readers ask every time."""
+        while not self.closed.is_set():
+            try:
+                with psycopg.connect(url, autocommit=True, connect_timeout=int(OPEN_TIMEOUT)) as conn:
+                    conn.execute("LISTEN bench_lines")
+                    self.epoch += 1
+                    self.listening = True
+                    while not self.closed.is_set():
+                        for note in conn.notifies(timeout=LISTEN_POLL):
+                            if note.pid not in self.own:  # this replica's own appends counted as they returned
+                                self.changes[note.payload] = self.changes.get(note.payload, 0) + 1
+            except psycopg.Error:
+                pass
+            self.listening = False
+            self.epoch += 1
+            self.closed.wait(LISTEN_POLL)
+
+    def mark(self, log: Log) -> tuple[int, int] | None:
+        """What a reader compares to know `log` is unchanged since it last asked; None: ask the server."""
+        return (self.epoch, self.changes.get(name(log), 0)) if self.listening else None
+
+    @contextlib.contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
+        """A connection of the pool; the server lost on the way is this store's `StoreUnavailable` (an OSError)."""
+        try:
+            with self.pool.connection() as conn:
+                self.own.add(conn.info.backend_pid)
+                yield conn
+        except (psycopg.OperationalError, PoolTimeout) as exc:
+            raise StoreUnavailable(LOST.format(exc)) from exc
+
+    def close(self) -> None:
+        self.closed.set()
+        self.pool.close()
+
+    def append(self, log: Log, data: bytes) -> int:
+        with self._connection() as conn:
+            row = conn.execute("SELECT bench_append(%s, %s)", (name(log), _lines(data))).fetchone()
+        self._changed(log)
+        return int(row[0]) if row and row[0] is not None else 0
+
+    def append_log(self, log: Log, record: Mapping[str, Any], max_bytes: int, keep: int) -> None:
+        """One line, as `fileio.append_jsonl` encodes it; never rotated (docs/replicas.md says how to trim). A
+        plain insert, half `bench_append`'s cost: such a log is read from its end, never followed by id, so its
+        lines need no commit order and no notification."""
+        line = json.dumps(record, ensure_ascii=False).encode("utf-8", "backslashreplace")
+        with self._connection() as conn:
+            conn.execute("INSERT INTO bench_lines (log, body) VALUES (%s, %s)", (name(log), line))
+
+    def tail(self, log: Log, limit: int) -> list[dict[str, Any]]:
+        with self._connection() as conn:
+            rows = conn.execute("SELECT body FROM bench_lines WHERE log = %s ORDER BY id DESC LIMIT %s",
+                                (name(log), limit)).fetchall()
+        return _parsed((row[0] for row in rows), log)
+
+    def each(self, log: Log, wanted: bytes | None = None) -> Iterator[dict[str, Any]]:
+        query = "SELECT body FROM bench_lines WHERE log = %s AND position(%s IN body) > 0 ORDER BY id DESC"
+        with self._connection() as conn:
+            for row in conn.cursor().stream(query, (name(log), wanted or b"")):
+                yield from _parsed((bytes(row[0]),), log)
+
+    def records(self, log: Log) -> list[dict[str, Any]]:
+        return _parsed(self.lines(log), log)
+
+    def lines(self, log: Log) -> Iterator[bytes]:
+        """Each line of `log` as bytes, oldest first, streamed from the server."""
+        with self._connection() as conn:
+            for row in conn.cursor().stream("SELECT body FROM bench_lines WHERE log = %s ORDER BY id", (name(log),)):
+                yield bytes(row[0])
+
+    def charge(self, name: str, cap: int) -> int | None:
+        """The window on the server's clock, so replicas whose clocks differ still share one minute."""
+        with self._connection() as conn:
+            row = conn.execute("SELECT bench_charge(%s, %s, %s)", (name, cap, rates.WINDOW)).fetchone()
+        return None if not row or row[0] is None else int(row[0])
+
+    def count_day(self, name: str, day: str, cap: int) -> bool:
+        with self._connection() as conn:
+            row = conn.execute("INSERT INTO bench_days (name, day, count) VALUES (%s, %s, 1) ON CONFLICT (name, day) "
+                               "DO UPDATE SET count = bench_days.count + 1 WHERE bench_days.count < %s RETURNING count",
+                               (name, day, cap)).fetchone()
+        return row is not None
+
+    @contextlib.contextmanager
+    def locked(self, name: str) -> Iterator[None]:
+        """A session advisory lock on a connection of its own. This replica's threads queue on a lock of its
+        own first, so at most one connection a name waits on the server while the holder reads with others."""
+        with self._local_lock(name), self._connection() as conn:
+            conn.execute("SELECT pg_advisory_lock(hashtext('bench_locks'), hashtext(%s))", (name,))
+            try:
+                yield
+            finally:
+                conn.execute("SELECT pg_advisory_unlock(hashtext('bench_locks'), hashtext(%s))", (name,))
+
+    def _local_lock(self, name: str) -> threading.Lock:
+        with self.guard:
+            return self.locks.setdefault(name, threading.Lock())
+
+    def read_text(self, place: Log) -> str | None:
+        with self._connection() as conn:
+            row = conn.execute("SELECT body FROM bench_records WHERE place = %s AND key = ''",
+                               (name(place),)).fetchone()
+        return bytes(row[0]).decode("utf-8") if row else None
+
+    def write_text(self, place: Log, text: str) -> None:
+        with self._connection() as conn:
+            self._put(conn, place, text.encode("utf-8"))
+        self._changed(place)
+
+    @staticmethod
+    def _put(conn: psycopg.Connection[Any], place: Log, body: bytes) -> None:
+        """Store a document and say so at commit: other replicas' cached copies (`read_json`) are read again."""
+        conn.execute("INSERT INTO bench_records (place, key, body) VALUES (%s, '', %s) ON CONFLICT (place, key) "
+                     "DO UPDATE SET body = EXCLUDED.body, at = now()", (name(place), body))
+        conn.execute("SELECT pg_notify('bench_lines', %s)", (name(place),))
+
+    def _changed(self, log: Log) -> None:
+        """This replica's own change, committed: its readers see it at once, before any notification."""
+        self.changes[name(log)] = self.changes.get(name(log), 0) + 1
+
+    def read_json(self, place: Log, comments: bool = True) -> dict[str, Any]:
+        mark = self.mark(place)  # taken before reading: a change meanwhile is read next time
+        cached = self.documents.get(name(place))
+        if cached is None or mark is None or cached[0] != mark:
+            text = self.read_text(place)
+            data = (_record(text.encode("utf-8")) if text is not None else None) or {}
+            cached = (mark, data, {k: v for k, v in data.items() if not k.startswith("_")})
+            self.documents[name(place)] = cached
+        return cached[2] if comments else cached[1]
+
+    def update_json(self, place: Log, change: Callable[[dict[str, Any]], T], **dump: Any) -> T:
+        with self._connection() as conn, conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext('bench_records'), hashtext(%s))", (name(place),))
+            row = conn.execute("SELECT body FROM bench_records WHERE place = %s AND key = ''",
+                               (name(place),)).fetchone()
+            data = (_record(row[0]) if row else None) or {}
+            before = json.dumps(data, sort_keys=True)
+            result = change(data)
+            changed = json.dumps(data, sort_keys=True) != before
+            if changed:
+                self._put(conn, place, json.dumps(data, ensure_ascii=False).encode("utf-8"))
+        if changed:
+            self._changed(place)
+        return result
+
+    def find(self, place: Log, key: str) -> dict[str, Any] | None:
+        with self._connection() as conn:
+            row = conn.execute("SELECT body FROM bench_records WHERE place = %s AND key = %s",
+                               (name(place), key)).fetchone()
+        return _record(row[0]) if row else None
+
+    def change(self, place: Log, key: str, change: keyed.Change[T]) -> T:
+        with self._connection() as conn, conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s), hashtext(%s))", (name(place), key))
+            row = conn.execute("SELECT body FROM bench_records WHERE place = %s AND key = %s",
+                               (name(place), key)).fetchone()
+            result, record = change(_record(row[0]) if row else None)
+            if record is not None:
+                body = json.dumps(record, ensure_ascii=False).encode("utf-8", "surrogatepass")
+                conn.execute("INSERT INTO bench_records (place, key, body) VALUES (%s, %s, %s) ON CONFLICT "
+                             "(place, key) DO UPDATE SET body = EXCLUDED.body, at = now()", (name(place), key, body))
+        return result
+
+    def sweep(self, place: Log, idle: float) -> None:
+        with self._connection() as conn:
+            conn.execute("DELETE FROM bench_records WHERE place = %s AND at < now() - make_interval(secs => %s)",
+                         (name(place), idle))
+
+    def since(self, log: Log, after: int) -> tuple[int, list[tuple[int, bytes]]]:
+        """`(generation, [(id, line)...])`: the log's generation and its lines after id `after`, in one trip."""
+        with self._connection() as conn:
+            rows = conn.execute(
+                "SELECT 0, coalesce((SELECT generation FROM bench_logs WHERE log = %s), 0), NULL "
+                "UNION ALL (SELECT 1, id, body FROM bench_lines WHERE log = %s AND id > %s) ORDER BY 1, 2",
+                (name(log), name(log), after)).fetchall()
+        return int(rows[0][1]), [(int(row[1]), bytes(row[2])) for row in rows[1:]]
+
+    def line(self, log: Log, line_id: int) -> bytes | None:
+        with self._connection() as conn:
+            row = conn.execute("SELECT body FROM bench_lines WHERE id = %s AND log = %s",
+                               (line_id, name(log))).fetchone()
+        return bytes(row[0]) if row else None
+
+    def replace(self, log: Log, lines: Iterable[bytes]) -> int:
+        """Make `log` hold exactly `lines`, in order (`bench store import`); returns how many. Readers start over."""
+        count = 0
+        with self._connection() as conn, conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext('bench_lines'), hashtext(%s))", (name(log),))
+            conn.execute("DELETE FROM bench_lines WHERE log = %s", (name(log),))
+            conn.execute("INSERT INTO bench_logs (log, generation) VALUES (%s, 1) ON CONFLICT (log) "
+                         "DO UPDATE SET generation = bench_logs.generation + 1", (name(log),))
+            with conn.cursor().copy("COPY bench_lines (log, body) FROM STDIN") as copy:
+                for line in lines:
+                    copy.write_row((name(log), line))
+                    count += 1
+            conn.execute("SELECT pg_notify('bench_lines', %s)", (name(log),))
+        self._changed(log)
+        return count
+
+    def logs(self) -> list[Log]:
+        with self._connection() as conn:
+            found = conn.execute("SELECT DISTINCT log FROM bench_lines ORDER BY 1").fetchall()
+        return [tuple(row[0].split("/")) for row in found]
+

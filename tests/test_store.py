@@ -1,0 +1,239 @@
+"""The store (docs/replicas.md) on a real Postgres server (tests/pgserver.py): migrations applied once under
+their lock by replicas starting together, ids unique and read in order across writers, a replica that cannot
+reach its server refusing to start, and `bench store import` / `export` moving a 100,000-line log there and
+back without losing or reordering a line."""
+
+import concurrent.futures
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import psycopg
+import pytest
+
+from benchwarmers.core import errors, paths
+from conftest import wait_for
+from benchwarmers.server import gatekeys
+from benchwarmers.store import migrations, store
+from benchwarmers.store import postgres as postgres_store
+
+
+def fresh_database(cluster, name):
+    """A new empty database on the session's server: its URL."""
+    with psycopg.connect(cluster.url, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name}")
+        conn.execute(f"CREATE DATABASE {name}")
+    return cluster.url.rsplit("/", 1)[0] + "/" + name
+
+
+def test_replicas_starting_together_migrate_once(postgres_cluster):
+    url = fresh_database(postgres_cluster, "starting")
+    with concurrent.futures.ThreadPoolExecutor(6) as pool:
+        opened = list(pool.map(lambda _: postgres_store.Postgres(url), range(6)))
+    try:
+        assert {s.version for s in opened} == {len(migrations.MIGRATIONS)}
+        with psycopg.connect(url) as conn:
+            applied = conn.execute("SELECT version FROM bench_migrations ORDER BY version").fetchall()
+        assert [row[0] for row in applied] == list(range(1, len(migrations.MIGRATIONS) + 1))
+    finally:
+        for found in opened:
+            found.close()
+
+
+def test_a_schema_newer_than_the_bench_refuses_start(postgres_cluster):
+    url = fresh_database(postgres_cluster, "newer")
+    postgres_store.Postgres(url).close()
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("INSERT INTO bench_migrations (version) VALUES (99)")
+    with pytest.raises(errors.StoreUnavailable, match="schema is version 99, newer than this bench's"):
+        postgres_store.Postgres(url)
+
+
+def test_ids_are_unique_and_read_in_order_while_replicas_write(postgres):
+    """Two stores (two replicas' pools) append from 8 threads each while a reader follows with `since`: the
+    reader sees every line once, ids rising, each writer's lines in the order it wrote them."""
+    first, second = replicas = (store.current(), postgres_store.Postgres(postgres))
+    done = threading.Event()
+    seen = []
+
+    def write(shared, writer):
+        for n in range(50):
+            shared.append(store.OFFLOADS, json.dumps({"writer": writer, "n": n}).encode() + b"\n")
+
+    def follow():
+        last = 0
+        while True:
+            finished = done.is_set()
+            _, rows = first.since(store.OFFLOADS, last)
+            for line_id, body in rows:
+                assert line_id > last
+                last = line_id
+                seen.append(json.loads(body))
+            if finished:
+                return
+
+    reader = threading.Thread(target=follow)
+    reader.start()
+    with concurrent.futures.ThreadPoolExecutor(16) as pool:
+        list(pool.map(lambda w: write(replicas[w % 2], w), range(16)))
+    done.set()
+    reader.join(60)
+    second.close()
+    assert len(seen) == 16 * 50
+    for writer in range(16):
+        assert [r["n"] for r in seen if r["writer"] == writer] == list(range(50))
+
+
+def test_a_replica_that_cannot_reach_its_server_does_not_start(home):
+    env = {**os.environ, "BENCH_DATABASE_URL": "postgresql://bench@127.0.0.1:9/bench"}
+    done = subprocess.run([sys.executable, "gateway.py", "--port", "0"], cwd=paths.CODE, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert "storage: the Postgres server of BENCH_DATABASE_URL (127.0.0.1:9/bench) cannot be used" in done.stderr
+
+
+def bench_store(*args, env=None):
+    return subprocess.run([sys.executable, "-m", "benchwarmers.cli.cli", "store", *args], capture_output=True,
+                          text=True, env=env or dict(os.environ), timeout=300)
+
+
+def test_import_and_export_move_a_100k_line_log_there_and_back(postgres, tmp_path):
+    """A real 100,000-line offload log (seat lines and verdicts, non-ASCII escaped, a torn line among them), a
+    calls log with rotated copies, a month of the ledger and the gateway keys go into Postgres and come back byte
+    for byte, in order."""
+    log = paths.file(*store.OFFLOADS)
+    lines = [json.dumps({"date": "2026-12-01", "model": f"m{n % 7}", "task": f"task {n} caf\u00e9 (bench/core, code)",
+                         "useful": None if n % 3 else n % 2 == 0, "note": "member; ok in 1.0s",
+                         "call": f"p{n // 3}.member{n % 3}"}).encode() for n in range(100_000)]
+    lines[5000] = b'{"date": "2026-12-01", "mod'
+    log.write_bytes(b"".join(line + b"\n" for line in lines))
+    calls = paths.file(*store.CALLS)
+    calls.parent.mkdir(parents=True, exist_ok=True)
+    calls.write_bytes(b'{"panel": "new"}\n')
+    calls.with_name("calls.jsonl.1").write_bytes(b'{"panel": "older"}\n')
+    calls.with_name("calls.jsonl.2").write_bytes(b'{"panel": "oldest"}\n')
+    month = paths.file("metrics", "usage", "2026-11.jsonl")
+    month.parent.mkdir(parents=True, exist_ok=True)
+    month.write_bytes(b'{"t":1.0,"alias":"a"}\n{"t":2.0,"alias":"b"}\n')
+    key = "bwk_" + "k" * 43  # a gateway key in the folder's key file, as `bench key create` left it there
+    store.Folder().update_json(store.GATEWAY_KEYS, lambda data: data.update(
+        {"moved": {"sha256": gatekeys.digest(key), "hint": key[-4:]}}), mode=0o600)
+    done = bench_store("import")
+    assert done.returncode == 0, done.stderr
+    assert "imported metrics/usage/2026-11.jsonl: 2 lines" in done.stdout
+    assert "imported config/gateway-keys.json: the document" in done.stdout
+    assert wait_for(lambda: gatekeys.lookup(key) == "moved", 5)  # this process is on Postgres: the key moved
+    assert "imported metrics/offloads.jsonl: 100,000 lines" in done.stdout
+    assert "imported runs/gateway/calls.jsonl: 3 lines" in done.stdout
+    assert [r["panel"] for r in store.current().records(store.CALLS)] == ["oldest", "older", "new"]
+    out = tmp_path / "out"
+    done = bench_store("export", "--folder", str(out))
+    assert done.returncode == 0, done.stderr
+    assert out.joinpath(*store.OFFLOADS).read_bytes() == log.read_bytes()
+    assert out.joinpath("metrics", "usage", "2026-11.jsonl").read_bytes() == month.read_bytes()
+    assert out.joinpath(*store.GATEWAY_KEYS).read_text() == paths.file(*store.GATEWAY_KEYS).read_text()
+    assert out.joinpath(*store.CALLS).read_bytes() == b'{"panel": "oldest"}\n{"panel": "older"}\n{"panel": "new"}\n'
+
+
+def test_an_import_replaces_what_a_running_index_holds(postgres):
+    """The offload index of a replica already running starts over when the log is imported under it."""
+    from benchwarmers.panel import offload
+
+    offload.add("before", "t", True, "n", "c1")
+    assert set(offload.summary()) == {"before"}
+    store.current().replace(store.OFFLOADS, [json.dumps({"date": "2026-12-01", "model": "after", "task": "t",
+                                                         "useful": None, "note": "", "call": "c2"}).encode()])
+    assert set(offload.summary()) == {"after"} and offload.by_call("c1") is None
+
+
+def test_bench_store_needs_a_database_url(home):
+    done = bench_store("import", env={k: v for k, v in os.environ.items() if k != "BENCH_DATABASE_URL"})
+    assert done.returncode == 2 and "bench store needs BENCH_DATABASE_URL" in done.stderr
+
+
+def test_a_keys_cap_holds_across_replicas(postgres):
+    """RATE-1 across replicas: two stores (two replicas) charging one name from 8 threads admit exactly its cap;
+    every refusal says how long to wait, within the minute."""
+    replicas = (store.current(), postgres_store.Postgres(postgres))
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        waits = list(pool.map(lambda n: replicas[n % 2].charge("shared-key", 5), range(40)))
+    replicas[1].close()
+    assert waits.count(None) == 5
+    assert all(1 <= wait <= 61 for wait in waits if wait is not None)
+    assert store.current().charge("another-key", 1) is None
+
+
+def test_a_conversation_claimed_on_two_replicas_at_once_is_one_record(postgres):
+    """Route mode's first turns of one conversation landing on two replicas together share one record, the first
+    written; the later turns count on from it, whichever replica takes them."""
+    from benchwarmers.panel import conversations
+
+    replicas = (store.current(), postgres_store.Postgres(postgres))
+
+    def first_turn(n):
+        def change(record):
+            if record is not None:
+                return record, None
+            made = {"conv": f"r-{n}", "alias": "steady", "turns": 0, "at": time.time()}
+            return made, made
+        return replicas[n % 2].change(store.CONVERSATIONS, "k1", change)["conv"]
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        claimed = set(pool.map(first_turn, range(16)))
+    assert len(claimed) == 1
+    record = conversations.find("k1")
+    first = conversations.finish("k1", record, "steady")
+    conversations.finish("k1", record, "steady")
+    assert first[1] == 1 and replicas[1].find(store.CONVERSATIONS, "k1")["turns"] == 2
+    replicas[1].close()
+
+
+def test_a_keys_verdicts_a_day_are_counted_across_replicas(postgres):
+    """Issue 29 item 3 across replicas: two stores counting one key's verdicts from 8 threads admit exactly its
+    cap for the day; another day and another key count afresh."""
+    replicas = (store.current(), postgres_store.Postgres(postgres))
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        counted = list(pool.map(lambda n: replicas[n % 2].count_day("judge", "2026-12-06", 3), range(20)))
+    assert counted.count(True) == 3
+    assert replicas[1].count_day("judge", "2026-12-07", 3) and replicas[0].count_day("other", "2026-12-06", 3)
+    replicas[1].close()
+
+
+def test_what_another_replica_writes_is_read_again_once_it_says_so(postgres):
+    """A replica reads the offload log and documents (cooldowns) from the server only when they changed: a line
+    or a cooldown another replica writes is seen as soon as its notification arrives."""
+    from benchwarmers.models import learn
+    from benchwarmers.panel import offload
+
+    first, second = store.current(), postgres_store.Postgres(postgres)
+    assert wait_for(lambda: first.listening and second.listening)
+    assert offload.summary() == {} and learn.cooling() == set()
+    second.append(store.OFFLOADS, json.dumps({"date": "2026-12-06", "model": "elsewhere", "task": "t",
+                                              "useful": None, "note": "", "call": "c9"}).encode() + b"\n")
+    second.update_json(learn.COOLDOWNS, lambda data: data.update(
+        {"elsewhere": {"until": "2999-01-01T00:00:00+00:00", "why": "429", "where": "gateway", "stated": True}}))
+    assert wait_for(lambda: set(offload.summary()) == {"elsewhere"}, 5)
+    assert wait_for(lambda: learn.cooling() == {"elsewhere"}, 5)
+    second.close()
+
+
+def test_a_server_lost_mid_request_is_a_503_and_the_next_request_reconnects(postgres_cluster):
+    """The store's connections cut by the server (as a restart does): the write in progress is refused as a 503
+    that says so (an OSError, so route mode keeps its answer); the next one reconnects and lands."""
+    shared = postgres_store.Postgres(fresh_database(postgres_cluster, "cut"))
+    try:
+        shared.append(store.OFFLOADS, b'{"model": "a"}\n')
+        with psycopg.connect(postgres_cluster.url, autocommit=True) as conn:
+            conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'cut'")
+        with pytest.raises(OSError) as lost:
+            shared.append(store.OFFLOADS, b'{"model": "b"}\n')
+        refusal = errors.planned(lost.value)
+        assert refusal.status == 503 and refusal.retry_after == 5
+        assert str(refusal).startswith("the Postgres store cannot be reached: ")
+        shared.append(store.OFFLOADS, b'{"model": "c"}\n')
+        assert [r["model"] for r in shared.records(store.OFFLOADS)] == ["a", "c"]
+    finally:
+        shared.close()
