@@ -175,6 +175,21 @@ def test_a_failed_chairman_falls_back_to_a_merger_then_to_the_panel(gateway, ben
     assert "## member" in content
 
 
+def test_a_retired_chairman_is_skipped_and_the_mergers_rule_chooses(gateway, bench):
+    """A `council.chairman` retired since the collection named it is not asked: `bench.skipped` says so and why,
+    and the merger's rule picks the chairman instead (here the collection's fixed merger)."""
+    convene(["judge-json", "judge-text", "judge-first"], council={"chairman": "down"}, merger="writer")
+    fileio.write_atomic(paths.file("config", "retired.json"), '{"down": {"at": "2026-12-01"}}\n')
+    content, told = ask(gateway)
+    assert told["council"]["chairman"]["alias"] == "writer" and told["council"]["chairman"]["status"] == "ok"
+    skipped = [s for s in told["skipped"] if s["seat"] == "chairman"]
+    assert skipped == [{"seat": "chairman", "alias": "down",
+                        "why": "retired from the bench on 2026-12-01; take it out of the collection (Restore in its "
+                               "model popup brings it back); the merger's rule chooses one"}]
+    assert not any(r["path"].endswith("/chat/completions") and r["body"].get("model") == "down"
+                   for r in bench.requests)
+
+
 def test_nothing_is_lost_when_a_stage_fails(gateway, bench):
     """Every seat, every ranking and every writer asked is an offload line and a calls-log entry."""
     convene(["judge-json", "judge-text", "judge-junk"], council={"chairman": "down"}, merger="writer")

@@ -318,9 +318,8 @@ def table_text(rows: list[dict[str, Any]]) -> str:
 
 
 def chair_candidates(plan: panel.Plan) -> list[str]:
-    """CNC-5: the collection's `council.chairman` alone, else the merger's rule (MRG-3)."""
-    own = plan.collection.council_chairman
-    return [own] if own else panel.merger_candidates(plan)
+    """CNC-5: the collection's `council.chairman` alone (unless retired), else the merger's rule (MRG-3)."""
+    return [plan.chairman] if plan.chairman else panel.merger_candidates(plan)
 
 
 def chair_prompt(plan: panel.Plan, answered: list[Seat], rows: list[dict[str, Any]]) -> str:

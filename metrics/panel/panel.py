@@ -458,6 +458,12 @@ class Plan:
                 self.skip("merger", merger, retired_why(gone, merger) + "; the merger is chosen by verdicts")
             merger = ""
         self.merger = merger
+        chairman = self.collection.council_chairman  # CNC-5: a retired chairman is skipped as a retired merger is
+        if chairman in gone.names:
+            if self.mode == "council":
+                self.skip("chairman", chairman, retired_why(gone, chairman) + "; the merger's rule chooses one")
+            chairman = ""
+        self.chairman = chairman
 
     def _shape(self) -> None:
         own = self.collection.shape
