@@ -39,8 +39,8 @@ from pathlib import Path
 
 import gateway as rig
 
-from benchwarmers.core import fileio, paths
-from benchwarmers.panel import offload
+from benchwarmers.core import fileio
+from benchwarmers.panel import collections, offload
 from benchwarmers.server import gatekeys
 from benchwarmers.store import store
 
@@ -139,7 +139,7 @@ def replica_folder(run, name, base):
     """A replica's own data folder: the bench's collection, and no per-key panel or verdict cap in the way of the
     load (config is per replica until it moves to the store)."""
     data = rig.make_data(run / name, base)
-    fileio.update(paths.file("config", "gateway.json"), lambda found: found.update(
+    fileio.update(collections.settings_path(), lambda found: found.update(
         {"max_panels_per_key": 1000, "verdicts_per_key_day": 0}))
     return data
 
