@@ -393,12 +393,12 @@ def post(port, body, timeout=REQUEST_TIMEOUT):
     return request(port, "POST", "/v1/chat/completions", body, timeout)
 
 
-def request(port, method, path, body=None, timeout=REQUEST_TIMEOUT):
-    """One request of encoded `body`: `(status, parsed reply or None)`; a new connection, as the gateway closes
-    each one."""
+def request(port, method, path, body=None, timeout=REQUEST_TIMEOUT, key=None):
+    """One request of encoded `body`, with gateway key `key` when given: `(status, parsed reply or None)`; a new
+    connection, as the gateway closes each one."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
-        conn.request(method, path, body, JSON_HEADERS)
+        conn.request(method, path, body, {**JSON_HEADERS, "Authorization": f"Bearer {key}"} if key else JSON_HEADERS)
         resp = conn.getresponse()
         data = resp.read()
     finally:

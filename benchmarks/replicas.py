@@ -25,7 +25,6 @@ and `nginx` packages (`.ci/run` installs them), and runs as root or as a user wh
 import argparse
 import concurrent.futures
 import datetime
-import http.client
 import importlib.util
 import json
 import os
@@ -118,23 +117,6 @@ def start_nginx(run, ports, listen):
     raise RuntimeError("nginx did not start")
 
 
-def request(port, method, path, body, key=None):
-    headers = dict(rig.JSON_HEADERS)
-    if key:
-        headers["Authorization"] = f"Bearer {key}"
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=rig.REQUEST_TIMEOUT)
-    try:
-        conn.request(method, path, body, headers)
-        resp = conn.getresponse()
-        data = resp.read()
-    finally:
-        conn.close()
-    try:
-        return resp.status, json.loads(data)
-    except ValueError:
-        return resp.status, None
-
-
 def replica_folder(run, name, base):
     """A replica's own data folder: the bench's collection, and no per-key panel or verdict cap in the way of the
     load (config is per replica until it moves to the store)."""
@@ -177,7 +159,7 @@ class Killing:
         self.lock = threading.Lock()
 
     def ask(self, n):
-        status, reply = request(self.port, "POST", "/v1/chat/completions", rig.PANEL_BODY, self.key)
+        status, reply = rig.request(self.port, "POST", "/v1/chat/completions", rig.PANEL_BODY, key=self.key)
         if status != 200:
             return f"http {status}"
         seats = [s["call"] for s in reply["bench"]["seats"]]
@@ -186,7 +168,7 @@ class Killing:
             if self.killed_at is not None:
                 self.after_kill += 1
         body = json.dumps({"call": seats[0], "useful": n % 2 == 0, "note": f"client {n}"}).encode()
-        status, _ = request(self.port, "POST", "/bench/verdict", body, self.key)
+        status, _ = rig.request(self.port, "POST", "/bench/verdict", body, key=self.key)
         if status != 200:
             return f"verdict http {status}"
         with self.lock:
@@ -224,7 +206,7 @@ def kill_phase(run, base, url, seconds, say):
         killer.join()
         victim.wait()
         with concurrent.futures.ThreadPoolExecutor(8) as pool:
-            capped = list(pool.map(lambda _: request(port, "POST", "/bench/pending", b'{"calls": []}', capped_key)[0],
+            capped = list(pool.map(lambda _: rig.request(port, "POST", "/bench/pending", b'{"calls": []}', key=capped_key)[0],
                                    range(2 * CAP)))
         lines = store.current().records(store.OFFLOADS)
         logged = {line.get("call") for line in lines}

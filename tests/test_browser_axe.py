@@ -15,19 +15,13 @@ import pytest
 
 from benchwarmers.dashboard import serve
 from benchwarmers.demo import demo
+from benchdata import post
 from conftest import watched_page
 
 AXE = Path(__file__).resolve().parent / "vendor" / "axe.min.js"
 SERIOUS = """async () => (await axe.run(document, {resultTypes: ["violations"]})).violations
   .filter(v => v.impact === "serious" || v.impact === "critical")
   .map(v => v.id + " (" + v.impact + "): " + v.nodes.slice(0, 3).map(n => n.target.join(" ")).join(", "))"""
-
-
-def post(base, path, body):
-    request = urllib.request.Request(base + path, data=json.dumps(body).encode(), method="POST",
-                                     headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=30) as reply:
-        return json.load(reply)
 
 
 @pytest.fixture

@@ -16,18 +16,12 @@ import pytest
 from benchwarmers.dashboard import serve
 from benchwarmers.demo import demo
 from benchwarmers.panel import leaderboard, offload
+from benchdata import post
 from conftest import running_gateway, watched_page
 
 SIZES = [(1440, 900), (390, 844)]
 PROMPTS = ["Is this loop off by one? for i in range(1, len(xs)): total += xs[i]", "Review: x = x++",
            "What does git rebase -i do?", "Explain this regex: ^a+$"]
-
-
-def post(base, path, body):
-    request = urllib.request.Request(base + path, data=json.dumps(body).encode(), method="POST",
-                                     headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=30) as reply:
-        return json.load(reply)
 
 
 @pytest.fixture

@@ -14,7 +14,6 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
-import pytest
 
 from benchwarmers import __version__
 from conftest import watched_page

@@ -18,7 +18,6 @@ from benchwarmers.core import changes, fileio, paths, themes
 from benchwarmers.demo import demo
 from benchwarmers.server import gatekeys
 from benchwarmers.admin import modeledit
-from benchwarmers.dashboard import gatewaycard
 from benchwarmers.store import store
 
 ROOT = Path(__file__).resolve().parent.parent
