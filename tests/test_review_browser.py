@@ -213,8 +213,9 @@ def test_screenshots_of_the_review_page_in_light_and_dark(browser, dash, width, 
         page.wait_for_selector("#rv-seat-5")
         page.keyboard.press("u")
         page.wait_for_selector("#rv-seat-1 .chip.ok")
-        owed = page.text_content("#owed-top-count")
-        assert page.text_content("#rv-queue").startswith(f"{owed} of {owed} verdicts owed")
+        # the header's badge and the queue line follow the verdict one after the other: wait until they agree
+        page.wait_for_function("""() => { const n = document.querySelector('#owed-top-count').textContent;
+            return document.querySelector('#rv-queue').textContent.startsWith(n + ' of ' + n + ' verdicts owed'); }""")
         overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
         assert overflow <= 1, f"Review scrolls sideways at {width} px"
         if width < 1024:
