@@ -719,8 +719,8 @@ def test_imp3_srv3_request_line_and_header_limits(port):
     assert raw(port, f"GET /v1/models HTTP/1.0\r\n{host}{fine}\r\n".encode())[0] == 200
 
 
-def test_srv1_issue35_a_connection_is_kept_only_where_no_byte_can_be_read_as_the_next_request(port, keys_on, watch,
-                                                                                          monkeypatch):
+def test_srv1_issue35_a_connection_is_kept_only_where_no_byte_can_be_read_as_the_next_request(server, port, keys_on,
+                                                                                          watch, monkeypatch):
     """SRV-1, FMT-1: an HTTP/1.1 client keeps its connection across plain replies, and each request names its own
     caller; a body left unread, a GET's body, `Transfer-Encoding`, HTTP/1.0, the last of MAX_REQUESTS and an
     idle connection all end it, so nothing a client sends after a reply's end is read as a request."""
@@ -759,6 +759,15 @@ def test_srv1_issue35_a_connection_is_kept_only_where_no_byte_can_be_read_as_the
         while chunk := sock.recv(65536):
             answer += chunk
         assert answer.count(b"HTTP/1.1 200") == 1 and time.monotonic() - began < 5  # closed once idle 0.2 s
+    monkeypatch.setattr(httpserver, "KEEP_IDLE", 30)
+    with socket.create_connection(("127.0.0.1", port), timeout=15) as sock:
+        sock.sendall(health)
+        answer = sock.recv(65536)
+        while answer.count(b'{"ok": true}') < 1:
+            answer += sock.recv(65536)
+        began = time.monotonic()
+        server.server_close()  # a stopping server ends a kept connection waiting for its next request at once
+        assert sock.recv(65536) == b"" and time.monotonic() - began < 5
 
 
 def test_imp23_imp6_imp19_head_and_reply_headers(port, keys_on, watch):

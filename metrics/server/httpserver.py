@@ -160,8 +160,8 @@ class Handler(BaseHTTPRequestHandler):
             self.reader.restart(timeout, min(KEEP_IDLE, timeout))
         try:
             try:
-                self.raw_requestline = self.rfile.readline(MAX_LINE + 1)
-            except TimeoutError:
+                self.raw_requestline = self.waiting_line()
+            except OSError:  # a timeout among them
                 if not self.served:
                     raise
                 self.close_connection, self.unread = True, False  # a kept connection left idle ends quietly
@@ -203,6 +203,19 @@ class Handler(BaseHTTPRequestHandler):
             self.log_error("Request timed out: %r", exc)
             self.close_connection = True
             self.unread = False  # a slow client is not waited for again
+
+    def waiting_line(self) -> bytes:
+        """The request line; a kept connection waits for it among the server's idle ones, which a stopping
+        server ends at once (`Server.server_close`) instead of waiting out their KEEP_IDLE."""
+        if not self.served:
+            return self.rfile.readline(MAX_LINE + 1)
+        with self.server.count_lock:
+            self.server.idle.add(self.connection)
+        try:
+            return self.rfile.readline(MAX_LINE + 1)
+        finally:
+            with self.server.count_lock:
+                self.server.idle.discard(self.connection)
 
     def read_head(self) -> tuple[bytes, str]:
         """The header lines up to the blank one: `(bytes, "")`, or `(b"", why)` beyond the limits."""
@@ -309,6 +322,7 @@ class Server(ThreadingHTTPServer):
         self.open = 0
         self.refusers = 0
         self.per_address: dict[str, int] = {}  # address key -> connections open from it
+        self.idle: set[socket.socket] = set()  # kept connections waiting for their next request
         self.max_per_address = per_address_setting()
         self.count_lock = threading.Condition()  # notified as connections close: a stopping server waits
         super().__init__((host, address[1]), handler)
@@ -361,6 +375,15 @@ class Server(ThreadingHTTPServer):
             else:
                 del self.per_address[key]
             self.count_lock.notify_all()
+
+    def server_close(self) -> None:
+        """Stop listening, and end the kept connections that wait for a next request: none may start now."""
+        super().server_close()
+        with self.count_lock:
+            idle = list(self.idle)
+        for sock in idle:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
 
     def wait_closed(self, timeout: float) -> bool:
         """True once every connection this server took has closed, False after `timeout` seconds."""
