@@ -29,7 +29,6 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-
 from ..core import fileio, paths, records
 from ..core.errors import Invalid, Unusable
 from . import endpoints
