@@ -28,6 +28,9 @@ load average and the CPU the rest of the machine used meanwhile (other engineers
     python benchmarks/gateway.py --quick      3 s phases and fewer panels, for development
     python benchmarks/gateway.py --phases overhead,streaming
     python benchmarks/gateway.py --profile    where the gateway's time goes: py-spy, strace, call counts
+    python benchmarks/gateway.py --start [--against CHECKOUT]
+                                              start to first answer: `python gateway.py` until /health answers,
+                                              alternating with the other checkout, median of START_RUNS
     python benchmarks/gateway.py --instructions [--against CHECKOUT]
                                               CPU instructions per panel under valgrind's callgrind: a
                                               count that the other work on the machine does not move, so a
@@ -48,6 +51,7 @@ import random
 import re
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -1063,6 +1067,7 @@ def profile(bench, say):
 
 
 INSTRUCTION_RUNS = (5, 25)  # panels per run; the difference over the difference is the cost of one panel
+START_RUNS = 10  # starts per checkout, alternating (after one that writes the bytecode caches)
 
 
 def instructions(bench, say, checkouts):
@@ -1092,6 +1097,37 @@ def instructions(bench, say, checkouts):
         found[str(checkout)] = {"instructions_per_panel_M": round((totals[many] - totals[few]) / (many - few) / 1e6,
                                                                   2), "totals": totals}
     return found
+
+
+def start_times(bench, say, checkouts):
+    """Milliseconds from starting each checkout's `gateway.py --port 0` (the bench's data folder, bytecode caches
+    written by a first start) until `/health` answers, START_RUNS times each, the checkouts alternating."""
+    data = make_data(bench.run / "start", bench.base)
+    env = clean_env(BENCHWARMERS_HOME=str(data), LLM_USER_PATH=str(data.parent / "llm"))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # a user's `python gateway.py` writes them; the first start below does
+    times = {str(checkout): [] for checkout in checkouts}
+    for run in range(START_RUNS + 1):
+        for checkout in checkouts:
+            began = time.perf_counter()
+            proc = subprocess.Popen([sys.executable, str(Path(checkout) / "gateway.py"), "--port", "0"], cwd=checkout,
+                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True)
+            port = int(re.search(r":(\d+)/v1", proc.stdout.readline()).group(1))
+            while True:
+                try:
+                    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+                    conn.request("GET", "/health")
+                    conn.getresponse().read()
+                    conn.close()
+                    break
+                except ConnectionError:
+                    time.sleep(0.001)
+            if run:  # the first start of each writes its bytecode caches
+                times[str(checkout)].append(round((time.perf_counter() - began) * 1000, 1))
+            stop(proc)
+            proc.stdout.close()
+        say(f"start: round {run} of {START_RUNS}")
+    return {k: {"median_ms": statistics.median(v), "min_ms": min(v), "max_ms": max(v), "runs_ms": v}
+            for k, v in times.items()}
 
 
 def render_profile(found):
@@ -1127,8 +1163,10 @@ def main(argv=None):
     parser.add_argument("--profile", action="store_true", help="profile the gateway instead of benchmarking it")
     parser.add_argument("--instructions", action="store_true",
                         help="count the CPU instructions a panel costs under callgrind (needs valgrind)")
+    parser.add_argument("--start", action="store_true",
+                        help="time `python gateway.py` from its start until /health answers")
     parser.add_argument("--against", action="append", default=[], metavar="CHECKOUT",
-                        help="with --instructions, also count another checkout's gateway.py (an A/B)")
+                        help="with --instructions or --start, also measure another checkout's gateway.py (an A/B)")
     parser.add_argument("--tokens", type=int, default=TOKENS,
                         help=f"chunks each ~1,000-character answer streams in (default {TOKENS}; 1 isolates the "
                              "per-panel cost from the per-chunk cost)")
@@ -1157,6 +1195,10 @@ def main(argv=None):
             results["instructions"] = instructions(bench, say, [CODE, *args.against])
             text = "\n".join(f"{v['instructions_per_panel_M']:8.2f} M instructions a panel  {k}"
                              for k, v in results["instructions"].items())
+        elif args.start:
+            results["start"] = start_times(bench, say, [CODE, *args.against])
+            text = "\n".join(f"{v['median_ms']:8.1f} ms to the first answer (median; {v['min_ms']}-{v['max_ms']})  {k}"
+                             for k, v in results["start"].items())
         else:
             run_phases(bench, phases, results, say)
             text = render(results)
@@ -1165,7 +1207,7 @@ def main(argv=None):
     results["machine"]["loadavg_end"] = loadavg()
     results["seconds"] = round(time.monotonic() - began, 1)
     RESULTS.mkdir(exist_ok=True)
-    kind = "profile" if args.profile else "instructions" if args.instructions else "gateway"
+    kind = "profile" if args.profile else "instructions" if args.instructions else "start" if args.start else "gateway"
     target = Path(args.out) if args.out else RESULTS / f"{kind}-{stamp}{'-quick' if args.quick else ''}.json"
     target.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     print(text)

@@ -887,6 +887,26 @@ def test_bk4_saving_the_backend_choice(home, monkeypatch):
     assert client.choose("builtin") == "" and client.chosen() == ("builtin", "settings")
 
 
+def test_sse_reads_the_same_however_the_body_is_cut():
+    """Issue 35: whole buffers are cut at their blank lines and one-line `data: {...}` events parsed in place; every
+    other event, and every buffer with a CR, goes line by line. Either way the values are those of the events,
+    whether the body comes whole, a byte at a time or in uneven pieces."""
+    stream = (b'data: {"a": 1}\n\ndata:{"b": 2}\n\ndata:  {"c": 3} \n\ndata: {"d": 4} x\n\n'
+              b'data: {"e": "\xff"}\n\n: ping\n\ndata: {"f": 6}\r\n\r\n\n\ndata: {"g": 7}\n\n\n'
+              b'data: {"h":\ndata: 8}\n\ndata: [DONE]\n\n')
+    expected = [{"a": 1}, {"b": 2}, {"c": 3}, ("unreadable", '{"d": 4} x'), {"e": "\ufffd"}, {"f": 6}, {"g": 7},
+                {"h": 8}, client.DONE]
+
+    def read(pieces):
+        return [("unreadable", e.raw.decode("utf-8", "replace")) if isinstance(e, client.Unreadable) else e
+                for e in client.sse(pieces)]
+
+    assert read([stream]) == expected
+    assert read([stream[i:i + 1] for i in range(len(stream))]) == expected
+    for size in (2, 5, 7, 16):
+        assert read([stream[i:i + size] for i in range(0, len(stream), size)]) == expected, size
+
+
 def test_reply_parsers_read_what_providers_send():
     """STR-6..8, RET-2: SSE split anywhere, comments and multi-line data, a garbled chunk; the chat stream's
     text, reasoning and usage; a stream or a reply that breaks off, sends no choices or an error; Retry-After."""

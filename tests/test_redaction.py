@@ -129,7 +129,7 @@ def test_adversarial_streamed_prompt_then_hang_up_leaves_the_gateway_answering(b
     with socket.create_connection((host, int(port)), timeout=30) as sock:
         sock.sendall(f"POST /v1/chat/completions HTTP/1.1\r\nHost: {host}:{port}\r\n"
                      f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n{body}".encode())
-        assert sock.recv(64).startswith(b"HTTP/1.0 200")
+        assert sock.recv(64).startswith(b"HTTP/1.1 200")  # a reply speaks its request's version (FMT-1)
     assert version_seconds(gateway) < 5
     deadline = time.monotonic() + 30
     while not call_log() and time.monotonic() < deadline:

@@ -721,6 +721,57 @@ def test_imp3_srv3_request_line_and_header_limits(port):
     assert raw(port, f"GET /v1/models HTTP/1.0\r\n{host}{fine}\r\n".encode())[0] == 200
 
 
+def test_srv1_issue35_a_connection_is_kept_only_where_no_byte_can_be_read_as_the_next_request(server, port, keys_on,
+                                                                                          watch, monkeypatch):
+    """SRV-1, FMT-1: an HTTP/1.1 client keeps its connection across plain replies, and each request names its own
+    caller; a body left unread, a GET's body, `Transfer-Encoding`, HTTP/1.0, the last of MAX_REQUESTS and an
+    idle connection all end it, so nothing a client sends after a reply's end is read as a request."""
+    key = watch.add(gatekeys.make("kept"))
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=15)
+    conn.request("GET", "/v1/models", headers={"Authorization": f"Bearer {key}"})
+    first = conn.getresponse()
+    first.read()
+    kept = conn.sock
+    conn.request("GET", "/v1/models")
+    second = conn.getresponse()
+    second.read()
+    assert (first.status, first.version, first.getheader("Connection")) == (200, 11, None)
+    assert second.status == 401 and conn.sock is kept  # the key of the request before is not carried over
+    conn.close()
+    host = f"Host: 127.0.0.1:{port}\r\n".encode()
+    smuggled = b"GET /v1/models HTTP/1.1\r\n" + host + b"\r\n"
+    post = b"POST /v1/chat/completions HTTP/1.1\r\n" + host
+    for sent in (b"GET /health HTTP/1.1\r\n" + host + b"Content-Length: %d\r\n\r\n" % len(smuggled) + smuggled,
+                 post + b"Content-Type: text/plain\r\nContent-Length: %d\r\n\r\n" % len(smuggled) + smuggled,
+                 post + b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+                 + b"%x\r\n" % len(smuggled) + smuggled + b"\r\n0\r\n\r\n"):
+        status, headers, body = raw(port, sent)
+        assert status in (200, 411, 415) and headers["connection"] == "close" and b"HTTP/1." not in body, sent
+    status, headers, body = raw(port, b"GET /health HTTP/1.0\r\n" + host + b"\r\n")
+    assert status == 200 and "connection" not in headers and body == b'{"ok": true}'
+    monkeypatch.setattr(httpserver, "MAX_REQUESTS", 2)
+    health = b"GET /health HTTP/1.1\r\n" + host + b"\r\n"
+    status, headers, body = raw(port, health * 3)  # pipelined: the second reply says close, the third is never read
+    assert status == 200 and "connection" not in headers and body.count(b"HTTP/1.1 200") == 1
+    assert b"Connection: close" in body and body.count(b'{"ok": true}') == 2
+    monkeypatch.setattr(httpserver, "KEEP_IDLE", 0.2)
+    with socket.create_connection(("127.0.0.1", port), timeout=15) as sock:
+        sock.sendall(health)
+        began, answer = time.monotonic(), b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+        assert answer.count(b"HTTP/1.1 200") == 1 and time.monotonic() - began < 5  # closed once idle 0.2 s
+    monkeypatch.setattr(httpserver, "KEEP_IDLE", 30)
+    with socket.create_connection(("127.0.0.1", port), timeout=15) as sock:
+        sock.sendall(health)
+        answer = sock.recv(65536)
+        while answer.count(b'{"ok": true}') < 1:
+            answer += sock.recv(65536)
+        began = time.monotonic()
+        server.server_close()  # a stopping server ends a kept connection waiting for its next request at once
+        assert sock.recv(65536) == b"" and time.monotonic() - began < 5
+
+
 def test_imp23_imp6_imp19_head_and_reply_headers(port, keys_on, watch):
     """Improvement 23 (HEAD), 6 (nosniff, framing), 19 (Server only to identified callers), SRV-2."""
     key = watch.add(gatekeys.make("monitor"))

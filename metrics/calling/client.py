@@ -197,21 +197,57 @@ class Unreadable:
 def sse(pieces):
     """JSON values of a server-sent event stream, `DONE` for `[DONE]`, `Unreadable` for data that is not JSON (STR-6).
 
-    Lines are split on bytes and only data is decoded, so a character split across reads
-    survives; the end of the body ends the last line and the last event.
+    What has arrived is split on bytes and only whole events are decoded, so a character split across
+    reads survives; the end of the body ends the last line and the last event. Issue 35: a buffer
+    without a CR is cut at its last blank line, decoded to text once, and each one-line `data: {...}`
+    event (a provider's every chunk) parsed where it lies; anything else goes line by line (`_lines`).
     """
-    pending = b""
-    data = []
+    pending, carried_cr = b"", False
     for piece in itertools.chain(pieces, (b"\n\n",)):
-        lines = (pending + piece if pending else piece).split(b"\n")
-        pending = lines.pop()
-        for line in lines:
-            line = line.rstrip(b"\r")
-            if line.startswith(b"data:"):
-                data.append(line[6:] if line[5:6] == b" " else line[5:])
-            elif not line and data:
-                yield from _event(data)
-                data = []
+        buffer = pending + piece if pending else piece
+        if carried_cr or b"\r" in piece:
+            pending = yield from _lines(buffer)
+            carried_cr = b"\r" in pending
+            continue
+        cut = buffer.rfind(b"\n\n", max(0, len(pending) - 1))  # the bytes held back have none
+        if cut < 0:
+            pending = buffer
+            continue
+        pending = buffer[cut + 2:]
+        for block in buffer[:cut].decode("utf-8", "replace").split("\n\n"):
+            if block.startswith("data: {") and "\n" not in block:
+                try:
+                    value, end = _raw_decode(block, 6)
+                except ValueError:
+                    end = 0
+                if end == len(block):
+                    yield value
+                    continue
+            if block:
+                yield from _event_lines(block.encode().split(b"\n"))
+
+
+def _lines(buffer):
+    """The events of `buffer` whose blank line has come, line by line (a CR ends no line: it is stripped);
+    returns the bytes of the event still open."""
+    lines = buffer.split(b"\n")
+    last = lines.pop()
+    start = 0
+    for i, line in enumerate(lines):
+        if not line.rstrip(b"\r"):
+            yield from _event_lines(lines[start:i])
+            start = i + 1
+    return b"\n".join(lines[start:] + [last])
+
+
+def _event_lines(lines):
+    """The values of one event given its lines (no blank one among them): its data lines, as `_event` reads them."""
+    data = []
+    for line in lines:
+        line = line.rstrip(b"\r")
+        if line.startswith(b"data:"):
+            data.append(line[6:] if line[5:6] == b" " else line[5:])
+    return _event(data) if data else ()
 
 
 def _event(data):

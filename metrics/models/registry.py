@@ -29,8 +29,6 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-import yaml
-
 from ..core import fileio, paths, records
 from ..core.errors import Invalid, Unusable
 from . import endpoints
@@ -61,6 +59,7 @@ def _text(value):
 
 def _items(text):
     """The file's list of registration blocks as YAML reads it; Broken when it is not YAML or not a list."""
+    import yaml  # issue 35: PyYAML's ~10 ms of import is paid by the first file read, not by every start
     try:
         found = yaml.safe_load(text)
     except yaml.MarkedYAMLError as exc:
@@ -366,6 +365,7 @@ def _first_line(node, lines):
 def _last_line(node):
     """The last line a node is written on. A block collection's end mark lies at whatever follows it (past
     comments), so its last value's is taken; an end mark at column 0 (after a `|` scalar) is the line before's."""
+    import yaml
     while isinstance(node, yaml.CollectionNode) and not node.flow_style and node.value:
         last = node.value[-1]
         node = last[1] if isinstance(node, yaml.MappingNode) else last
@@ -375,6 +375,7 @@ def _last_line(node):
 
 def _blocks(text):
     """`[(alias, first line, last line)]` for each block in `text` (0-based, inclusive), as YAML reads them."""
+    import yaml
     items = _items(text)
     if not items:
         return []

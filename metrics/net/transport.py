@@ -407,7 +407,8 @@ class Body:
 
     def _replay(self):
         """Parse the pieces a batch at a time as they gather (gather.BATCH), so that at most a batch is
-        left to parse when the body ends (a seat's result is ready ~1 ms sooner than parsing it whole)."""
+        left to parse when the body ends (a seat's result is ready ~1 ms sooner than parsing it whole).
+        Until the call's first piece each keeps its arrival time; after it, a batch comes as one buffer."""
         body, call = self.gathered, self.call
         while True:
             if not body.fresh.acquire(timeout=self._grace(body)):
@@ -416,8 +417,11 @@ class Body:
             count = len(body.pieces)  # the reader only appends, and ends a body after its last piece
             batch = body.pieces[:count]
             del body.pieces[:count]
-            for call.arrived, piece in batch:
-                yield piece
+            if call.first_piece is None:
+                for call.arrived, piece in batch:
+                    yield piece
+            elif batch:  # issue 35: no arrival time is read past the first piece, so a batch is parsed as one buffer
+                yield b"".join([piece for _, piece in batch])
             call.arrived = None
             if ended:
                 break

@@ -22,16 +22,19 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from .. import wire
 from ..core import console, errors, keys, paths
 from ..wire import routes
 from ..net import remote
-from ..panel import collections, council, leaderboard, offload, panel, peers, route_mode
+from ..panel import collections, offload
 from ..store import store
 from . import exchange, gatekeys, guard, httpserver, mcp_server, openapi, routing
 from .exchange import Reply, Request, json_reply
+
+if TYPE_CHECKING:  # the panel's modules load after the port is open (warm_up), or with the first route needing them
+    from ..panel import panel
 
 STREAM_GRACE = 1.0
 KEEPALIVE = 10.0
@@ -147,6 +150,7 @@ def record(request: Request) -> Reply:
 def board_query(request: Request) -> tuple[str, str, str, str]:
     """Issue 20: the leaderboard's `collection`, `shape`, `format` (`json` unless asked) and `source` (issue 32,
     CNC-10: `verdicts` unless asked); no collection, a bad shape, format or source is a 400."""
+    from ..panel import leaderboard, peers
     collection, shape, fmt = request.arg("collection"), request.arg("shape"), request.arg("format") or "json"
     source = request.arg("source") or peers.VERDICTS
     refused = leaderboard.problem(request.route.path, collection, shape, fmt)
@@ -161,6 +165,7 @@ def board_reply(answer: dict[str, Any], fmt: str, wrapped: Callable[[dict[str, A
     """A Bradley–Terry leaderboard as JSON (`wrapped` as the port answers it), or as a CSV download."""
     if fmt != "csv":
         return json_reply(200, wrapped(answer))
+    from ..panel import leaderboard
     disposition = {"Content-Disposition": f'attachment; filename="{leaderboard.filename(answer)}"'}
     return exchange.text_reply(200, leaderboard.csv_text(answer), "text/csv; charset=utf-8", disposition)
 
@@ -168,6 +173,7 @@ def board_reply(answer: dict[str, Any], fmt: str, wrapped: Callable[[dict[str, A
 def bench_leaderboard(request: Request) -> Reply:
     """Issue 20: the collection's leaderboard from its judged panels, refused and scoped as `/bench/record` is:
     an unknown collection, or one a scoped key may not call, answers an empty board (improvement 12)."""
+    from ..panel import leaderboard, peers
     collection, shape, fmt, source = board_query(request)
     charge(request.who)
     name = leaderboard.named(collection)
@@ -336,6 +342,7 @@ def show(request: Request) -> Reply:
 
 def ask_panel(request: Request, api: Any, ask: Any) -> Reply:
     """FMT-11..17: resolve the collection and the reply mode, then answer with a panel in `api`'s shape."""
+    from ..panel import council, panel
     base, suffix = collections.split_reply(ask.model)
     name = collections.resolve(base)
     if name is None:
@@ -377,6 +384,7 @@ def ask_panel(request: Request, api: Any, ask: Any) -> Reply:
 def route_turn(request: Request, api: Any, ask: Any, name: str, shown: str) -> Reply:
     """§11: one member answers the turn, tools and all; `X-Bench-Conversation` on every reply (errors too,
     improvement 13) and `X-Bench-Model` once the member is known."""
+    from ..panel import route_mode
     asked = time.monotonic()
     try:
         turn = route_mode.start(name, ask, request.who)
@@ -413,6 +421,7 @@ def stream_route(request: Request, api: Any, ask: Any, shown: str, turn: Any, he
     """RT-20: the 200 waits for the member's first piece (at most ROUTE_GRACE), then each chunk as it comes
     in the API's shape, a keep-alive whenever nothing was written for KEEPALIVE. Chunks that queued up while
     the last were written go out in one write: a busy gateway falls behind by fewer system calls."""
+    from ..panel import route_mode
     event = None
     try:
         event = turn.events.get(timeout=max(0.0, grace_ends - time.monotonic()))
@@ -434,6 +443,7 @@ def stream_route(request: Request, api: Any, ask: Any, shown: str, turn: Any, he
 
 def relay_route(send: exchange.Write, writer: Any, outbox: Outbox, turn: Any, event: Any) -> None:
     """RT-20's loop, from the first event (None when the grace ran out) to the turn's end."""
+    from ..panel import route_mode
     writer.start()
     if event is None:  # the grace ran out: the opening goes now, not with the first piece
         outbox.flush(send)
@@ -474,12 +484,13 @@ def loaded(api: Any, ask: Any, shown: str) -> Reply:
 
 
 def stream_panel(request: Request, name: str, ask: Any, reply: str, make_writer: Callable[..., Any],
-                 finish: panel.Finish | None = None) -> Reply:
+                 finish: "panel.Finish | None" = None) -> Reply:
     """§10: the 200 once the panel is seated (1 s grace), then each piece as it comes.
 
     `make_writer(write)` gives the format's stream writer (STR-1), so one loop serves every format.
     A refusal before the 200 (the caps, a stopping gateway, a plan that fails) is answered as such.
     """
+    from ..panel import panel
     gone = threading.Event()
     events = panel.start(name, ask.messages, ask.nominees, reply, request.who, gone, finish)
     try:
@@ -504,6 +515,7 @@ def stream_panel(request: Request, name: str, ask: Any, reply: str, make_writer:
 def relay_panel(send: exchange.Write, writer: Any, outbox: Outbox, events: "queue.Queue[Any]", event: Any,
                 noted: Callable[[dict[str, Any]], None]) -> None:
     """§10's loop, from the first event (None when the grace ran out) to the panel's end."""
+    from ..panel import panel
     writer.start()
     if event is None:
         writer.keepalive()  # STR-4: the grace ran out, so a keep-alive follows the 200 at once
@@ -576,6 +588,7 @@ def stop_on_signals(server: routing.Server) -> None:
 
     def handle(signum: int, frame: Any) -> None:
         if stopping.is_set():
+            from ..panel import panel
             # on its own thread: the main thread may be inside the very locks stop_seats takes (drain)
             threading.Thread(target=panel.stop_seats, name="stop-now", daemon=True).start()
             return
@@ -586,9 +599,18 @@ def stop_on_signals(server: routing.Server) -> None:
         signal.signal(signum, handle)
 
 
+def warm_up() -> None:
+    """Issue 35: once the port is open, what answering a panel needs and `/health` does not: the panel's,
+    council's and route mode's modules, then the panel's caches (`panel.warm_up`)."""
+    from ..panel import council, leaderboard, panel, peers, route_mode
+    del council, leaderboard, peers, route_mode  # loaded now, so the first panel or turn does not wait for them
+    panel.warm_up()
+
+
 def drain(server: routing.Server, grace: float) -> None:
     """Wait up to `grace` seconds for the panels in flight, end the seats still asked, then give every
     reply (a stream's error sections and its end in its own format) time to reach its client."""
+    from ..panel import panel
     if not panel.flight.wait_idle(grace):
         console.say(f"stopping: panels still in flight after {grace:g}s; ending their seats")
     panel.stop_seats()  # also refuses a panel whose request was taken before the stop but not yet begun
@@ -646,7 +668,7 @@ def main(argv: list[str] | None = None) -> None:
     refused = store.opened()  # each process its own pool, after the fork
     if refused:
         sys.exit(refused)
-    threading.Thread(target=panel.warm_up, name="warm-up", daemon=True).start()
+    threading.Thread(target=warm_up, name="warm-up", daemon=True).start()
     if workers is not None:  # the parent (or the only process) announces the server
         host = f"[{address.strip('[]')}]" if ":" in address else address  # BENCH_BIND may come bracketed
         base = f"http://{host}:{server.server_address[1]}/v1"
@@ -666,6 +688,7 @@ def main(argv: list[str] | None = None) -> None:
             httpserver.release(server)  # the workers drain at the same time as this process
         drain(server, grace)
         if workers:
+            from ..panel import panel
             httpserver.reap(server, workers, timeout=grace + panel.STOP_SETTLE + 2 * REPLY_WAIT)
         if upstream:
             from ..demo import demo

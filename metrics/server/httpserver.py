@@ -1,8 +1,14 @@
 """The HTTP server both ports run on: the stdlib's, with the limits it lacks (security.md §15).
 
-`Server` is a `ThreadingHTTPServer` (one daemon thread per connection, HTTP/1.0, one
-request per connection) and `Handler` the base of `server.routing.Handler`, which both
-ports run. What they add, each so that a client cannot hold a thread or bend a reply:
+`Server` is a `ThreadingHTTPServer` (one daemon thread per connection) and `Handler` the base of
+`server.routing.Handler`, which both ports run. What they add, each so that a client cannot hold a
+thread or bend a reply:
+
+- Kept connections (issue 35, SRV-1): an HTTP/1.0 request is answered in HTTP/1.0 and closed, as
+  before. An HTTP/1.1 connection carries another request only after a reply with a Content-Length
+  to a request read whole (`keeps()`): no `Transfer-Encoding`, no body on a GET, not a HEAD, at
+  most `MAX_REQUESTS`, the next one due within `KEEP_IDLE`. Everything else, streams among them,
+  says `Connection: close` and ends at the close, so no byte of one request is read as the next.
 
 - Read deadlines (improvement 1): the request line and headers must arrive within
   `Server.read_timeout` seconds of the connection, however slowly they trickle; a body
@@ -72,6 +78,8 @@ BUSY_RETRY = 1
 MAX_LINE = 8192
 MAX_HEAD = 65536
 MAX_HEADERS = 100
+KEEP_IDLE = 5.0  # the most a kept connection waits for its next request
+MAX_REQUESTS = 100  # requests one kept connection may carry; the last reply says `Connection: close`
 
 
 class _DeadlineReader(io.RawIOBase):
@@ -115,6 +123,8 @@ class Handler(BaseHTTPRequestHandler):
     server: "Server"
     protocol_version = "HTTP/1.0"
     who = "-"
+    # a kept connection's reply goes out as head then body: with Nagle the body would wait for the head's delayed ACK
+    disable_nagle_algorithm = True
 
     def setup(self) -> None:
         super().setup()
@@ -122,6 +132,7 @@ class Handler(BaseHTTPRequestHandler):
         self.reader = _DeadlineReader(self.connection, self.server.read_timeout)
         self.rfile = io.BufferedReader(self.reader)
         self.unread = True  # the client may still be sending: drain before closing (see finish)
+        self.served = 0  # requests taken on this connection
 
     def finish(self) -> None:
         """Close without a TCP reset: a reply sent before the whole request was read (414, 431, a
@@ -140,9 +151,23 @@ class Handler(BaseHTTPRequestHandler):
                 drained += len(chunk)
 
     def handle_one_request(self) -> None:
-        """The stdlib's loop step with this module's head limits and deadlines."""
+        """The stdlib's loop step with this module's head limits and deadlines, on a connection kept between
+        requests (issue 35) when `keeps()` allows."""
+        self.who = "-"  # SRV-1: each request on a kept connection names its own caller
+        self.sized = self.said_close = False
+        if self.served:
+            timeout = self.server.read_timeout
+            self.reader.restart(timeout, min(KEEP_IDLE, timeout))
         try:
-            self.raw_requestline = self.rfile.readline(MAX_LINE + 1)
+            try:
+                self.raw_requestline = self.waiting_line()
+            except OSError:  # a timeout among them
+                if not self.served:
+                    raise
+                self.close_connection, self.unread = True, False  # a kept connection left idle ends quietly
+                return
+            # a reply speaks the request's version: HTTP/1.0 (and anything unknown) as before, HTTP/1.1 may keep
+            self.protocol_version = "HTTP/1.1" if self.raw_requestline.split()[-1:] == [b"HTTP/1.1"] else "HTTP/1.0"
             if len(self.raw_requestline) > MAX_LINE:
                 self.requestline = self.request_version = self.command = ""
                 self.path = ""
@@ -164,7 +189,10 @@ class Handler(BaseHTTPRequestHandler):
                 self.rfile = body
             if not parsed:
                 return
-            self.unread = self.command == "POST" and guard.content_length(self.headers) != 0
+            self.served += 1
+            # a declared body nobody reads (a GET's, a refused POST's) is drained at the close, never read as a request
+            self.unread = (guard.content_length(self.headers) != 0
+                           or self.headers.get("Transfer-Encoding") is not None)
             self.connection.settimeout(WRITE_TIMEOUT)
             method = getattr(self, "do_" + self.command, None)
             if method is None:
@@ -175,6 +203,19 @@ class Handler(BaseHTTPRequestHandler):
             self.log_error("Request timed out: %r", exc)
             self.close_connection = True
             self.unread = False  # a slow client is not waited for again
+
+    def waiting_line(self) -> bytes:
+        """The request line; a kept connection waits for it among the server's idle ones, which a stopping
+        server ends at once (`Server.server_close`) instead of waiting out their KEEP_IDLE."""
+        if not self.served:
+            return self.rfile.readline(MAX_LINE + 1)
+        with self.server.count_lock:
+            self.server.idle.add(self.connection)
+        try:
+            return self.rfile.readline(MAX_LINE + 1)
+        finally:
+            with self.server.count_lock:
+                self.server.idle.discard(self.connection)
 
     def read_head(self) -> tuple[bytes, str]:
         """The header lines up to the blank one: `(bytes, "")`, or `(b"", why)` beyond the limits."""
@@ -191,6 +232,20 @@ class Handler(BaseHTTPRequestHandler):
                 return b"", "Too many headers"
             if size > MAX_HEAD:
                 return b"", "Headers too large"
+
+    def keeps(self) -> bool:
+        """Whether the connection may carry another request after this reply: an HTTP/1.1 request that did not ask
+        to close, whose body (if any) is read whole, answered with a Content-Length, not a HEAD, and not the last
+        of MAX_REQUESTS. A stream (no length) ends at the close (FMT-1); a body left unread (a GET's, a refused
+        POST's) or a `Transfer-Encoding` would be read as the next request, so either ends the connection."""
+        headers = getattr(self, "headers", None)
+        return (self.protocol_version == "HTTP/1.1" and not self.close_connection and self.sized
+                and not self.unread and self.command != "HEAD" and self.served < MAX_REQUESTS
+                and headers is not None and headers.get("Transfer-Encoding") is None)
+
+    def handle_expect_100(self) -> bool:
+        """No `100 Continue`: the checks that may refuse a body run before it is read, as they did over HTTP/1.0."""
+        return True
 
     def read_body(self, length: int) -> bytes:
         """Exactly `length` body bytes, by a deadline that grows with the bytes received (improvement 1)."""
@@ -210,6 +265,9 @@ class Handler(BaseHTTPRequestHandler):
         value = str(value)
         if "\r" in keyword or "\n" in keyword or "\r" in value or "\n" in value:
             raise ValueError(f"refusing to write header {keyword!r}: it holds CR or LF")
+        name = keyword.lower()
+        self.sized = self.sized or name == "content-length"
+        self.said_close = self.said_close or (name == "connection" and value.lower() == "close")
         super().send_header(keyword, value)
 
     def send_response(self, code: int, message: str | None = None) -> None:
@@ -220,6 +278,10 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Date", self.date_time_string())
 
     def end_headers(self) -> None:
+        if not self.keeps():
+            self.close_connection = True
+            if self.protocol_version == "HTTP/1.1" and not self.said_close:
+                self.send_header("Connection", "close")
         self.send_header("X-Content-Type-Options", "nosniff")
         self.send_header("X-Frame-Options", "DENY")
         self.send_header("Content-Security-Policy", "frame-ancestors 'none'")
@@ -260,6 +322,7 @@ class Server(ThreadingHTTPServer):
         self.open = 0
         self.refusers = 0
         self.per_address: dict[str, int] = {}  # address key -> connections open from it
+        self.idle: set[socket.socket] = set()  # kept connections waiting for their next request
         self.max_per_address = per_address_setting()
         self.count_lock = threading.Condition()  # notified as connections close: a stopping server waits
         super().__init__((host, address[1]), handler)
@@ -312,6 +375,15 @@ class Server(ThreadingHTTPServer):
             else:
                 del self.per_address[key]
             self.count_lock.notify_all()
+
+    def server_close(self) -> None:
+        """Stop listening, and end the kept connections that wait for a next request: none may start now."""
+        super().server_close()
+        with self.count_lock:
+            idle = list(self.idle)
+        for sock in idle:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
 
     def wait_closed(self, timeout: float) -> bool:
         """True once every connection this server took has closed, False after `timeout` seconds."""
