@@ -154,8 +154,7 @@ def _read():
     if _cache[0] != key:
         try:
             # a byte that is not UTF-8 reads as U+FFFD rather than failing every call that reads the file
-            with open(where, encoding="utf-8", errors="replace") as f:
-                text = f.read()
+            text = fileio.read_text(where, errors="replace")
         except OSError:
             return {}, ""
         _cache = (key, *_parsed(text))
@@ -303,8 +302,7 @@ def block(alias, served, entry):
 
 def _read_text(where):
     try:
-        with open(where, encoding="utf-8") as f:
-            return f.read()
+        return fileio.read_text(where)
     except FileNotFoundError:
         return ""
 
@@ -435,8 +433,8 @@ def repoint(served_by_alias):
 
 def _copy(source, target):
     """Copy `source` over `target`, keeping the overwritten file as `<name>.<YYYYmmddTHHMMSS>.bak` (REG-9)."""
-    text = source.read_text(encoding="utf-8")
-    before = _read_text(target) if target.exists() else None
+    text = fileio.read_text(source)
+    before = _read_text(target) if fileio.exists(target) else None
     if before == text:
         return "identical: nothing to copy"
     backup = ""
@@ -455,7 +453,7 @@ def sync_to_llm():
     Raises FileNotFoundError when DATA has no registrations file.
     """
     source = path()
-    if not source.exists():
+    if not fileio.exists(source):
         raise FileNotFoundError(f"{source} does not exist: nothing to sync")
     return _copy(source, llm_path())
 

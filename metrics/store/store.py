@@ -16,9 +16,9 @@ from typing import Any, ContextManager, Protocol, TypeVar
 from ..core import fileio, paths, settings, tails
 from ..core.errors import StoreUnavailable
 from . import keyed, rates
-from .logs import CALLS, CONVERSATIONS, DOCUMENTS, GATEWAY_KEYS, LOGS, OFFLOADS, ROUTES, USAGE, Log
+from .logs import CALLS, CONFIG, CONVERSATIONS, DOCUMENTS, GATEWAY_KEYS, LOGS, OFFLOADS, ROUTES, USAGE, Log
 
-__all__ = ["CALLS", "CONVERSATIONS", "DOCUMENTS", "GATEWAY_KEYS", "LOGS", "OFFLOADS", "ROUTES", "USAGE", "Log", "Store", "Shared", "Folder",
+__all__ = ["CALLS", "CONFIG", "CONVERSATIONS", "DOCUMENTS", "GATEWAY_KEYS", "LOGS", "OFFLOADS", "ROUTES", "USAGE", "Log", "Store", "Shared", "Folder",
            "current", "kind", "opened", "reset"]
 
 
@@ -194,7 +194,9 @@ def _open() -> Store:
         from . import postgres  # psycopg is the optional `postgres` extra: only a Postgres bench imports it
     except ImportError as exc:
         raise StoreUnavailable(NO_EXTRA.format(exc)) from exc
-    return postgres.Postgres(url)
+    shared = postgres.Postgres(url)
+    fileio.share(shared)  # the configuration's readers and writers go through it from now on
+    return shared
 
 
 def opened() -> str:
@@ -210,6 +212,7 @@ def opened() -> str:
 def reset() -> None:
     """Forget the chosen store (closing a Postgres pool): the next `current()` chooses again."""
     with _choosing:
+        fileio.share(None)
         while _chosen:
             found = _chosen.pop()
             close = getattr(found, "close", None)
