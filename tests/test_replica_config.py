@@ -35,8 +35,7 @@ def call(port, method, path, body=None):
 def seated(port, collection):
     status, reply = call(port, "POST", "/v1/chat/completions",
                          {"model": f"bench/{collection}", "messages": [{"role": "user", "content": PROMPT}]})
-    assert status == 200, reply
-    return [seat["alias"] for seat in reply["bench"]["seats"]]
+    return [seat["alias"] for seat in reply["bench"]["seats"]] if status == 200 else reply
 
 
 @pytest.fixture
@@ -64,10 +63,11 @@ def replica(storage, dashboard, tmp_path):
 
 def test_a_collection_saved_on_one_replica_answers_the_next_panel_on_another(dashboard, replica):
     saved = {"name": "pair", "members": ["gamma", "alpha"], "shape": "review", "reply": "all"}
+    # on Postgres the other replica is told at the write's commit, a moment later: its next request after that
     assert call(dashboard, "POST", "/api/collection", saved)[0] == 200
-    assert seated(replica, "pair") == ["gamma", "alpha"]
+    assert wait_for(lambda: seated(replica, "pair") == ["gamma", "alpha"], 5)
     assert call(dashboard, "POST", "/api/collection", {**saved, "members": ["beta"]})[0] == 200
-    assert wait_for(lambda: seated(replica, "pair") == ["beta"], 5)  # the replica's next request, once told
+    assert wait_for(lambda: seated(replica, "pair") == ["beta"], 5)
 
 
 def test_a_collection_saved_through_the_store_is_read_by_the_panel_reader(storage, bench):

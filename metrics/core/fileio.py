@@ -22,13 +22,13 @@
 """
 
 import contextlib
+import itertools
 import json
 import os
 import secrets
 import sys
 import threading
 import time
-import itertools
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, ContextManager, Protocol, TypeVar
@@ -72,6 +72,7 @@ class Documents(Protocol):
 
 
 _documents: list[Documents] = []  # the shared store while one is open (`share`)
+_choosers: list[Callable[[], object]] = []  # what chooses the store, called before the first file is read
 _asked = itertools.count()  # stamps that never repeat, while the shared store cannot say what changed
 
 
@@ -80,7 +81,17 @@ def share(documents: Documents | None) -> None:
     _documents[:] = [documents] if documents is not None else []
 
 
+def chosen_by(choose: Callable[[], object] | None) -> None:
+    """Call `choose` (the store's, which calls `share` when it opens a shared one) before the next file is read,
+    so a process that never asked for its store, a script or a call's child, still reads the shared files;
+    None: read files as files until the store is opened by name."""
+    _choosers[:] = [choose] if choose is not None else []
+
+
 def _shared(path: PathLike) -> tuple[Documents, tuple[str, ...]] | None:
+    for choose in _choosers[:]:
+        choose()  # idempotent and locked: two threads calling it at once open one store
+        _choosers.clear()
     if not _documents:
         return None
     place = _documents[0].place(os.fspath(path))

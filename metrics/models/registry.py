@@ -470,6 +470,6 @@ def pull_from_llm():
 def in_sync():
     """Whether llm's copy is identical to DATA's (REG-9 `--check`); False when either is missing."""
     source, target = path(), llm_path()
-    if not source.exists() or not target.exists():
+    if not fileio.exists(source) or not target.exists():
         return False
-    return source.read_bytes() == target.read_bytes()
+    return fileio.read_text(source, errors="replace") == target.read_text(encoding="utf-8", errors="replace")

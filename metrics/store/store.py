@@ -19,7 +19,7 @@ from . import keyed, rates
 from .logs import CALLS, CONFIG, CONVERSATIONS, DOCUMENTS, GATEWAY_KEYS, LOGS, OFFLOADS, ROUTES, USAGE, Log
 
 __all__ = ["CALLS", "CONFIG", "CONVERSATIONS", "DOCUMENTS", "GATEWAY_KEYS", "LOGS", "OFFLOADS", "ROUTES", "USAGE", "Log", "Store", "Shared", "Folder",
-           "current", "kind", "opened", "reset"]
+           "current", "deferred", "kind", "opened", "reset"]
 
 
 T = TypeVar("T")
@@ -209,8 +209,15 @@ def opened() -> str:
     return ""
 
 
+def deferred() -> None:
+    """Read files as files until `opened()`: a server that forks its workers opens its store after the fork, since
+    a Postgres pool's threads do not cross it."""
+    fileio.chosen_by(None)
+
+
 def reset() -> None:
-    """Forget the chosen store (closing a Postgres pool): the next `current()` chooses again."""
+    """Forget the chosen store (closing a Postgres pool): the next `current()`, or the next file read, chooses
+    again."""
     with _choosing:
         fileio.share(None)
         while _chosen:
@@ -218,3 +225,7 @@ def reset() -> None:
             close = getattr(found, "close", None)
             if close is not None:
                 close()
+    fileio.chosen_by(current)
+
+
+fileio.chosen_by(current)  # a process that reads a configuration file before it asks for its store chooses it then
