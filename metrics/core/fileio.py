@@ -98,24 +98,25 @@ def _shared(path: PathLike) -> tuple[Documents, tuple[str, ...]] | None:
     return (_documents[0], place) if place else None
 
 
+def _stored(path: PathLike) -> str | None:
+    """The shared store's document for `path`; None when the store does not hold it (or there is no store)."""
+    shared = _shared(path)
+    return shared[0].read_text(shared[1]) if shared is not None else None
+
+
 def read_text(path: PathLike, errors: str = "strict") -> str:
     """The file's text; on a shared store, the document it holds (the file itself while it holds none: the
     shipped default, or the file as it was before the bench moved). FileNotFoundError when there is neither."""
-    shared = _shared(path)
-    if shared is not None:
-        text = shared[0].read_text(shared[1])
-        if text is not None:
-            return text
+    stored = _stored(path)
+    if stored is not None:
+        return stored
     with open(path, encoding="utf-8", errors=errors) as f:
         return f.read()
 
 
 def exists(path: PathLike) -> bool:
     """Whether `read_text(path)` finds something."""
-    shared = _shared(path)
-    if shared is not None and shared[0].read_text(shared[1]) is not None:
-        return True
-    return os.path.exists(path)
+    return _stored(path) is not None or os.path.exists(path)
 
 
 def _try_lock(fd: int) -> bool:
@@ -233,8 +234,11 @@ def _parse(path: PathLike, writing: bool = False) -> tuple[dict[str, Any], str]:
     in json, not ValueError: it must read as a fault too, or one hand-made file stops the server.
     `writing`: the system refusing the read (permissions, a folder in the file's place) is raised as
     the data folder's fault (`WriteFailed`), as the write would be."""
+    text = _stored(path)  # a store that cannot answer raises: it must never read, and be cached, as `{}`
     try:
-        text = read_text(path)
+        if text is None:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
     except FileNotFoundError:
         return {}, ""
     except UnicodeDecodeError:

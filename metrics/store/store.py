@@ -18,8 +18,8 @@ from ..core.errors import StoreUnavailable
 from . import keyed, rates
 from .logs import CALLS, CONFIG, CONVERSATIONS, DOCUMENTS, GATEWAY_KEYS, LOGS, OFFLOADS, ROUTES, USAGE, Log
 
-__all__ = ["CALLS", "CONFIG", "CONVERSATIONS", "DOCUMENTS", "GATEWAY_KEYS", "LOGS", "OFFLOADS", "ROUTES", "USAGE", "Log", "Store", "Shared", "Folder",
-           "current", "deferred", "kind", "opened", "reset"]
+__all__ = ["CALLS", "CONFIG", "CONVERSATIONS", "DOCUMENTS", "GATEWAY_KEYS", "LOGS", "OFFLOADS", "ROUTES", "USAGE", "Log",
+           "Store", "Shared", "Folder", "current", "deferred", "kind", "opened", "reset"]
 
 
 T = TypeVar("T")
