@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 
+import psycopg
 import pytest
 
 from benchwarmers.core import fileio, paths
@@ -106,3 +107,23 @@ def test_import_and_export_move_the_configuration(postgres, bench, tmp_path):
     out = tmp_path / "out"
     moving.out(store.current(), out)
     assert {name: out.joinpath("config", name).read_text() for name in files} == files
+
+
+def test_a_lost_server_is_refused_never_read_as_an_empty_configuration(postgres, bench):
+    """A read the store cannot answer raises its 503 (an OSError); it is not cached as `{}`, so once the server is
+    back the collection is there again."""
+    fileio.update(collections.collections_path(), lambda data: data.__setitem__("solo", {"members": ["alpha"]}))
+    with psycopg.connect(postgres, autocommit=True) as conn:
+        conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                     "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+    assert wait_for(lambda: not store.current().listening, 5)  # its mark unknown: every read asks the server
+    with pytest.raises(OSError):
+        collections.load()
+    assert wait_for(lambda: set(answered(collections.load)) == {"solo"}, 5)  # each cut connection fails once
+
+
+def answered(read):
+    try:
+        return read()
+    except OSError:
+        return {}
