@@ -8,7 +8,8 @@ load driver and the paired floors) and measures:
               server, `tests/pgserver.py`), behind nginx (round robin, the recipe of docs/replicas.md):
               panels/s at 32 and 64 clients through nginx.
   store cost  what the store adds to a panel: the store's own work for one panel (three seat lines, the calls
-              log line, the router's four reads) timed in this process against the same server, and the
+              log line, the router's four reads) timed in this process against the same server, every
+              configuration document read once on the folder and on Postgres, and the
               sequential overhead over the floor of one replica on Postgres against one on the folder.
   kill        64 clients through nginx (each panel followed by a verdict on its first seat), a replica killed
               with SIGKILL half way: every panel answered 200 has all its seat lines in the store, every
@@ -38,7 +39,8 @@ from pathlib import Path
 
 import gateway as rig
 
-from benchwarmers.core import fileio
+from benchwarmers.core import fileio, paths
+from benchwarmers.models import registry
 from benchwarmers.panel import collections, offload
 from benchwarmers.server import gatekeys
 from benchwarmers.store import store
@@ -117,13 +119,44 @@ def start_nginx(run, ports, listen):
     raise RuntimeError("nginx did not start")
 
 
-def replica_folder(run, name, base):
-    """A replica's own data folder: the bench's collection, and no per-key panel or verdict cap in the way of the
-    load (config is per replica until it moves to the store)."""
-    data = rig.make_data(run / name, base)
-    fileio.update(collections.settings_path(), lambda found: found.update(
-        {"max_panels_per_key": 1000, "verdicts_per_key_day": 0}))
-    return data
+def replica_folder(run, name, base, configured):
+    """A replica's own data folder. This process is on Postgres by now, so the configuration is in the store:
+    the first replica's folder writes it there (and lifts the per-key panel and verdict caps out of the load's
+    way); a `configured` one only gets llm's copy of the registrations, from the store."""
+    if not configured:
+        data = rig.make_data(run / name, base)
+        fileio.update(collections.settings_path(), lambda found: found.update(
+            {"max_panels_per_key": 1000, "verdicts_per_key_day": 0}))
+        return data
+    os.environ["BENCHWARMERS_HOME"] = str(run / name / "data")
+    os.environ["LLM_USER_PATH"] = str(run / name / "llm")
+    (run / name / "llm").mkdir(parents=True, exist_ok=True)
+    paths.reload()
+    registry.sync_to_llm()
+    return run / name / "data"
+
+
+def config_reads(url, rounds):
+    """Every configuration document read once (more than a panel's plan reads), in microseconds a round: on the
+    folder, then on Postgres, where a read is answered from this process's cache while nothing changed."""
+    found = {}
+    for kind in ("folder", "postgres"):
+        os.environ.pop("BENCH_DATABASE_URL", None)
+        os.environ.update({"BENCH_DATABASE_URL": url} if kind == "postgres" else {})
+        store.reset()
+        shared = store.current()
+        while not getattr(shared, "listening", True):
+            time.sleep(0.05)
+        where = [paths.file(*place) for place in store.CONFIG]
+        for path in where:
+            fileio.read_json(path)
+        began = time.perf_counter()
+        for _ in range(rounds):
+            for path in where:
+                fileio.read_json(path)
+        found[kind] = round((time.perf_counter() - began) / rounds * 1e6, 1)
+    found["documents"] = len(store.CONFIG)
+    return found
 
 
 def store_work_per_panel(url, rounds):
@@ -182,7 +215,7 @@ def kill_phase(run, base, url, seconds, say):
     store.reset()
     for log in store.current().logs():
         store.current().replace(log, [])
-    folders = [replica_folder(run, f"kill-{n}", base) for n in range(REPLICAS)]
+    folders = [replica_folder(run, f"kill-{n}", base, configured=True) for n in range(REPLICAS)]
     load_key = gatekeys.make("load")  # into the store: every replica knows both keys
     capped_key = gatekeys.make("capped", rpm=CAP)
     listen = free_port()
@@ -253,11 +286,13 @@ def run(quick, say):
                 - results["single"]["overhead"]["overhead_ms"]["p50"], 2)
             rig.stop(bench.gateway)
             bench.gateway = None
+            say("store cost: every configuration document read once, on the folder and on Postgres")
+            results["store_cost"]["config_reads_us"] = config_reads(cluster.url, 200 if quick else 2000)
             say("store cost: the store's own work per panel, in this process")
             results["store_cost"]["store_work_ms"] = store_work_per_panel(cluster.url, 300 if quick else 2000)
 
             say(f"replicas: {REPLICAS} gateway processes on Postgres behind nginx")
-            folders = [replica_folder(bench.run, f"replica-{n}", bench.base) for n in range(REPLICAS)]
+            folders = [replica_folder(bench.run, f"replica-{n}", bench.base, configured=n > 0) for n in range(REPLICAS)]
             listen = free_port()
             replicas = [rig.start_gateway(bench.run, data, f"replica-{n}", BENCH_DATABASE_URL=cluster.url,
                                           BENCH_ALLOWED_HOSTS=f"127.0.0.1:{listen}") for n, data in enumerate(folders)]
@@ -296,6 +331,9 @@ def render(results):
                     f"(p50 {three['latency_ms']['p50']} ms, errors {three['error_count']}, dropped {three['dropped']})")
     rows.append(f"store work per panel (in process): p50 {cost['store_work_ms']['p50']} ms, "
                 f"p95 {cost['store_work_ms']['p95']} ms (target p50 <= 1 ms)")
+    reads = cost["config_reads_us"]
+    rows.append(f"the {reads['documents']} configuration documents read once: folder {reads['folder']} us, "
+                f"Postgres {reads['postgres']} us (no server round trip while nothing changed)")
     rows.append(f"sequential overhead over the floor, p50: folder {single['overhead']['overhead_ms']['p50']} ms, "
                 f"Postgres {cost['overhead']['overhead_ms']['p50']} ms "
                 f"(difference {cost['overhead_p50_over_folder_ms']} ms)")

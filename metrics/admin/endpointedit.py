@@ -236,7 +236,7 @@ def make_default(body, who):
                           (paths.file("config", "dismissed.json"),
                            lambda data: [data.__setitem__(_rekey(k, old, name, known), data.pop(k))
                                          for k in list(data)])):
-        if where.exists():
+        if fileio.exists(where):
             fileio.update(where, change)
 
     def flag(data):

@@ -16,9 +16,13 @@
   file's stat so hot paths never re-parse a file that has not changed.
 - `json_problem(path)`: why `read_json` read `{}` (line and column for a syntax error),
   found by the same cached parse.
+- `share(documents)`: while a shared store is open (Postgres, docs/replicas.md), the files it holds (the
+  configuration the dashboard edits) are read, written and locked through it instead, by these same
+  functions, so every reader and writer of such a file follows without knowing which store it is on.
 """
 
 import contextlib
+import itertools
 import json
 import os
 import secrets
@@ -27,7 +31,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ContextManager, Protocol, TypeVar
 
 from . import console
 
@@ -46,6 +50,73 @@ FILE_MODE = 0o600
 FOLDER_MODE = 0o700
 LOCK_POLL = 0.02
 REPLACE_TRIES = 50
+
+
+class Documents(Protocol):
+    """A store shared by several processes that holds some of the data folder's files as documents."""
+
+    def place(self, path: str) -> tuple[str, ...] | None:
+        """`path`'s place when the store holds it (`("config", "collections.json")`), else None."""
+
+    def mark(self, place: tuple[str, ...]) -> tuple[int, int] | None:
+        """Equal to the last one while the document is unchanged; None when only asking the store can tell."""
+
+    def read_text(self, place: tuple[str, ...]) -> str | None:
+        """The document, or None when the store has never held it."""
+
+    def write_text(self, place: tuple[str, ...], text: str) -> None:
+        """Replace the document whole."""
+
+    def locked(self, name: str) -> ContextManager[None]:
+        """Hold the lock `name` against every process sharing the store."""
+
+
+_documents: list[Documents] = []  # the shared store while one is open (`share`)
+_choosers: list[Callable[[], object]] = []  # what chooses the store, called before the first file is read
+_asked = itertools.count()  # stamps that never repeat, while the shared store cannot say what changed
+
+
+def share(documents: Documents | None) -> None:
+    """Read and write the files `documents` holds through it from now on; None: the files again."""
+    _documents[:] = [documents] if documents is not None else []
+
+
+def chosen_by(choose: Callable[[], object] | None) -> None:
+    """Call `choose` (the store's, which calls `share` when it opens a shared one) before the next file is read,
+    so a process that never asked for its store, a script or a call's child, still reads the shared files;
+    None: read files as files until the store is opened by name."""
+    _choosers[:] = [choose] if choose is not None else []
+
+
+def _shared(path: PathLike) -> tuple[Documents, tuple[str, ...]] | None:
+    for choose in _choosers[:]:
+        choose()  # idempotent and locked: two threads calling it at once open one store
+        _choosers.clear()
+    if not _documents:
+        return None
+    place = _documents[0].place(os.fspath(path))
+    return (_documents[0], place) if place else None
+
+
+def _stored(path: PathLike) -> str | None:
+    """The shared store's document for `path`; None when the store does not hold it (or there is no store)."""
+    shared = _shared(path)
+    return shared[0].read_text(shared[1]) if shared is not None else None
+
+
+def read_text(path: PathLike, errors: str = "strict") -> str:
+    """The file's text; on a shared store, the document it holds (the file itself while it holds none: the
+    shipped default, or the file as it was before the bench moved). FileNotFoundError when there is neither."""
+    stored = _stored(path)
+    if stored is not None:
+        return stored
+    with open(path, encoding="utf-8", errors=errors) as f:
+        return f.read()
+
+
+def exists(path: PathLike) -> bool:
+    """Whether `read_text(path)` finds something."""
+    return _stored(path) is not None or os.path.exists(path)
 
 
 def _try_lock(fd: int) -> bool:
@@ -72,6 +143,11 @@ def lock(path: PathLike, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
     """Hold `<path>.lock` exclusively; `TimeoutError` after `timeout` seconds (LOCK-1), `WriteFailed` when the
     lock file cannot be made."""
     path = Path(path)
+    shared = _shared(path)
+    if shared is not None:
+        with shared[0].locked("/".join(shared[1])):
+            yield
+        return
     lock_path = path.with_name(path.name + ".lock")
     try:
         make_folder(lock_path.parent)
@@ -116,6 +192,10 @@ def write_atomic(path: PathLike, text: str, mode: int = FILE_MODE) -> None:
     holds it from its first byte: a chmod after the write left the secrets of `keys.json` readable
     by anyone for as long as the write took (issue 29 item 1).
     """
+    shared = _shared(path)
+    if shared is not None:
+        shared[0].write_text(shared[1], text)
+        return
     path = Path(path)
     _looked.__dict__.get("seen", {}).pop(str(path), None)  # this thread's snapshot must see its own write
     temp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.part")
@@ -154,9 +234,11 @@ def _parse(path: PathLike, writing: bool = False) -> tuple[dict[str, Any], str]:
     in json, not ValueError: it must read as a fault too, or one hand-made file stops the server.
     `writing`: the system refusing the read (permissions, a folder in the file's place) is raised as
     the data folder's fault (`WriteFailed`), as the write would be."""
+    text = _stored(path)  # a store that cannot answer raises: it must never read, and be cached, as `{}`
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        if text is None:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
     except FileNotFoundError:
         return {}, ""
     except UnicodeDecodeError:
@@ -253,9 +335,26 @@ def stat(path: PathLike) -> os.stat_result:
 def stamp(path: PathLike) -> tuple[int, int, int] | None:
     """What says a file changed: `(mtime_ns, size, inode)`, None when it cannot be stat'ed."""
     try:
-        st = stat(path)
+        return mark(path)
     except OSError:
         return None
+
+
+def mark(path: PathLike) -> tuple[int, int, int]:
+    """`stamp(path)`, raising the stat's OSError. A document of the shared store is marked by the store's count
+    of its changes, seen without asking the server, and by its file's stamp (read while the store holds none)."""
+    shared = _shared(path)
+    if shared is not None:
+        changes = shared[0].mark(shared[1])
+        if changes is None:
+            return (-1, next(_asked), 0)
+        try:
+            st = stat(path)
+            own = hash((st.st_mtime_ns, st.st_size, st.st_ino))
+        except OSError:
+            own = 0
+        return (changes[0], changes[1], own)
+    st = stat(path)
     return (st.st_mtime_ns, st.st_size, st.st_ino)
 
 

@@ -105,22 +105,22 @@ def load() -> dict[str, Endpoint]:
     """`{name: Endpoint}` in file order (EP-1): `{}` when missing; `Unusable` (a RuntimeError) when unreadable or
     not an object.
 
-    Cached by the file's stat; callers must not mutate the result.
+    Cached by the file's stat (the store's mark on Postgres); callers must not mutate the result.
     """
     global _cache
     where = str(path())
     try:
-        st = fileio.stat(where)
+        key = (where, *fileio.mark(where))  # on Postgres, the store's mark (docs/replicas.md)
     except FileNotFoundError:
         return {}
     except OSError as exc:
         raise Unusable(f"{where} cannot be read: {exc}") from exc
-    key = (where, st.st_mtime_ns, st.st_size, st.st_ino)
     if _cache[0] == key:
         return _cache[1]
     try:
-        with open(where, encoding="utf-8") as f:
-            data = json.load(f)
+        data = json.loads(fileio.read_text(where))
+    except FileNotFoundError:
+        return {}
     except (OSError, ValueError, RecursionError) as exc:  # RecursionError: JSON nested past the parser's depth
         raise Unusable(f"{where} cannot be read: {exc}") from exc
     if not isinstance(data, dict):

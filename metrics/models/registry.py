@@ -153,8 +153,7 @@ def _read():
     if _cache[0] != key:
         try:
             # a byte that is not UTF-8 reads as U+FFFD rather than failing every call that reads the file
-            with open(where, encoding="utf-8", errors="replace") as f:
-                text = f.read()
+            text = fileio.read_text(where, errors="replace")
         except OSError:
             return {}, ""
         _cache = (key, *_parsed(text))
@@ -302,8 +301,7 @@ def block(alias, served, entry):
 
 def _read_text(where):
     try:
-        with open(where, encoding="utf-8") as f:
-            return f.read()
+        return fileio.read_text(where)
     except FileNotFoundError:
         return ""
 
@@ -436,8 +434,8 @@ def repoint(served_by_alias):
 
 def _copy(source, target):
     """Copy `source` over `target`, keeping the overwritten file as `<name>.<YYYYmmddTHHMMSS>.bak` (REG-9)."""
-    text = source.read_text(encoding="utf-8")
-    before = _read_text(target) if target.exists() else None
+    text = fileio.read_text(source)
+    before = _read_text(target) if fileio.exists(target) else None
     if before == text:
         return "identical: nothing to copy"
     backup = ""
@@ -456,7 +454,7 @@ def sync_to_llm():
     Raises FileNotFoundError when DATA has no registrations file.
     """
     source = path()
-    if not source.exists():
+    if not fileio.exists(source):
         raise FileNotFoundError(f"{source} does not exist: nothing to sync")
     return _copy(source, llm_path())
 
@@ -473,6 +471,6 @@ def pull_from_llm():
 def in_sync():
     """Whether llm's copy is identical to DATA's (REG-9 `--check`); False when either is missing."""
     source, target = path(), llm_path()
-    if not source.exists() or not target.exists():
+    if not fileio.exists(source) or not target.exists():
         return False
-    return source.read_bytes() == target.read_bytes()
+    return fileio.read_text(source, errors="replace") == target.read_text(encoding="utf-8", errors="replace")

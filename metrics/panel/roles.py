@@ -107,6 +107,6 @@ def status() -> str:
     (SHP-2; IMP-10: a missing file says so rather than "unreadable")."""
     if fileio.read_json(path(), comments=False):
         return ""
-    if not path().exists():
+    if not fileio.exists(path()):
         return "missing"
     return "unreadable" if collections.unreadable(path()) else ""

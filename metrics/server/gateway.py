@@ -660,14 +660,16 @@ def main(argv: list[str] | None = None) -> None:
         parser.error("--workers: at least 1")
     if args.workers > 1 and (args.demo or not hasattr(os, "fork")):
         parser.error("--workers above 1 needs fork (Linux, macOS) and cannot be used with --demo")
+    store.deferred()  # the store (and the configuration it may hold) is opened after the fork
     address, port, upstream = starting(args.port, "BENCH_GATEWAY_PORT", args.demo)
-    collections.config_problems()  # a broken config file is said on stderr now, once, not at the first request
     server = listen(address, port, GATEWAY, "BENCH_GATEWAY_PORT", upstream)
     stop_on_signals(server)
     workers = httpserver.share(server, args.workers - 1) if args.workers > 1 else []
     refused = store.opened()  # each process its own pool, after the fork
     if refused:
         sys.exit(refused)
+    if workers is not None:
+        collections.config_problems()  # a broken config file is said on stderr now, once, not at the first request
     threading.Thread(target=warm_up, name="warm-up", daemon=True).start()
     if workers is not None:  # the parent (or the only process) announces the server
         host = f"[{address.strip('[]')}]" if ":" in address else address  # BENCH_BIND may come bracketed

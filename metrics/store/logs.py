@@ -9,5 +9,18 @@ CONVERSATIONS: Log = ("runs", "gateway", "conversations")  # route mode's record
 USAGE: Log = ("metrics", "usage")  # the usage ledger: a log a month inside, `<YYYY-MM>.jsonl` (calling.ledger)
 LOGS = (OFFLOADS, CALLS, ROUTES)
 GATEWAY_KEYS: Log = ("config", "gateway-keys.json")  # a document: the gateway keys' digests (server.gatekeys)
-DOCUMENTS = (GATEWAY_KEYS,)  # the documents that outlive a run: `bench store import` and `export` move them too  # what the store holds, and what `bench store import` and `export` move
+# The configuration the dashboard edits and the limits learned from providers' errors: on Postgres every reader
+# and writer of these files goes through the store (`core.fileio.share`), so an edit made on one replica is
+# read by every replica at its next request. Each is named as `paths.file` names it.
+CONFIG: tuple[Log, ...] = tuple(("config", name) for name in (
+    "collections.json", "gateway.json",  # panel.collections: the collections and the gateway's settings
+    "extra-openai-models.yaml", "decision-models.json",  # models.registry: the registrations
+    "endpoints.json", "connection-limits.json", "connections.json",  # models.endpoints, admin.endpointedit, connections
+    "model-overrides.json", "model-options.json",  # admin.modelfacts: a person's facts and call options
+    "model-roles.json", "retired.json", "alias-history.json",  # panel.roles, panel.roster, models.aliases
+    "model-learned.json",  # models.learn: limits and context windows learned from providers' errors
+    "dismissed.json", "provider-tags.json", "scheduler.json", "ui.json", "connect.json",  # the other pages' edits
+))
+# the documents that outlive a run: what the store holds, and what `bench store import` and `export` move
+DOCUMENTS: tuple[Log, ...] = (GATEWAY_KEYS, *CONFIG)
 

@@ -1,11 +1,11 @@
 """Moving a bench between its data folder and Postgres (`bench store import` / `export`, docs/replicas.md).
 
 `into` copies each log the store keeps (`LOGS`, and the usage ledger's months, `metrics/usage/<YYYY-MM>.jsonl`)
-and each document that outlives a run (`DOCUMENTS`: the gateway keys) from the folder's files into Postgres,
-replacing what the database held under that name; `out` writes them back as the folder's files. Every
-non-blank line is copied as its bytes, in order, a torn or corrupt one too (it is the record as it was);
-a rotated log (`calls.jsonl.3` … `.1`) goes in before the live file, oldest first, and comes back as one
-file.
+and each document that outlives a run (`DOCUMENTS`: the gateway keys, the configuration the dashboard edits and
+the learned limits) from the folder's files into Postgres, replacing what the database held under that name;
+`out` writes them back as the folder's files. Every non-blank line is copied as its bytes, in order, a torn or
+corrupt one too (it is the record as it was); a rotated log (`calls.jsonl.3` … `.1`) goes in before the live
+file, oldest first, and comes back as one file.
 """
 
 import os
@@ -57,14 +57,15 @@ def into(shared: Shared, folder: Path) -> dict[str, str]:
     return counts
 
 
-def _write(path: Path, lines: Iterator[bytes]) -> int:
-    """`lines` as `path`, whole or not at all (a temporary replaced in one step); returns how many."""
+def _write(path: Path, chunks: Iterator[bytes]) -> int:
+    """`chunks` as `path`, whole or not at all (a temporary replaced in one step); returns how many. Written
+    here, not by `fileio`, which would send a configuration document back to the shared store."""
     fileio.make_folder(path.parent)
     temp = path.with_name(f".{path.name}.export")
     count = 0
-    with open(temp, "wb", opener=fileio.opener) as out:
-        for line in lines:
-            out.write(line + b"\n")
+    with open(temp, "wb", opener=fileio.opener) as out:  # the owner's alone (0600), as every file of the folder
+        for chunk in chunks:
+            out.write(chunk)
             count += 1
     os.replace(temp, path)
     return count
@@ -76,13 +77,14 @@ def out(shared: Shared, folder: Path) -> dict[str, str]:
     counts = {}
     for log in (*LOGS, *(found for found in shared.logs() if found[:len(USAGE)] == USAGE)):
         path = folder.joinpath(*log)
-        counts["/".join(log)] = f"{_write(path, shared.lines(log)):,} lines"
+        count = _write(path, (line + b"\n" for line in shared.lines(log)))
+        counts["/".join(log)] = f"{count:,} lines"
         for older in _rotated(path):
             older.unlink()
     for place in DOCUMENTS:
         text = shared.read_text(place)
         if text is not None:
-            fileio.write_atomic(folder.joinpath(*place), text)  # the owner's alone (0600), as every file of it
+            _write(folder.joinpath(*place), iter([text.encode("utf-8")]))
             counts["/".join(place)] = DOCUMENT
     return counts
 

@@ -16,13 +16,14 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from ..core import fileio
+from ..core import fileio, paths
 from ..core.errors import StoreUnavailable
 from . import keyed, migrations, rates
-from .logs import Log
+from .logs import CONFIG, Log
 
 T = TypeVar("T")
 POOL_SIZE = 16  # connections one replica keeps at most: a panel's seats append from their own threads
+PLACES_KEPT = 4096  # paths whose `place` is remembered (the data folder's files a process reads)
 LISTEN_POLL = 1.0  # seconds the listener waits for a notification before it looks whether the store was closed
 OPEN_TIMEOUT = 10.0  # seconds a replica waits for its first connection before start fails, saying why
 LOST = "the Postgres store cannot be reached: {}"
@@ -74,6 +75,7 @@ class Postgres:
             raise StoreUnavailable(UNREACHABLE.format(_shown(url), exc)) from exc
         self.changes: dict[str, int] = {}  # log name: notifications seen (and this process's own appends)
         self.documents: dict[str, tuple[Any, dict[str, Any], dict[str, Any]]] = {}  # read_json's, by mark
+        self.places: dict[str, Log | None] = {}  # `place`'s answers, by path
         self.locks: dict[str, threading.Lock] = {}  # `locked`'s in-process queue, one a name
         self.guard = threading.Lock()
         self.own: set[int] = set()  # the server processes of this replica's pool: their notifications are its own
@@ -100,6 +102,18 @@ class Postgres:
             self.listening = False
             self.epoch += 1
             self.closed.wait(LISTEN_POLL)
+
+    def place(self, path: str) -> Log | None:
+        """`path`'s place when it is one of the configuration documents this store holds (`fileio.share`);
+        asked on every read of any file, so answered from a dict after the first time."""
+        if path in self.places:
+            return self.places[path]
+        if len(self.places) >= PLACES_KEPT:
+            self.places.clear()
+        home = str(paths.data())
+        found = tuple(path[len(home):].lstrip("/\\").replace("\\", "/").split("/"))
+        self.places[path] = found if path.startswith(home) and found in CONFIG else None
+        return self.places[path]
 
     def mark(self, log: Log) -> tuple[int, int] | None:
         """What a reader compares to know `log` is unchanged since it last asked; None: ask the server."""

@@ -16,10 +16,10 @@ from typing import Any, ContextManager, Protocol, TypeVar
 from ..core import fileio, paths, settings, tails
 from ..core.errors import StoreUnavailable
 from . import keyed, rates
-from .logs import CALLS, CONVERSATIONS, DOCUMENTS, GATEWAY_KEYS, LOGS, OFFLOADS, ROUTES, USAGE, Log
+from .logs import CALLS, CONFIG, CONVERSATIONS, DOCUMENTS, GATEWAY_KEYS, LOGS, OFFLOADS, ROUTES, USAGE, Log
 
-__all__ = ["CALLS", "CONVERSATIONS", "DOCUMENTS", "GATEWAY_KEYS", "LOGS", "OFFLOADS", "ROUTES", "USAGE", "Log", "Store", "Shared", "Folder",
-           "current", "kind", "opened", "reset"]
+__all__ = ["CALLS", "CONFIG", "CONVERSATIONS", "DOCUMENTS", "GATEWAY_KEYS", "LOGS", "OFFLOADS", "ROUTES", "USAGE", "Log",
+           "Store", "Shared", "Folder", "current", "deferred", "kind", "opened", "reset"]
 
 
 T = TypeVar("T")
@@ -194,7 +194,9 @@ def _open() -> Store:
         from . import postgres  # psycopg is the optional `postgres` extra: only a Postgres bench imports it
     except ImportError as exc:
         raise StoreUnavailable(NO_EXTRA.format(exc)) from exc
-    return postgres.Postgres(url)
+    shared = postgres.Postgres(url)
+    fileio.share(shared)  # the configuration's readers and writers go through it from now on
+    return shared
 
 
 def opened() -> str:
@@ -207,11 +209,23 @@ def opened() -> str:
     return ""
 
 
+def deferred() -> None:
+    """Read files as files until `opened()`: a server that forks its workers opens its store after the fork, since
+    a Postgres pool's threads do not cross it."""
+    fileio.chosen_by(None)
+
+
 def reset() -> None:
-    """Forget the chosen store (closing a Postgres pool): the next `current()` chooses again."""
+    """Forget the chosen store (closing a Postgres pool): the next `current()`, or the next file read, chooses
+    again."""
     with _choosing:
+        fileio.share(None)
         while _chosen:
             found = _chosen.pop()
             close = getattr(found, "close", None)
             if close is not None:
                 close()
+    fileio.chosen_by(current)
+
+
+fileio.chosen_by(current)  # a process that reads a configuration file before it asks for its store chooses it then

@@ -1,0 +1,129 @@
+"""The configuration the dashboard edits, on both stores (docs/replicas.md): an edit made through one replica's
+dashboard answers the next request on another replica, a real process; on Postgres that replica has a data
+folder of its own, as a replica on another machine would. The learned limits go the same way, and
+`bench store import` / `export` move every document."""
+
+import http.client
+import json
+import os
+import subprocess
+import sys
+
+import psycopg
+import pytest
+
+from benchwarmers.core import fileio, paths
+from benchwarmers.dashboard import serve
+from benchwarmers.models import catalog, endpoints
+from benchwarmers.panel import collections
+from benchwarmers.store import moving, store
+from benchwarmers.store import postgres as postgres_store
+from conftest import wait_for
+
+PROMPT = "Review this: for i in range(1, len(xs)): print(xs[i])"
+
+
+def call(port, method, path, body=None):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    conn.request(method, path, body=json.dumps(body).encode() if body is not None else None,
+                 headers={"Content-Type": "application/json", "Host": f"127.0.0.1:{port}"})
+    resp = conn.getresponse()
+    answer = json.loads(resp.read())
+    conn.close()
+    return resp.status, answer
+
+
+def seated(port, collection):
+    status, reply = call(port, "POST", "/v1/chat/completions",
+                         {"model": f"bench/{collection}", "messages": [{"role": "user", "content": PROMPT}]})
+    return [seat["alias"] for seat in reply["bench"]["seats"]] if status == 200 else reply
+
+
+@pytest.fixture
+def dashboard(storage, bench):
+    srv = serve.serve("127.0.0.1", 0)
+    yield srv.server_address[1]
+    srv.shutdown()
+    srv.server_close()
+
+
+@pytest.fixture
+def replica(storage, dashboard, tmp_path):
+    """A second gateway process; on Postgres with a data folder of its own (nothing of the first's copied)."""
+    env = dict(os.environ)
+    if storage == "postgres":
+        env["BENCHWARMERS_HOME"] = str(tmp_path / "elsewhere")
+    process = subprocess.Popen([sys.executable, "gateway.py", "--port", "0"], cwd=paths.CODE, text=True, env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    banner = process.stdout.readline()
+    assert banner.startswith("bench gateway on http://127.0.0.1:"), banner
+    yield int(banner.split("127.0.0.1:")[1].split("/")[0])
+    process.terminate()
+    process.wait(10)
+
+
+def test_a_collection_saved_on_one_replica_answers_the_next_panel_on_another(dashboard, replica):
+    saved = {"name": "pair", "members": ["gamma", "alpha"], "shape": "review", "reply": "all"}
+    # on Postgres the other replica is told at the write's commit, a moment later: its next request after that
+    assert call(dashboard, "POST", "/api/collection", saved)[0] == 200
+    assert wait_for(lambda: seated(replica, "pair") == ["gamma", "alpha"], 5)
+    assert call(dashboard, "POST", "/api/collection", {**saved, "members": ["beta"]})[0] == 200
+    assert wait_for(lambda: seated(replica, "pair") == ["beta"], 5)
+
+
+def test_a_collection_saved_through_the_store_is_read_by_the_panel_reader(storage, bench):
+    """The one reader (`collections.load`) and its writer meet in the store on Postgres, in the file on the folder."""
+    fileio.update(collections.collections_path(), lambda data: data.__setitem__("solo", {"members": ["alpha"]}))
+    assert collections.load()["solo"].members == ("alpha",)
+    on_disk = collections.collections_path()
+    assert ("solo" in (on_disk.read_text() if on_disk.exists() else "")) is (storage == "folder")
+
+
+def test_a_learned_limit_on_another_replica_is_read_once_it_says_so(postgres, bench):
+    other = postgres_store.Postgres(postgres)
+    try:
+        assert wait_for(lambda: other.listening and store.current().listening)
+        assert catalog.window("alpha") == 32000
+        other.write_text(("config", "model-learned.json"), json.dumps({"alpha": {"context_window": {"value": 4000}}}))
+        assert wait_for(lambda: catalog.window("alpha") == 4000, 5)
+    finally:
+        other.close()
+
+
+def test_import_and_export_move_the_configuration(postgres, bench, tmp_path):
+    """The folder's configuration files go into the store whole, replacing what it held, and come back byte for
+    byte; a replica reads them from the store from then on, whatever its own files say."""
+    files = {"collections.json": '{"solo": {"members": ["alpha"]}}\n',
+             "endpoints.json": fileio.read_text(endpoints.path()),  # the bench's, from the store
+             "extra-openai-models.yaml": fileio.read_text(paths.file("config", "extra-openai-models.yaml")),
+             "model-learned.json": '{"alpha": {"context_window": {"value": 4000}}}\n'}
+    for name, text in files.items():
+        paths.file("config", name).write_text(text)  # as the folder store left them, before the move
+    counts = moving.into(store.current(), paths.data())
+    assert all(counts[f"config/{name}"] == moving.DOCUMENT for name in files)
+    for name in files:
+        paths.file("config", name).write_text("{}")  # the replica's own copies no longer matter
+    assert set(collections.load()) == {"solo"} and set(endpoints.load()) and catalog.window("alpha") == 4000
+    out = tmp_path / "out"
+    moving.out(store.current(), out)
+    assert {name: out.joinpath("config", name).read_text() for name in files} == files
+
+
+def test_a_lost_server_is_refused_never_read_as_an_empty_configuration(postgres, bench):
+    """A read the store cannot answer raises its 503 (an OSError); it is not cached as `{}`, so once the server is
+    back the collection is there again."""
+    fileio.update(collections.collections_path(), lambda data: data.__setitem__("solo", {"members": ["alpha"]}))
+    with psycopg.connect(postgres, autocommit=True) as conn:
+        conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                     "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+    assert wait_for(lambda: not store.current().listening, 5)  # its mark unknown: every read asks the server
+    with pytest.raises(OSError):
+        collections.load()
+    assert wait_for(lambda: set(answered(collections.load)) == {"solo"}, 5)  # each cut connection fails once
+
+
+def answered(read):
+    try:
+        return read()
+    except OSError:
+        return {}
