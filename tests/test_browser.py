@@ -537,6 +537,7 @@ def test_issue20_leaderboard_on_at_a_glance(page, dash):
                 collection="bench/core", shape="review", ranked=["p1.member2", "p1.member1"])
     page.select_option("#lb-collection", "core")
     page.select_option("#lb-source", "peers")
+    page.wait_for_selector("#lb-counts:has-text('the peer rankings of')")  # the collection's reload came first
     page.wait_for_selector("#lb-rankers")
     assert page.eval_on_selector_all("#leaderboard .lb-lines li", "els => els.map(e => e.dataset.model)") == [
         "beta", "alpha"]

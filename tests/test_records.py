@@ -13,6 +13,7 @@ from benchwarmers.core import fileio, paths, records
 from benchwarmers.core.errors import Broken
 from benchwarmers.models import endpoints, registry
 from benchwarmers.panel import collections, offload, roster
+from benchwarmers.store import store
 
 ROOT = Path(__file__).resolve().parent.parent
 SCANNED = ("metrics", "suite", "scripts", "perf", "benchmarks")
@@ -28,7 +29,8 @@ OWNERS = {
 }
 # the store names the logs that replicas share by their place in the data folder (store/logs.py); their owner
 # still gives the path and reads them
-SPELLED = {"offloads.jsonl": "metrics/store/logs.py"}
+STORE_NAMES = "metrics/store/logs.py"
+SPELLED = {"offloads.jsonl": STORE_NAMES}  # the config files the store holds are named there too (store.CONFIG)
 # the settings table (style.md): it names the config files whose keys it declares and shows their values as
 # written (`bench settings`); it interprets none of them, so it is no second reader
 TABLE = "metrics/core/settings.py"
@@ -55,7 +57,9 @@ def test_each_file_is_named_by_its_owner_alone():
         for node in ast.walk(tree):
             if isinstance(node, ast.Constant) and node.value in OWNERS and where != TABLE:
                 found[node.value].add(where)
-    assert found == {name: {SPELLED.get(name, owner)} for name, (owner, _, _) in OWNERS.items()}
+    stored = {place[-1] for place in store.CONFIG}
+    assert found == {name: {SPELLED.get(name, owner)} | ({STORE_NAMES} if name in stored else set())
+                     for name, (owner, _, _) in OWNERS.items()}
 
 
 def _path_of(node, owners):

@@ -210,6 +210,8 @@ class Handler(BaseHTTPRequestHandler):
         if not self.served:
             return self.rfile.readline(MAX_LINE + 1)
         with self.server.count_lock:
+            if self.server.closing:  # the server stopped while this reply was written: no next request
+                return b""
             self.server.idle.add(self.connection)
         try:
             return self.rfile.readline(MAX_LINE + 1)
@@ -323,6 +325,7 @@ class Server(ThreadingHTTPServer):
         self.refusers = 0
         self.per_address: dict[str, int] = {}  # address key -> connections open from it
         self.idle: set[socket.socket] = set()  # kept connections waiting for their next request
+        self.closing = False  # set by server_close: no kept connection waits for another request after it
         self.max_per_address = per_address_setting()
         self.count_lock = threading.Condition()  # notified as connections close: a stopping server waits
         super().__init__((host, address[1]), handler)
@@ -380,6 +383,7 @@ class Server(ThreadingHTTPServer):
         """Stop listening, and end the kept connections that wait for a next request: none may start now."""
         super().server_close()
         with self.count_lock:
+            self.closing = True
             idle = list(self.idle)
         for sock in idle:
             with contextlib.suppress(OSError):
