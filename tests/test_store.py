@@ -1,7 +1,8 @@
 """The store (docs/replicas.md) on a real Postgres server (tests/pgserver.py): migrations applied once under
 their lock by replicas starting together, ids unique and read in order across writers, a replica that cannot
-reach its server refusing to start, and `bench store import` / `export` moving a 100,000-line log there and
-back without losing or reordering a line."""
+reach its server refusing to start, `bench store import` / `export` moving a 100,000-line log there and
+back without losing or reordering a line, /health saying whether the server answers (a stopped one included), and
+the calls and route logs kept within their size."""
 
 import concurrent.futures
 import json
