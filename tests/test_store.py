@@ -1,7 +1,8 @@
 """The store (docs/replicas.md) on a real Postgres server (tests/pgserver.py): migrations applied once under
 their lock by replicas starting together, ids unique and read in order across writers, a replica that cannot
-reach its server refusing to start, and `bench store import` / `export` moving a 100,000-line log there and
-back without losing or reordering a line."""
+reach its server refusing to start, `bench store import` / `export` moving a 100,000-line log there and
+back without losing or reordering a line, /health saying whether the server answers (a stopped one included), and
+the calls and route logs kept within their size."""
 
 import concurrent.futures
 import json
@@ -10,7 +11,9 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 
+import pgserver
 import psycopg
 import pytest
 
@@ -237,3 +240,79 @@ def test_a_server_lost_mid_request_is_a_503_and_the_next_request_reconnects(post
         assert [r["model"] for r in shared.records(store.OFFLOADS)] == ["a", "c"]
     finally:
         shared.close()
+
+
+def health(base):
+    with urllib.request.urlopen(base + "/health", timeout=30) as reply:
+        return reply.status, json.loads(reply.read())
+
+
+def test_health_says_whether_the_store_answers(storage, gateway):
+    """HEALTH-1: on the folder /health is as before; on Postgres it adds that the server answers."""
+    expected = {"ok": True} if storage == "folder" else {"ok": True, "store": {"kind": "postgres", "answers": True}}
+    assert health(gateway) == (200, expected)
+
+
+def test_a_stopped_server_is_reported_down_on_health_not_a_500(home, monkeypatch):
+    """HEALTH-1: the store's server stopped under a running gateway: /health still answers 200 at once, the store
+    down with libpq's reason (never the server's address); a replica opening its store again meanwhile too."""
+    from conftest import running_gateway
+
+    with pgserver.Cluster() as cluster:
+        monkeypatch.setenv("BENCH_DATABASE_URL", cluster.url.replace("benchpg@", "benchpg:s3cret@"))
+        store.reset()
+        with running_gateway() as srv:
+            base = f"http://127.0.0.1:{srv.server_address[1]}"
+            assert health(base)[1]["store"] == {"kind": "postgres", "answers": True}
+            cluster.stop()
+            started = time.monotonic()
+            assert wait_for(lambda: not health(base)[1]["store"]["answers"], 10)
+            assert time.monotonic() - started < 2 * postgres_store.PROBE_TIMEOUT
+            status, said = health(base)
+            assert status == 200 and said["ok"] is True
+            problem = said["store"]["problem"]
+            assert problem and "127.0.0.1" not in problem and "s3cret" not in problem and str(cluster.port) not in problem
+            store.reset()  # chosen again while the server is away: still an answer, never a 500
+            status, said = health(base)
+            assert status == 200 and said["store"]["answers"] is False
+            assert "127.0.0.1" not in said["store"]["problem"] and "s3cret" not in said["store"]["problem"]
+    store.reset()
+
+
+def kept_bytes(shared, log):
+    return sum(len(line) + 1 for line in shared.lines(log))
+
+
+def test_the_calls_log_keeps_its_newest_lines_within_its_bound_on_postgres(postgres):
+    """`calls_log_max_mb` / `calls_log_keep` on Postgres: the calls log keeps its newest lines, in order, within
+    `(keep + 1) * max_bytes` bytes (as the file and its copies at their fullest), the oldest dropped; the bound is
+    passed by at most what one replica appends between two trims (max_bytes / TRIM_EVERY)."""
+    shared = store.current()
+    max_bytes, keep = 1000, 2
+    sent = [{"panel": f"p{n:04d}", "pad": "x" * (60 + n % 40)} for n in range(300)]
+    for record in sent:
+        shared.append_log(store.CALLS, record, max_bytes, keep)
+    panels = [r["panel"] for r in shared.records(store.CALLS)]
+    assert panels and panels == [r["panel"] for r in sent[-len(panels):]]
+    bound = (keep + 1) * max_bytes
+    kept = kept_bytes(shared, store.CALLS)
+    older = len(json.dumps(sent[-len(panels) - 1])) + 1  # the newest line dropped
+    assert kept <= bound + max_bytes // postgres_store.TRIM_EVERY + 200
+    assert kept + older > bound  # nothing dropped that fitted
+
+
+def test_a_log_without_a_bound_keeps_every_line_and_a_new_replica_trims_at_its_first_append(postgres):
+    """`calls_log_max_mb` 0 keeps everything; a replica that starts later trims the log at its first append, so a
+    short-lived process still keeps it within its bound; then it trims only every max_bytes / TRIM_EVERY bytes."""
+    shared = store.current()
+    for n in range(100):
+        shared.append_log(store.ROUTES, {"turn": n, "pad": "y" * 90}, 0, 3)
+    assert len(shared.records(store.ROUTES)) == 100
+    later = postgres_store.Postgres(postgres)
+    try:
+        later.append_log(store.ROUTES, {"turn": 100, "pad": "y" * 90}, 1000, 1)
+        turns = [r["turn"] for r in shared.records(store.ROUTES)]
+        assert turns == list(range(101 - len(turns), 101)) and kept_bytes(shared, store.ROUTES) <= 2000
+        assert [later._due(store.ROUTES, 50, 1000) for _ in range(4)] == [False, False, True, False]
+    finally:
+        later.close()

@@ -790,7 +790,8 @@ def write_call_log(plan: Plan, seats: list[Seat], after: list[Seat]) -> None:
     Answers are written as cleaned as prompts (IMG-8, KEY-7): one may quote a user:password URL,
     or the key its upstream was sent. The caller got them with the keys hidden only. Security review 9:
     `calls_log_prompts: false` keeps the prompt out of it (its length stays), and the log is rotated
-    once it reaches `calls_log_max_mb` (`calls.jsonl.1` … `.N`, `calls_log_keep` of them). A seat's `usage`
+    once it reaches `calls_log_max_mb` (`calls.jsonl.1` … `.N`, `calls_log_keep` of them; on Postgres its oldest
+    lines past as many bytes are deleted, docs/replicas.md). A seat's `usage`
     (its tokens, when the upstream counted them) is kept too, for the Review page's tokens and cost.
     """
     known = plan.secrets

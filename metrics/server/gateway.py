@@ -60,15 +60,28 @@ def listing(may_call: Callable[[str], bool] | None = None) -> dict[str, Any]:
 
 def health_report() -> dict[str, Any]:
     """`/health`: `{"ok": true}`, and what an operator must know: config files read around (by file
-    name), the data folder not taking writes (the system's reason, never a path)."""
+    name), the data folder not taking writes (the system's reason, never a path), and on Postgres whether
+    the store's server answers (HEALTH-1; its reason, never its address or password)."""
     payload: dict[str, Any] = {"ok": True}
-    problems = collections.config_problems()
+    shared = store.health()
+    if shared:
+        payload["store"] = shared
+    problems = _config_problems() if shared.get("answers", True) else []
     if problems:
         payload["problems"] = problems
     problem = paths.write_problem()
     if problem:
         payload["data_folder"] = {"writable": False, "problem": problem}
     return payload
+
+
+def _config_problems() -> list[str]:
+    """The configuration's faults; none to tell when the store holding it went away since it was asked (the next
+    /health says so): /health answers, never a 503."""
+    try:
+        return collections.config_problems()
+    except errors.StoreUnavailable:
+        return []
 
 
 def format_note(ask: Any, name: str, bench: dict[str, Any]) -> None:

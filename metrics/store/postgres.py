@@ -10,6 +10,7 @@ follows `bench_append`'s notifications, so readers ask the server only when a lo
 import contextlib
 import json
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
@@ -26,7 +27,17 @@ POOL_SIZE = 16  # connections one replica keeps at most: a panel's seats append 
 PLACES_KEPT = 4096  # paths whose `place` is remembered (the data folder's files a process reads)
 LISTEN_POLL = 1.0  # seconds the listener waits for a notification before it looks whether the store was closed
 OPEN_TIMEOUT = 10.0  # seconds a replica waits for its first connection before start fails, saying why
+PROBE_TIMEOUT = 2.0  # seconds /health waits for the server's answer before it reports the store down
+PROBE_KEPT = 1.0  # seconds "no answer" is reused: an open route never makes a replica reconnect more often
+TRIM_EVERY = 8  # a log appended with `append_log` is trimmed each time this process adds max_bytes / 8 to it
+# Drop a log's oldest lines past its newest `most` bytes (a line counted with its newline, as in the file): the
+# window runs newest first, and the newest line that no longer fits goes with every older one.
+TRIM = """DELETE FROM bench_lines WHERE log = %(log)s AND id <= (
+    SELECT id FROM (SELECT id, sum(octet_length(body) + 1) OVER (ORDER BY id DESC) AS newer
+                    FROM bench_lines WHERE log = %(log)s) AS sized
+    WHERE newer > %(most)s ORDER BY id DESC LIMIT 1)"""
 LOST = "the Postgres store cannot be reached: {}"
+SILENT = "no answer within {:g}s"
 UNREACHABLE = "the Postgres server of BENCH_DATABASE_URL ({}) cannot be used: {}"
 
 
@@ -39,6 +50,58 @@ def _shown(url: str) -> str:
     """The server's address without its password."""
     info = psycopg.conninfo.conninfo_to_dict(url)
     return f"{info.get('host', 'localhost')}:{info.get('port', 5432)}/{info.get('dbname', '')}"
+
+
+def reason(exc: BaseException) -> str:
+    """libpq's reason without the server's address: `/health` is open to anyone. Its first line, from the last
+    `failed: ` on (`connection to server at "db" (10.0.0.5), port 5432 failed: Connection refused`)."""
+    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return first.rpartition("failed: ")[2].strip() or type(exc).__name__
+
+
+class Probe:
+    """Whether the server answers, for `/health`: a `SELECT 1` on a connection of its own (a busy pool never makes
+    the server look down), run on a thread of its own so a server that hangs costs a caller at most
+    PROBE_TIMEOUT. One probe runs at a time: callers meanwhile share its answer. A server that answered is asked
+    again by the next caller (one `SELECT 1`), so what /health reads next is not read from a server just gone;
+    one that did not is reported down for PROBE_KEPT seconds before the next attempt to reconnect."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.conn: psycopg.Connection[Any] | None = None
+        self.guard = threading.Lock()
+        self.done = threading.Event()
+        self.done.set()
+        self.problem = ""  # the last probe's: "" when the server answered, else why not
+        self.at = 0.0  # monotonic time of the last answer
+
+    def __call__(self) -> str:
+        """"" when the server answers, else why not."""
+        with self.guard:
+            if self.done.is_set() and (not self.problem or time.monotonic() - self.at >= PROBE_KEPT):
+                self.done.clear()
+                threading.Thread(target=self._probe, name="store-probe", daemon=True).start()
+            done = self.done
+        if not done.wait(PROBE_TIMEOUT):
+            return SILENT.format(PROBE_TIMEOUT)
+        return self.problem
+
+    def _probe(self) -> None:
+        try:
+            if self.conn is None or self.conn.closed:
+                self.conn = psycopg.connect(self.url, autocommit=True, connect_timeout=int(PROBE_TIMEOUT))
+            self.conn.execute("SELECT 1")
+            problem = ""
+        except psycopg.Error as exc:
+            problem = reason(exc)
+            self.close()
+        self.problem, self.at = problem, time.monotonic()
+        self.done.set()
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
 
 
 def _lines(data: bytes) -> list[bytes]:
@@ -76,12 +139,14 @@ class Postgres:
         self.changes: dict[str, int] = {}  # log name: notifications seen (and this process's own appends)
         self.documents: dict[str, tuple[Any, dict[str, Any], dict[str, Any]]] = {}  # read_json's, by mark
         self.places: dict[str, Log | None] = {}  # `place`'s answers, by path
+        self.appended: dict[str, int] = {}  # `append_log`'s bytes a log since this process last trimmed it
         self.locks: dict[str, threading.Lock] = {}  # `locked`'s in-process queue, one a name
         self.guard = threading.Lock()
         self.own: set[int] = set()  # the server processes of this replica's pool: their notifications are its own
         self.epoch = 0  # bumped whenever the listener (re)connects or drops: every reader asks again
         self.listening = False
         self.closed = threading.Event()
+        self.probe = Probe(url)
         threading.Thread(target=self._listen, args=(url,), name="store-listen", daemon=True).start()
 
     def _listen(self, url: str) -> None:
@@ -132,6 +197,12 @@ class Postgres:
     def close(self) -> None:
         self.closed.set()
         self.pool.close()
+        self.probe.close()
+
+    def health(self) -> dict[str, Any]:
+        """`/health`'s word on the store: whether the server answers, and if not the reason (never its address)."""
+        problem = self.probe()
+        return {"kind": self.kind, "answers": not problem, **({"problem": problem} if problem else {})}
 
     def append(self, log: Log, data: bytes) -> int:
         with self._connection() as conn:
@@ -140,12 +211,25 @@ class Postgres:
         return int(row[0]) if row and row[0] is not None else 0
 
     def append_log(self, log: Log, record: Mapping[str, Any], max_bytes: int, keep: int) -> None:
-        """One line, as `fileio.append_jsonl` encodes it; never rotated (docs/replicas.md says how to trim). A
-        plain insert, half `bench_append`'s cost: such a log is read from its end, never followed by id, so its
-        lines need no commit order and no notification."""
+        """One line, as `fileio.append_jsonl` encodes it. A plain insert, half `bench_append`'s cost: such a log
+        is read from its end, never followed by id, so its lines need no commit order and no notification. The
+        log keeps the newest lines the folder's file and its `keep` rotated copies hold at their fullest
+        (`(keep + 1) * max_bytes` bytes; 0: everything), trimmed now and then, not at every append (`_due`)."""
         line = json.dumps(record, ensure_ascii=False).encode("utf-8", "backslashreplace")
         with self._connection() as conn:
             conn.execute("INSERT INTO bench_lines (log, body) VALUES (%s, %s)", (name(log), line))
+            if max_bytes and self._due(log, len(line) + 1, max_bytes):
+                conn.execute(TRIM, {"log": name(log), "most": (max(keep, 1) + 1) * max_bytes})
+
+    def _due(self, log: Log, size: int, max_bytes: int) -> bool:
+        """Whether to trim `log` after appending `size` bytes to it: at this process's first append, then each
+        time it has appended another `max_bytes / TRIM_EVERY`. Trimming reads the whole log, so it is rare: the
+        log may pass its bound by what the replicas append between two trims."""
+        step = max(max_bytes // TRIM_EVERY, 1)
+        with self.guard:
+            since = self.appended.get(name(log), step) + size
+            self.appended[name(log)] = 0 if since >= step else since
+        return since >= step
 
     def tail(self, log: Log, limit: int) -> list[dict[str, Any]]:
         with self._connection() as conn:

@@ -19,7 +19,7 @@ from . import keyed, rates
 from .logs import CALLS, CONFIG, CONVERSATIONS, DOCUMENTS, GATEWAY_KEYS, LOGS, OFFLOADS, ROUTES, USAGE, Log
 
 __all__ = ["CALLS", "CONFIG", "CONVERSATIONS", "DOCUMENTS", "GATEWAY_KEYS", "LOGS", "OFFLOADS", "ROUTES", "USAGE", "Log",
-           "Store", "Shared", "Folder", "current", "deferred", "kind", "opened", "reset"]
+           "Store", "Shared", "Folder", "current", "deferred", "health", "kind", "opened", "reset"]
 
 
 T = TypeVar("T")
@@ -39,7 +39,9 @@ class Store(Protocol):
         """Append `data` (whole lines, each ending in a newline) to `log`, all or nothing."""
 
     def append_log(self, log: Log, record: Mapping[str, Any], max_bytes: int, keep: int) -> None:
-        """Append `record` as one line; the folder store rotates the file past `max_bytes`."""
+        """Append `record` as one line, keeping the log's size bounded (0: unbounded): the folder store rotates
+        the file past `max_bytes` and keeps `keep` copies; Postgres keeps the newest `(keep + 1) * max_bytes` bytes
+        of lines, as many as the file and its copies hold at their fullest."""
 
     def tail(self, log: Log, limit: int) -> list[dict[str, Any]]:
         """Up to `limit` records from the end of `log`, newest first."""
@@ -84,6 +86,10 @@ class Store(Protocol):
 
     def sweep(self, place: Log, idle: float) -> None:
         """Forget the records of `place` unchanged for more than `idle` seconds."""
+
+    def health(self) -> dict[str, Any]:
+        """What `GET /health` says of the store: {} for the folder (the data folder's own word is
+        `data_folder`); on Postgres whether the server answers, quickly."""
 
 
 class Shared(Store, Protocol):
@@ -161,6 +167,9 @@ class Folder:
     def sweep(self, place: Log, idle: float) -> None:
         keyed.sweep(place, idle)
 
+    def health(self) -> dict[str, Any]:
+        return {}
+
 
 _chosen: list[Store] = []
 _choosing = threading.Lock()
@@ -197,6 +206,16 @@ def _open() -> Store:
     shared = postgres.Postgres(url)
     fileio.share(shared)  # the configuration's readers and writers go through it from now on
     return shared
+
+
+def health() -> dict[str, Any]:
+    """`/health`'s `store`: {} on the folder; on Postgres whether the server answers. A store that cannot be
+    opened (chosen again after `reset()` while its server is away) is reported down, never raised."""
+    try:
+        return current().health()
+    except StoreUnavailable as exc:
+        from . import postgres  # only a Postgres store is opened again at run time, and so psycopg is there
+        return {"kind": "postgres", "answers": False, "problem": postgres.reason(exc.__cause__ or exc)}
 
 
 def opened() -> str:

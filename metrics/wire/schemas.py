@@ -108,7 +108,9 @@ OLLAMA_TAGS = obj({"models": arr(obj({"name": STR, "model": STR}, modified_at=ST
 OLLAMA_VERSION = obj({"version": STR})
 OLLAMA_CARD = obj({}, modelfile=STR, parameters=STR, template=STR, details=OBJ, model_info=OBJ,
                   capabilities=STRS)
-HEALTH = obj({"ok": BOOL}, problems=STRS, data_folder=obj({"writable": BOOL, "problem": STR}))
+HEALTH = obj({"ok": BOOL}, problems=STRS, data_folder=obj({"writable": BOOL, "problem": STR}),
+             store=described(obj({"kind": STR, "answers": BOOL}, problem=STR),
+                             "on Postgres only: whether its server answers, and if not why (HEALTH-1)"))
 TOKEN_COUNT = obj({"input_tokens": INT})
 GEMINI_COUNT = obj({"totalTokens": INT})
 RECORD = obj({"collection": STR, "task": STR, "aliases": OBJ})
