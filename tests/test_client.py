@@ -937,3 +937,15 @@ def test_reply_parsers_read_what_providers_send():
     assert client.retry_after({"Retry-After": "2"}) == 2 and client.retry_after({"retry-after-ms": "1500"}) == 1.5
     assert client.retry_after({"Retry-After": "120"}) is None and client.retry_after({}) is None
     assert 0.375 <= client.backoff(0) <= 0.5 and client.backoff(9) <= 8
+
+
+def test_a_changed_key_is_sent_not_the_head_prepared_for_the_last_call(home, scripted):
+    # issue 35: a request's head is laid out once per destination and headers, never reused for other headers
+    server = scripted(lambda h, body: h.send(200, completion("yes")))
+    register({"s": {"base": server.base_url, "key": "k"}}, {"m": ("m", "s")})
+    for secret in ("sk-first", "sk-second", "sk-first"):
+        keys.set_key("k", secret)
+        assert client.chat("m", "hi")["error"] == ""
+    assert [hit["headers"]["Authorization"] for hit in server.hits] == [
+        "Bearer sk-first", "Bearer sk-second", "Bearer sk-first"]
+    assert all(hit["headers"]["Content-Length"] == str(len(json.dumps(hit["body"]))) for hit in server.hits)

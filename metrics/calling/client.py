@@ -148,7 +148,8 @@ class Call(transport.Deadline):
         """A new piece of `text` ("text" or "reasoning"): the first sets first_token_s; `on_delta` hears it."""
         if not text:
             return
-        self.piece()
+        if self.first_piece is None:  # issue 35: past the first piece a delta is a call less
+            self.piece()
         if self.on_delta:
             try:
                 self.on_delta(kind, text)
@@ -323,7 +324,8 @@ def _chat_stream(call, events):
         choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else None
         if event.get("error") or (choice and choice.get("finish_reason") == "error"):
             return _reply(error=_event_error(event))
-        call.chunk(event)
+        if call.on_chunk:  # issue 35: a stream nobody listens to (a panel's seat) skips a call an event
+            call.chunk(event)
         if event.get("model"):
             reply["model"] = event["model"]
         if isinstance(event.get("usage"), dict) and event["usage"]:
@@ -333,11 +335,14 @@ def _chat_stream(call, events):
         saw_choice = True
         delta = choice.get("delta") or choice.get("message") or {}
         if isinstance(delta, dict):
-            reasoning = _reasoning_of(delta)
+            # issue 35: the common delta (one string of content, no reasoning) is read without a call
+            reasoning = _reasoning_of(delta) if "reasoning_content" in delta or "reasoning" in delta else ""
             if reasoning:
                 thought.append(reasoning)
                 call.delta("reasoning", reasoning)
-            content = delta_text(delta.get("content"))
+            content = delta.get("content")
+            if not isinstance(content, str):
+                content = delta_text(content)
             if content:
                 text.append(content)
                 call.delta("text", content)

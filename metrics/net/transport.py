@@ -18,6 +18,7 @@ A reply nobody listens to as it streams is read by the one reader thread of
 metrics/net/gather.py instead of its caller's.
 """
 
+import functools
 import http.client
 import math
 import select
@@ -142,16 +143,51 @@ class Sent:
         self.sock = None
 
 
+class _Layout(http.client.HTTPConnection):
+    """Lays out a request's head with http.client's own checks (a header name or value that could split
+    the request is refused as it would be there), and sends nothing."""
+
+    def __init__(self, key):
+        scheme, host, port = key
+        super().__init__(host, port)
+        self.default_port = 443 if scheme == "https" else 80  # the Host header names a port only when it is not
+        self.head = b""
+
+    def send(self, data):
+        self.head += data
+
+
+@functools.lru_cache(maxsize=256)
+def _head(key, method, target, headers):
+    """A request's head up to its Content-Length, laid out once for each destination, target and set of
+    headers (issue 35): a changed key or endpoint is another set, so it is never sent with a stale head."""
+    layout = _Layout(key)
+    named = {name.lower() for name, _ in headers}
+    layout.putrequest(method, target, skip_host="host" in named, skip_accept_encoding="accept-encoding" in named)
+    for name, value in headers:
+        layout.putheader(name, value)
+    layout.endheaders()
+    return layout.head[:-2]  # without the blank line that ends it
+
+
+def _request_bytes(sent):
+    """The request as one write: a head and its body sent apart wait on each other's ACKs."""
+    head = _head(sent.key, sent.method, sent.target, tuple(sent.headers.items()))
+    data = sent.data or b""
+    if sent.data is None and sent.method not in ("PATCH", "POST", "PUT"):
+        return head + b"\r\n"
+    return b"%sContent-Length: %d\r\n\r\n%s" % (head, len(data), data)
+
+
 def _write(sent):
     conn = sent.conn
     conn.timeout = _socket_timeout(sent.left())  # bounds connecting when the connection is new
     if conn.sock is None:
         conn.connect()
-        # http.client writes headers and body separately: without this, Nagle's
-        # algorithm can hold the body back until the headers are acknowledged.
+        # a request is one write, but a kept connection's next one must not wait for the last one's ACK
         conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     conn.sock.settimeout(conn.timeout)
-    conn.request(sent.method, sent.target, body=sent.data, headers=sent.headers)
+    conn.sock.sendall(_request_bytes(sent))
     sent.sock = conn.sock  # kept: a `Connection: close` reply takes it off `conn` but it is still read
 
 
@@ -195,16 +231,30 @@ def response(sent):
     try:
         try:
             sent.conn.sock.settimeout(_socket_timeout(sent.left()))
-            resp = sent.conn.getresponse()
+            resp = _response(sent)
         except ConnectionError:
             if not sent.pooled:
                 raise
             _afresh(sent)
-            resp = sent.conn.getresponse()
+            resp = _response(sent)
     except BaseException:
         sent.conn.close()
         raise
     return sent.key, sent.conn, resp, sent.sock
+
+
+def _response(sent):
+    """The reply's status line and headers, read as `getresponse()` would; the request went out as bytes,
+    past http.client's own bookkeeping, so the connection is closed here when the reply asks for it."""
+    resp = http.client.HTTPResponse(sent.sock, method=sent.method)
+    try:
+        resp.begin()
+    except BaseException:
+        resp.close()
+        raise
+    if resp.will_close:
+        sent.conn.close()
+    return resp
 
 
 def _socket_timeout(left):
