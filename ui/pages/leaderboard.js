@@ -9,6 +9,7 @@
 "use strict";
 (function () {
   var Bench = window.Bench, h = Bench.h, $ = Bench.$;
+  var asked = 0;  /* the latest load: a slower earlier reply (another collection or source) must not overwrite it */
   var drawn = false, before = Bench.loaders.glance;
   Bench.loaders.glance = function () {
     if (before) before();
@@ -38,7 +39,9 @@
   function load(name, from, body, csv) {
     var query = "/api/leaderboard?collection=" + encodeURIComponent("bench/" + name) + "&source=" + from;
     csv.href = query + "&format=csv";
+    var mine = ++asked;
     Bench.get(query).then(function (r) {
+      if (mine !== asked) return;
       body.textContent = "";
       if (!r.ok) { Bench.add(body, h("p", {cls: "errors", text: Bench.errorsText(r.errors)})); return; }
       Bench.add(body, h("p", {id: "lb-counts", cls: "muted", text: counts(r)}));
