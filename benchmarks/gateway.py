@@ -1074,7 +1074,8 @@ def instructions(bench, say, checkouts):
     """Instructions per panel of each checkout's `gateway.py` under callgrind, all driven by this upstream.
 
     Two runs per checkout (INSTRUCTION_RUNS panels after the same warm-up) cancel the start and the warm-up
-    out. Threads run one at a time under valgrind, so the count is the same whatever else the machine does.
+    out. Threads run one at a time under valgrind, so the machine's load does not move the count; how a seat's
+    chunks fall into reads still does, by a few percent from run to run: compare checkouts of one run.
     """
     if not shutil.which("valgrind"):
         raise SystemExit("--instructions needs valgrind (Debian's valgrind package)")
