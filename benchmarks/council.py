@@ -17,7 +17,6 @@ benchmarks/README.md's "Council replies" section.
 import argparse
 import datetime
 import json
-import os
 import statistics
 import sys
 import tempfile
@@ -26,7 +25,7 @@ from pathlib import Path
 
 from benchmarks import gateway as rig
 from benchmarks.learning import write_block
-from benchwarmers.core import fileio, paths
+from benchwarmers.core import fileio
 from benchwarmers.demo import demo
 from benchwarmers.models import endpoints, registry
 from benchwarmers.panel import collections
@@ -40,10 +39,7 @@ TIMEOUT = 120
 
 def make_data(folder, base):
     """A data folder on the upstream: the demo's models, its collection, and a copy ranking in one order."""
-    os.environ["BENCHWARMERS_HOME"] = str(folder / "data")
-    os.environ["LLM_USER_PATH"] = str(folder / "llm")
-    (folder / "llm").mkdir(parents=True, exist_ok=True)
-    paths.reload()
+    rig.use_folder(folder)
     fileio.update(endpoints.path(), lambda found: found.__setitem__(
         "demo", {"base": base, "key": "", "kind": "local", "default": True}))
     for alias in demo.DEMO_MODELS:

@@ -310,12 +310,18 @@ def offload_lines(count, seed=7):
     return out[:count]
 
 
-def make_data(folder, upstream_base, log_lines=0):
-    """A data folder whose endpoint is the upstream, every benchmark model registered, one collection."""
+def use_folder(folder):
+    """This process's data folder becomes `folder/data` and llm's user folder `folder/llm`; returns the former."""
     os.environ["BENCHWARMERS_HOME"] = str(folder / "data")
     os.environ["LLM_USER_PATH"] = str(folder / "llm")
     (folder / "llm").mkdir(parents=True, exist_ok=True)
     paths.reload()
+    return folder / "data"
+
+
+def make_data(folder, upstream_base, log_lines=0):
+    """A data folder whose endpoint is the upstream, every benchmark model registered, one collection."""
+    use_folder(folder)
     fileio.update(endpoints.path(), lambda found: found.__setitem__(
         "bench", {"base": upstream_base, "key": "", "kind": "local", "default": True}))
     for alias in MODELS:

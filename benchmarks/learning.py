@@ -56,7 +56,6 @@ import hashlib
 import json
 import math
 import multiprocessing
-import os
 import random
 import re
 import subprocess
@@ -66,7 +65,7 @@ import time
 from pathlib import Path
 
 from benchmarks import gateway as rig
-from benchwarmers.core import fileio, paths
+from benchwarmers.core import fileio
 from benchwarmers.models import endpoints, registry
 from benchwarmers.panel import collections
 
@@ -163,10 +162,7 @@ def upstream_models():
 def make_data(folder, base, policy, prompts):
     """A data folder whose endpoint is the upstream: the models present at the start, the decision model,
     bench/sim (five members, two explorer seats) and bench/simroute (every model, routed)."""
-    os.environ["BENCHWARMERS_HOME"] = str(folder / "data")
-    os.environ["LLM_USER_PATH"] = str(folder / "llm")
-    (folder / "llm").mkdir(parents=True, exist_ok=True)
-    paths.reload()
+    rig.use_folder(folder)
     fileio.update(endpoints.path(), lambda found: found.__setitem__(
         "sim", {"base": base, "key": "", "kind": "local", "default": True, "decisions": base + "/{path}"}))
     for alias in present(0, prompts):

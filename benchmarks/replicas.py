@@ -128,12 +128,9 @@ def replica_folder(run, name, base, configured):
         fileio.update(collections.settings_path(), lambda found: found.update(
             {"max_panels_per_key": 1000, "verdicts_per_key_day": 0}))
         return data
-    os.environ["BENCHWARMERS_HOME"] = str(run / name / "data")
-    os.environ["LLM_USER_PATH"] = str(run / name / "llm")
-    (run / name / "llm").mkdir(parents=True, exist_ok=True)
-    paths.reload()
+    data = rig.use_folder(run / name)
     registry.sync_to_llm()
-    return run / name / "data"
+    return data
 
 
 def config_reads(url, rounds):
