@@ -26,7 +26,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..core import fileio, paths
+from ..core import paths
 from ..core.errors import Invalid, NotFound
 from ..models import catalog
 from ..panel import leaderboard, offload
@@ -81,21 +81,12 @@ _read: dict[str, tuple[Any, list[Summary]]] = {}  # data folder -> (the calls lo
 _read_lock = threading.Lock()
 
 
-def _calls_mark() -> object:
-    """What changes when the calls log does: its file's stamp, or the shared store's mark (None: read again)."""
-    current = store.current()
-    if isinstance(current, store.Folder):
-        return fileio.stamp(paths.file(*store.CALLS))
-    mark: Callable[[store.Log], object] | None = getattr(current, "mark", None)
-    return mark(store.CALLS) if mark else None
-
-
 def summaries() -> list[Summary]:
     """The newest `QUEUE_PANELS` panels of the calls log, newest first, without their texts: read again only when
     the log changes, since every page load asks (the badge) and the lines hold whole prompts and answers."""
     where = str(paths.data())
     with _read_lock:
-        stamp = _calls_mark()
+        stamp = store.current().mark(store.CALLS)  # the file's stamp, or the shared store's count of changes
         kept = _read.get(where)
         if kept is None or kept[0] != stamp or stamp is None:
             found = [(_text(r.get("panel")), _text(r.get("at")), _text(r.get("model")), _text(r.get("shape")),

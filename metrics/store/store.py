@@ -49,6 +49,10 @@ class Store(Protocol):
     def each(self, log: Log, wanted: bytes | None = None) -> Iterator[dict[str, Any]]:
         """The records of `log`, newest first; with `wanted`, only lines holding those bytes are parsed."""
 
+    def mark(self, log: Log) -> object:
+        """Equal to the last one seen while `log` has not changed (a reader's cache key); None when only reading
+        it can tell."""
+
     def records(self, log: Log) -> list[dict[str, Any]]:
         """Every record of `log`, oldest first (torn or corrupt lines skipped)."""
 
@@ -121,6 +125,9 @@ class Folder:
 
     def append(self, log: Log, data: bytes) -> int:
         return fileio.append_bytes(paths.file(*log), data)
+
+    def mark(self, log: Log) -> tuple[int, int, int] | None:
+        return fileio.stamp(paths.file(*log))
 
     def append_log(self, log: Log, record: Mapping[str, Any], max_bytes: int, keep: int) -> None:
         fileio.append_log(paths.file(*log), record, max_bytes, keep)
