@@ -39,7 +39,10 @@ class Copy:
     def sync(self) -> bool:
         """Write the log's text when it changed, or when the last beat is BEAT_S old; whether the copy is up to
         date. A store away is tried again at the next sync: the file is the log, the copy only follows it."""
-        text = self.log.read_text(encoding="utf-8", errors="replace")
+        try:
+            text = self.log.read_text(encoding="utf-8", errors="replace")
+        except OSError:  # the file gone or unreadable: the run goes on, and so does the copy's last text
+            return False
         if text == self.sent and time.monotonic() - self.at < BEAT_S:
             return True
         self.beat += 1
