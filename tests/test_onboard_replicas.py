@@ -149,7 +149,8 @@ def test_a_batch_goes_on_on_another_replica_when_its_owner_is_killed_and_runs_ea
     assert view["done"] and view["exit"] == 0 and "[4/5]" in view["tail"]
     assert onboarded(home, second_home) == list(MODELS)  # the running model was settled, not run again
     copy = store.current().find(store.ONBOARD_LOGS, log)  # on Postgres the first's file, byte for byte
-    assert copy == ({"text": (home / "runs" / log).read_text(), "beat": copy["beat"]} if storage == "postgres" else None)
+    kept = (home / "runs" / log).read_text()
+    assert copy == ({"text": kept, "beat": copy["beat"]} if storage == "postgres" else None)
     assert "owner" not in saved() and not any(k in i for i in saved()["items"] for k in onboarding.INTERNAL)
 
 
