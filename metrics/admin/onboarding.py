@@ -16,6 +16,8 @@ Decisions where the spec leaves room:
   owner is gone (`Queue.adopt`), carries on with the batch. Each onboarding runs under
   `metrics/admin/onboardrun.py`, which appends the exit line itself, so a model running across the restart still
   gets its outcome; a run whose process is gone without an exit line (killed) is `failed`, said so.
+- OB-15's `running` says a batch runs on some replica (it has an owner, alive or about to be taken over), not that
+  this process has a worker.
 - A run owned on another machine is followed through its log's copy in the store (`onboardrun.Copy`): the page
   reads it (`read_log`), and a new owner waits for its exit line while its beat moves; one unheard of for
   RUNNER_LAPSE_S is `failed`, said so, and the batch goes on.
