@@ -4,15 +4,23 @@
 Each model is onboarded by `scripts/onboard.py` running as a child process (the same command a user types),
 its output going to `runs/onboard-<time>-<served>.log`; the page follows the `[n/5]` lines written there.
 One worker thread takes the queue's models one at a time, so one free tier is never asked by two
-onboardings at once.
+onboardings at once: one in the whole bench, when several replicas share a store (docs/replicas.md).
 
 Decisions where the spec leaves room:
 - `POST /api/onboard` (one model at once, for scripts) is refused while a queued batch runs (IMP-8), so the
   one-at-a-time promise holds for both doors.
-- The queue persists (IMP-7): every change is written to `runs/onboard-queue.json`, and a restarted dashboard
-  (`resume()`, called by serve.py at start) carries on with the batch. Each onboarding runs under
+- The queue persists (IMP-7): it is the store's document `runs/onboard-queue.json` (the file, on the folder
+  store), changed under the store's lock, so every replica's dashboard shows and changes the same queue and
+  refuses `POST /api/onboard` while a batch runs on any of them. A running batch has one owner, whose lease its
+  worker renews; a restarted dashboard (`queue()`, called by serve.py at start), or another replica once the
+  owner is gone (`Queue.adopt`), carries on with the batch. Each onboarding runs under
   `metrics/admin/onboardrun.py`, which appends the exit line itself, so a model running across the restart still
   gets its outcome; a run whose process is gone without an exit line (killed) is `failed`, said so.
+- OB-15's `running` says a batch runs on some replica (it has an owner, alive or about to be taken over), not that
+  this process has a worker.
+- A run owned on another machine is followed through its log's copy in the store (`onboardrun.Copy`): the page
+  reads it (`read_log`), and a new owner waits for its exit line while its beat moves; one unheard of for
+  RUNNER_LAPSE_S is `failed`, said so, and the batch goes on.
 - Modalities come from the listing's own `architecture` fields, else from the cached models.dev feed's entry
   with the same normalised name (OB-9); the cache is only read, never fetched.
 - "New since the daily check" needs a daily check: before the served snapshot exists nothing is called new
@@ -25,22 +33,35 @@ import concurrent.futures
 import datetime
 import os
 import re
+import socket
 import subprocess
 import threading
 import time
 
-from ..core import changes, fileio, paths, records
+from ..core import changes, fileio, paths, records, settings
 from ..core.errors import Invalid, Unshown
 from ..models import catalog, endpoints, sources
 from ..providers import renewal
 from ..panel import roster
+from ..store import store
 from . import onboardrun
 
 MODES = ("full", "quick", "quick-adhoc")
 SERVED_RULE = re.compile(r"^[\w./:@+-]{1,200}$")
 LOG_RULE = re.compile(r"^onboard-\d{8}T\d{6}-[A-Za-z0-9._-]+\.log$")
 EXIT_MARK = onboardrun.EXIT_MARK
-WATCH_S = 1.0  # how often a restarted server looks at an onboarding it did not start
+WATCH_S = 1.0  # how often a worker looks at its onboarding's process (an earlier owner's: its log too)
+RENEW_S = 2.0  # the owner's worker renews its lease this often while it works: one small write to the store
+# A lease whose beat has not moved for three renewals has lapsed: one slow or lost write never hands a live batch
+# over, and a dead owner's batch goes on within seconds.
+LEASE_S = 3 * RENEW_S
+RUNNER_LAPSE_S = 3 * onboardrun.BEAT_S  # a run on another machine whose copy's beat stood still this long is gone
+STARTED = time.time()  # this process's start, in its owner id with machine and pid (a pid is reused, a start not)
+INTERNAL = ("pid", "host")  # where an item's run is: the queue's own, never shown (OB-15 copies the rest)
+KILLED = ("its process ended without an exit line (killed while the dashboard was stopped?); the log shows how far "
+          "it got")
+UNHEARD = ("it ran on {host}, whose dashboard is gone, and has not been heard from for {seconds:g}s; its log there "
+           "(and its copy here, as far as it went) shows how far it got")
 STEP = re.compile(r"\[([1-5])/5\]")
 ALIAS = re.compile(r"->\s+alias\s+(\S+)")
 REASON = re.compile(r"^\s+(tiny|large): (.+)$", re.M)
@@ -220,7 +241,8 @@ def finish(name, process):
 
 
 def alive(pid):
-    """Whether process `pid` still runs (an onboarding started before this server did)."""
+    """Whether process `pid` still runs (an onboarding started before this server did). A zombie does not: a run
+    whose dashboard died is reaped by whoever adopted it, maybe never."""
     if not isinstance(pid, int) or pid <= 0:
         return False
     if os.name == "nt":  # os.kill would end it there
@@ -232,7 +254,11 @@ def alive(pid):
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            return stat.read().rpartition(")")[2].split()[:1] != ["Z"]
+    except OSError:  # no /proc (macOS, BSD): kill's answer stands
+        return True
 
 
 def exit_code(text):
@@ -242,21 +268,67 @@ def exit_code(text):
     return int(code) if code.lstrip("-").isdigit() else None
 
 
-def watch(name, pid):
+def machine():
+    """This replica's machine as the queue names it (`BENCH_REPLICA_NAME`, else the host name)."""
+    return settings.env("BENCH_REPLICA_NAME").strip() or socket.gethostname()
+
+
+class Heard:
+    """How long a value has stood still, on this process's own clock. A lease or a run on another machine is
+    judged by how long its beat has not moved here, never by a time that machine wrote: replicas' clocks may
+    disagree by more than a lease."""
+
+    def __init__(self):
+        self.value, self.since = None, time.monotonic()
+
+    def still(self, value):
+        """Seconds `value` has been what it is now (0 when it just changed)."""
+        if value != self.value:
+            self.value, self.since = value, time.monotonic()
+        return time.monotonic() - self.since
+
+
+def copied(name):
+    """The store's copy of a log another replica's run writes (`onboardrun.Copy`), or None."""
+    try:
+        found = store.current().find(store.ONBOARD_LOGS, name)
+    except OSError:  # the store away: nothing to read now
+        return None
+    return found if isinstance(found, dict) and isinstance(found.get("text"), str) else None
+
+
+def runs(name, pid, host, heard):
+    """Whether the run writing log `name` may still be going: its process when it is on this machine; on another,
+    while its copy's beat has moved within RUNNER_LAPSE_S (by `heard`)."""
+    if host == machine():
+        return alive(pid)
+    copy = copied(name)
+    return heard.still(copy.get("beat") if copy else None) < RUNNER_LAPSE_S
+
+
+def watch(name, pid, host=None, keep=lambda: None):
     """Wait for an onboarding this server did not start: its exit code, or None when its process is gone
-    without an exit line (killed). Polled: another process's exit cannot be waited on."""
+    without an exit line (killed, or on another machine unheard of). Polled: another process's exit cannot be
+    waited on. `keep` is called at each look (the worker renews its lease there)."""
+    host = host or machine()
+    heard = Heard()
     while True:
         code = exit_code(read_log(name))
         if code is not None:
             return code
-        if not alive(pid):
+        if not runs(name, pid, host, heard):
             return exit_code(read_log(name))  # it may have written the line on its way out
+        keep()
         time.sleep(WATCH_S)
 
 
 def read_log(name):
+    """The log's text: the file when this machine has it, else the store's copy (a run on another replica)."""
     try:
         return paths.file("runs", name).read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        copy = copied(name)
+        return copy["text"] if copy else ""
     except OSError:
         return ""
 
@@ -296,56 +368,148 @@ def outcome(text, code):
     return state, alias, note[:NOTE_CHARS]
 
 
-# -- the queue (OB-13..16, persisted: IMP-7) ----------------------------------------------------------
+# -- the queue (OB-13..16), kept in the store (IMP-7; docs/replicas.md, "The onboarding queue") ------------
 
 def queue_path():
-    return paths.file("runs", "onboard-queue.json")
+    """The queue's file on the folder store (on Postgres the same place is a document of the store)."""
+    return paths.file(*store.ONBOARD_QUEUE)
+
+
+class LeaseLost(Exception):
+    """This process's worker no longer owns the batch: another replica took it over. The worker stops at once,
+    settling nothing; the new owner settles what it was running."""
+
+
+def _items(data):
+    items = data.get("items") if isinstance(data.get("items"), list) else []
+    return [i for i in items if isinstance(i, dict) and isinstance(i.get("served"), str)
+            and isinstance(i.get("state"), str)]
+
+
+def _owned(data):
+    """The batch's owner, or None when no batch runs."""
+    return data.get("owner") if isinstance(data.get("owner"), dict) else None
+
+
+def _ident(owner):
+    return owner.get("host"), owner.get("pid"), owner.get("since")
+
+
+def _running(items, item):
+    """`item` as it stands in `items`: the running one with its served name and endpoint."""
+    return next((i for i in items if i["state"] == "running" and i.get("served") == item.get("served")
+                 and i.get("endpoint") == item.get("endpoint")), None)
+
+
+def _update(change):
+    return store.current().update_json(store.ONBOARD_QUEUE, change)
 
 
 class Queue:
-    """One batch at a time, one model at a time; every method answers the queue object of OB-15.
+    """One batch at a time, one model at a time, across every replica sharing the store; every method answers the
+    queue object of OB-15.
 
-    Every change is written to `runs/onboard-queue.json` (IMP-7); a new Queue starts from that file, and
-    `resume()` carries on with what was queued or running when the last server stopped.
+    The queue is the store's document (`runs/onboard-queue.json` on the folder store), changed only by the store's
+    locked read-change-write, so every replica's dashboard shows the same queue. A running batch has one owner,
+    `{"host", "pid", "since", "beat"}`: only the owner's worker takes items, and it counts `beat` up every RENEW_S
+    while it works (its lease). Any replica's dashboard, at a request or on its timer (`follow`), takes over a batch
+    whose owner is gone (`adopt`): on this machine as soon as the owner's process is, elsewhere once its beat has
+    stood still for LEASE_S. The new owner first settles the item left running (IMP-7, `_watch`), then goes on.
     """
 
     def __init__(self):
-        self.lock = threading.Lock()
-        saved = fileio.read_json(queue_path())
-        items = saved.get("items") if isinstance(saved.get("items"), list) else []
-        self.items = [i for i in items if isinstance(i, dict) and isinstance(i.get("served"), str)
-                      and isinstance(i.get("state"), str)]
+        self.lock = threading.Lock()  # this process's worker starting or ending; taken before the store's, never inside
         self.worker = None
-        self.stop_asked = saved.get("stop_asked") is True
-        self.who = saved.get("who") if isinstance(saved.get("who"), str) else "ui"
+        self.beat = 0
+        self.renew_at = 0.0
+        self.heard = Heard()  # the owner's beat, as this process last saw it move
 
-    def _save(self):
-        """Write the queue as it is now (called under `self.lock`)."""
-        fileio.write_atomic(queue_path(), fileio.dumps({"items": self.items, "stop_asked": self.stop_asked,
-                                                        "who": self.who}))
+    def me(self):
+        """This process as a batch's owner: machine, pid and start, and its lease's beat."""
+        return {"host": machine(), "pid": os.getpid(), "since": STARTED, "beat": self.beat}
+
+    def mine(self, data):
+        owner = _owned(data)
+        return owner is not None and _ident(owner) == _ident(self.me())
+
+    def read(self):
+        return store.current().read_json(store.ONBOARD_QUEUE, comments=False)
+
+    def gone(self, owner):
+        """Whether a batch's owner is gone: its process, on this machine; its lease, which lapses once its beat has
+        not moved for LEASE_S here."""
+        if owner.get("host") == machine() and not alive(owner.get("pid")):
+            return True
+        return self.heard.still((*_ident(owner), owner.get("beat"))) >= LEASE_S
 
     def state(self):
-        with self.lock:
-            items = [{k: v for k, v in i.items() if k != "pid"} for i in self.items]
-            running = self.worker is not None
-            stopping = running and self.stop_asked
+        self.adopt()
+        saved = self.read()
+        running = _owned(saved) is not None
+        items = [{k: v for k, v in i.items() if k not in INTERNAL} for i in _items(saved)]
         for item in items:
             if item["state"] == "running":
                 item["step"] = step_of(read_log(item["log"])) if item.get("log") else 0
-        return {"ok": True, "errors": [], "running": running, "stopping": stopping, "items": items}
+        return {"ok": True, "errors": [], "running": running, "stopping": running and saved.get("stop_asked") is True,
+                "items": items}
+
+    def _working(self):
+        return self.worker is not None and self.worker.is_alive()
 
     def _start(self):
-        """Start the worker (called under `self.lock`, with none running)."""
+        """Start this process's worker (under `self.lock`, as the batch's owner). One still alive keeps the batch:
+        it takes the next item itself."""
+        if self._working():
+            return
+        self.renew_at = time.monotonic() + RENEW_S
         self.worker = threading.Thread(target=self._work, name="onboarding", daemon=True)
         self.worker.start()
 
-    def resume(self):
-        """IMP-7: after a restart, carry on with a batch that was queued or running; whether it did."""
+    def adopt(self):
+        """Take over a batch whose owner is gone, or one with none (a queue a bench before leases left); whether
+        this process now runs it. Two replicas adopting at once: the store's lock lets the first claim it, the
+        second finds a live owner."""
         with self.lock:
-            if self.worker is None and any(i["state"] in ("queued", "running") for i in self.items):
-                self._start()
+            if self._working():
+                return False
+            saved = self.read()
+            owner = _owned(saved)
+            if owner is None and not any(i["state"] in ("queued", "running") for i in _items(saved)):
+                return False
+            if owner is not None and not self.gone(owner):
+                return False
+
+            def claim(data):
+                if _owned(data) != owner:  # renewed or claimed meanwhile
+                    return False
+                data["owner"] = self.me()
                 return True
-        return False
+
+            if not _update(claim):
+                return False
+            self._start()
+            return True
+
+    def keep(self):
+        """Renew the lease when RENEW_S has passed; LeaseLost when another replica owns the batch now. A store away
+        is asked again at the next look (past LEASE_S another replica may take over, and this worker then stops)."""
+        if time.monotonic() < self.renew_at:
+            return
+        self.beat += 1
+
+        def renew(data):
+            if not self.mine(data):
+                return False
+            data["owner"] = self.me()
+            return True
+
+        try:
+            held = _update(renew)
+        except OSError:
+            return
+        if not held:
+            raise LeaseLost()
+        self.renew_at = time.monotonic() + RENEW_S
 
     def add(self, body, who):
         items = body.get("items")
@@ -362,75 +526,126 @@ class Queue:
             pairs.add((served, endpoint))
             accepted.append({"served": served, "endpoint": endpoint, "mode": mode, "state": "queued", "alias": None,
                              "log": None, "exit": None, "note": ""})
+
+        def change(data):
+            """Append to the running batch (whoever owns it), or start a new one owned here; whether it is new."""
+            queued = data["items"] = _items(data)
+            waiting = {(i["served"], i["endpoint"]) for i in queued if i["state"] in ("queued", "running")}
+            found = errors + [f"{s} from {e} is already in the queue" for s, e in pairs if (s, e) in waiting]
+            if found:
+                raise Invalid(*dict.fromkeys(found))
+            new = _owned(data) is None
+            if new:
+                queued.clear()  # a new batch replaces the finished one's results
+                data["owner"] = self.me()
+            data["stop_asked"] = False
+            queued += accepted
+            data["who"] = who
+            return new
+
         with self.lock:
-            waiting = {(i["served"], i["endpoint"]) for i in self.items if i["state"] in ("queued", "running")}
-            errors += [f"{s} from {e} is already in the queue" for s, e in pairs if (s, e) in waiting]
-            if errors:
-                raise Invalid(*dict.fromkeys(errors))
-            if self.worker is None:
-                self.items = []
-            self.stop_asked = False
-            self.items += accepted
-            self.who = who
-            self._save()
-            if self.worker is None:
+            if _update(change):
                 self._start()
-        return self.state()
+        return self.state()  # which takes over too, when the batch's owner is gone
 
     def _next(self):
-        """The item to work on: one left running by an earlier server first, else the first queued one."""
-        with self.lock:
-            item = next((i for i in self.items if i["state"] == "running"), None)
+        """`(item, who started the batch, whether an earlier owner left it running)`: the item left running first,
+        else the first queued one, marked running; None for the item when nothing is left (the batch ends here,
+        under the same locks that start a new one)."""
+
+        def take(data):
+            items = data["items"] = _items(data)
+            if not self.mine(data):
+                raise LeaseLost()
+            who = data.get("who") if isinstance(data.get("who"), str) else "ui"
+            item = next((i for i in items if i["state"] == "running"), None)
             if item is not None:
-                return item, True
-            item = next((i for i in self.items if i["state"] == "queued"), None)
+                return dict(item), who, True
+            item = next((i for i in items if i["state"] == "queued"), None)
             if item is None:
-                self.worker = None
-                self.stop_asked = False
-                self._save()
-                return None, False
+                data.pop("owner", None)
+                data["stop_asked"] = False
+                return None, who, False
             item["state"] = "running"
-            self._save()
-            return item, False
+            return dict(item), who, False
+
+        with self.lock:
+            found = _update(take)
+            if found[0] is None:
+                self.worker = None
+        return found
 
     def _work(self):
-        while True:
-            item, earlier = self._next()
-            if item is None:
-                return
-            try:
-                self._watch(item) if earlier else self._run(item)
-            except Exception as exc:  # the batch goes on (OB-14)
-                self._settle(item, state="failed", note=f"{type(exc).__name__}: {exc}"[:NOTE_CHARS])
+        try:
+            while True:
+                item, who, earlier = self._next()
+                if item is None:
+                    return
+                try:
+                    self._watch(item) if earlier else self._run(item, who)
+                except LeaseLost:
+                    raise
+                except Exception as exc:  # the batch goes on (OB-14)
+                    self._settle(item, state="failed", note=f"{type(exc).__name__}: {exc}"[:NOTE_CHARS])
+        except LeaseLost:
+            with self.lock:
+                if self.worker is threading.current_thread():
+                    self.worker = None
+
+    def _mark(self, item, drop=(), **fields):
+        """Change the running `item` in the store, as long as this process owns the batch."""
+
+        def change(data):
+            items = data["items"] = _items(data)
+            if not self.mine(data):
+                raise LeaseLost()
+            found = _running(items, item)
+            if found is not None:
+                found.update(fields)
+                for key in drop:
+                    found.pop(key, None)
+
+        _update(change)
+        item.update(fields)
 
     def _settle(self, item, **fields):
-        with self.lock:
-            item.update(fields)
-            item.pop("pid", None)
-            self._save()
+        self._mark(item, drop=INTERNAL, **fields)
 
-    def _run(self, item):
+    def _run(self, item, who):
         problems, _ = refusals(item["served"], item["endpoint"], item["mode"])
         if problems:
             self._settle(item, state="failed", note="; ".join(problems)[:NOTE_CHARS])
             return
-        name, process = spawn(item["served"], item["endpoint"], item["mode"], self.who)
-        with self.lock:
-            item.update(log=name, pid=process.pid)
-            self._save()
-        self._outcome(item, finish(name, process))
+        self.keep()  # a lease lost while refusals were checked starts nothing
+        name, process = spawn(item["served"], item["endpoint"], item["mode"], who)
+        try:
+            self._mark(item, log=name, pid=process.pid, host=machine())
+            code = self._wait(process)
+        except LeaseLost:  # the new owner watches the run; this process still reaps it
+            threading.Thread(target=process.wait, name="onboard-reap", daemon=True).start()
+            raise
+        self._outcome(item, code)
+
+    def _wait(self, process):
+        """The process's exit code, renewing the lease while it runs."""
+        while True:
+            try:
+                return process.wait(timeout=WATCH_S)
+            except subprocess.TimeoutExpired:
+                self.keep()
 
     def _watch(self, item):
-        """An item a stopped server left running: wait for its process (IMP-7)."""
+        """An item an earlier owner left running (a stopped server, a replica gone): wait for its run (IMP-7). On
+        this machine its process is watched; on another, its log's copy in the store, while its beat moves."""
         if not item.get("log"):
             self._settle(item, state="failed", note="the dashboard stopped before this onboarding started; queue "
                                                     "it again")
             return
-        code = watch(item["log"], item.get("pid"))
+        host = item.get("host") or machine()
+        code = watch(item["log"], item.get("pid"), host, self.keep)
         if code is None:
-            self._settle(item, state="failed", exit=None,
-                         note="its process ended without an exit line (killed while the dashboard was stopped?); "
-                              "the log shows how far it got")
+            note = (KILLED if host == machine() else UNHEARD.format(host=host, seconds=RUNNER_LAPSE_S))
+            self._settle(item, state="failed", exit=None, note=note)
             return
         self._outcome(item, code)
 
@@ -439,27 +654,32 @@ class Queue:
         self._settle(item, state=state, alias=alias, note=note, exit=code)
 
     def stop(self):
-        with self.lock:
-            if self.worker is None:
+        def change(data):
+            items = data["items"] = _items(data)
+            if _owned(data) is None:
                 raise Invalid("no onboarding is running")
-            self.stop_asked = True
-            for item in self.items:
+            data["stop_asked"] = True
+            for item in items:
                 if item["state"] == "queued":
                     item.update(state="skipped", note="stopped before its turn")
-            self._save()
+
+        _update(change)
         return self.state()
 
     def clear(self):
-        with self.lock:
-            if self.worker is not None:
+        def change(data):
+            if _owned(data) is not None:
                 raise Invalid("still running: Stop it first, or wait")
-            self.items = []
-            self._save()
+            data["items"] = []
+
+        self.adopt()
+        _update(change)
         return self.state()
 
     def summary(self):
-        with self.lock:
-            return {"running": self.worker is not None, "items": len(self.items)}
+        self.adopt()
+        saved = self.read()
+        return {"running": _owned(saved) is not None, "items": len(_items(saved))}
 
 
 _queues = {}
@@ -468,15 +688,31 @@ _queues_lock = threading.Lock()
 
 def queue():
     """The onboarding queue of the data folder in use: a queue belongs to its bench, so a process that serves
-    another folder (a test, a second demo) never shows or runs the first one's models. Made from the saved
-    file the first time it is asked for, carrying on with a batch a stopped server left (IMP-7)."""
+    another folder (a test, a second demo) never shows or runs the first one's models. Made the first time it
+    is asked for, carrying on with a batch a stopped server or a gone replica left (IMP-7)."""
     key = str(paths.data())
     with _queues_lock:
         found = _queues.get(key)
-        if found is None:
+        made = found is None
+        if made:
             found = _queues[key] = Queue()
-            found.resume()
-        return found
+    if made:
+        found.adopt()
+    return found
+
+
+def follow():
+    """The dashboard's timer: every RENEW_S, take over a batch whose owner is gone even while no page asks."""
+
+    def look():
+        while True:
+            time.sleep(RENEW_S)
+            try:
+                queue().adopt()
+            except OSError:  # the store away: look again next time
+                pass
+
+    threading.Thread(target=look, name="onboarding-follow", daemon=True).start()
 
 
 def onboard_now(body, who):

@@ -96,6 +96,10 @@ SETTINGS = (
     _env("BENCH_DATABASE_URL", "", "The Postgres server several replicas of one bench share, as a libpq URL "
          "(`postgresql://bench@db.internal/bench`); needs the `postgres` extra. Read once, at a process's first "
          "use of the store.", "store.store"),
+    _env("BENCH_REPLICA_NAME", "", "The machine a replica runs on, as the onboarding queue's owner names it "
+         "(docs/replicas.md): a batch owned on the same machine is taken over as soon as its process is gone, one "
+         "owned elsewhere once its lease lapses. Unset: the host name; name replicas that share one (containers).",
+         "admin.onboarding"),
     _env("BENCH_PORT", "8122", "The dashboard's port (it answers the gateway's routes too), and the server the "
          "`bench` commands try first.", "server.guard", "dashboard.serve", "net.remote", "scripts.init"),
     _env("BENCH_GATEWAY_PORT", "8123", "The gateway's port (`bench gateway`, `python gateway.py`); the `bench` "

@@ -565,6 +565,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(refused)
     scheduler.start()  # §4: the recurring jobs run inside the dashboard; one loop per data folder (SCH-7)
     onboarding.queue()  # IMP-7: a batch the last server left queued or running carries on
+    onboarding.follow()  # and one whose owner, another replica, is gone, even while no page asks
     # the first panel and the Gateway card's first read (the offload index) pay no one-off cost
     threading.Thread(target=panel.warm_up, name="warm-up", daemon=True).start()
     print(banner(address, server.server_address[1]), flush=True)

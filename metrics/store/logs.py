@@ -9,6 +9,8 @@ CONVERSATIONS: Log = ("runs", "gateway", "conversations")  # route mode's record
 USAGE: Log = ("metrics", "usage")  # the usage ledger: a log a month inside, `<YYYY-MM>.jsonl` (calling.ledger)
 LOGS = (OFFLOADS, CALLS, ROUTES)
 GATEWAY_KEYS: Log = ("config", "gateway-keys.json")  # a document: the gateway keys' digests (server.gatekeys)
+ONBOARD_QUEUE: Log = ("runs", "onboard-queue.json")  # a document: the onboarding queue and its owner (admin.onboarding)
+ONBOARD_LOGS: Log = ("runs", "onboard-logs")  # records, one per onboarding log: its copy on a shared store
 # The configuration the dashboard edits and the limits learned from providers' errors: on Postgres every reader
 # and writer of these files goes through the store (`core.fileio.share`), so an edit made on one replica is
 # read by every replica at its next request. Each is named as `paths.file` names it.

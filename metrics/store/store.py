@@ -16,9 +16,11 @@ from typing import Any, ContextManager, Protocol, TypeVar
 from ..core import fileio, paths, settings, tails
 from ..core.errors import StoreUnavailable
 from . import keyed, rates
-from .logs import CALLS, CONFIG, CONVERSATIONS, DOCUMENTS, GATEWAY_KEYS, LOGS, OFFLOADS, ROUTES, USAGE, Log
+from .logs import (CALLS, CONFIG, CONVERSATIONS, DOCUMENTS, GATEWAY_KEYS, LOGS, OFFLOADS, ONBOARD_LOGS, ONBOARD_QUEUE,
+                   ROUTES, USAGE, Log)
 
-__all__ = ["CALLS", "CONFIG", "CONVERSATIONS", "DOCUMENTS", "GATEWAY_KEYS", "LOGS", "OFFLOADS", "ROUTES", "USAGE", "Log",
+__all__ = ["CALLS", "CONFIG", "CONVERSATIONS", "DOCUMENTS", "GATEWAY_KEYS", "LOGS", "OFFLOADS", "ONBOARD_LOGS",
+           "ONBOARD_QUEUE", "ROUTES", "USAGE", "Log",
            "Store", "Shared", "Folder", "current", "deferred", "health", "kind", "opened", "reset"]
 
 
