@@ -12,9 +12,9 @@ import sys
 import psycopg
 import pytest
 
-from benchwarmers.core import fileio, paths
+from benchwarmers.core import changes, fileio, paths
 from benchwarmers.dashboard import serve
-from benchwarmers.models import catalog, endpoints
+from benchwarmers.models import alerts, catalog, endpoints
 from benchwarmers.panel import collections
 from benchwarmers.store import moving, store
 from benchwarmers.store import postgres as postgres_store
@@ -47,17 +47,33 @@ def dashboard(storage, bench):
     srv.server_close()
 
 
-@pytest.fixture
-def replica(storage, dashboard, tmp_path):
-    """A second gateway process; on Postgres with a data folder of its own (nothing of the first's copied)."""
+def started(storage, folder, script, says):
+    """Another process of the bench (`gateway.py`, `serve.py`) and the port its banner names; on Postgres with a data
+    folder of its own (nothing of the first's copied), as a replica on another machine has."""
     env = dict(os.environ)
     if storage == "postgres":
-        env["BENCHWARMERS_HOME"] = str(tmp_path / "elsewhere")
-    process = subprocess.Popen([sys.executable, "gateway.py", "--port", "0"], cwd=paths.CODE, text=True, env=env,
+        env["BENCHWARMERS_HOME"] = str(folder)
+    process = subprocess.Popen([sys.executable, script, "--port", "0"], cwd=paths.CODE, text=True, env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     banner = process.stdout.readline()
-    assert banner.startswith("bench gateway on http://127.0.0.1:"), banner
-    yield int(banner.split("127.0.0.1:")[1].split("/")[0])
+    assert banner.startswith(says), banner
+    return process, int(banner.removeprefix(says).split("/")[0].split()[0])
+
+
+@pytest.fixture
+def replica(storage, dashboard, tmp_path):
+    """A second gateway process."""
+    process, port = started(storage, tmp_path / "elsewhere", "gateway.py", "bench gateway on http://127.0.0.1:")
+    yield port
+    process.terminate()
+    process.wait(10)
+
+
+@pytest.fixture
+def other_dashboard(storage, dashboard, tmp_path):
+    """A second dashboard process."""
+    process, port = started(storage, tmp_path / "other", "serve.py", "Benchwarmers on http://localhost:")
+    yield port
     process.terminate()
     process.wait(10)
 
@@ -127,3 +143,66 @@ def answered(read):
         return read()
     except OSError:
         return {}
+
+
+def changed(port):
+    """The fields of the change log's lines a dashboard's Logs page shows, newest first."""
+    status, reply = call(port, "GET", "/api/logs")
+    assert status == 200, reply
+    return [line["field"] for line in reply["changes"]]
+
+
+def page(port):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    conn.request("GET", "/", headers={"Host": f"127.0.0.1:{port}"})
+    text = conn.getresponse().read().decode()
+    conn.close()
+    return text
+
+
+def test_a_change_made_through_one_dashboard_is_in_the_change_log_of_another(storage, dashboard, other_dashboard):
+    """LOG-1 on both stores: the line goes where every replica's Logs page reads it (on the folder, the file, byte
+    for byte as before; on Postgres the store, the replica's own file untouched)."""
+    saved = {"name": "pair", "members": ["gamma", "alpha"], "shape": "review", "reply": "all"}
+    assert call(dashboard, "POST", "/api/collection", saved)[0] == 200
+    assert changed(other_dashboard)[0] == changed(dashboard)[0] == "collection pair"
+    assert call(other_dashboard, "POST", "/api/collection", {**saved, "members": ["beta"]})[0] == 200
+    assert changed(dashboard)[:2] == ["collection pair", "collection pair"]
+    on_disk = changes.path()
+    assert on_disk.exists() is (storage == "folder")
+    if storage == "folder":
+        assert [json.loads(line)["field"] for line in on_disk.read_text().splitlines()] == ["collection pair"] * 2
+
+
+def test_an_alert_raised_by_one_process_is_shown_and_cleared_by_another(storage, dashboard, other_dashboard):
+    """AL-1 on both stores: an alert this process raises is on the other dashboard's page; that dashboard's Retry
+    clears it (MP-18), and it is gone here too."""
+    key = "model:pending:alpha"
+    alerts.raise_alert(key, "retiring", "alpha has failed 3 days in a row", "Retry it", alias="alpha")
+    assert key in page(other_dashboard)
+    status, reply = call(other_dashboard, "POST", "/api/retry", {"alias": "alpha"})
+    assert status == 200 and f"cleared {key}" in reply["changed"], reply
+    assert wait_for(lambda: key not in alerts.active(), 5)  # on Postgres: once the other's write is told here
+    assert key not in page(dashboard) and changed(dashboard)[0] == "retried"
+    assert paths.file("metrics", "alerts.json").exists() is (storage == "folder")
+
+
+def test_import_and_export_move_the_change_log_and_the_alerts(postgres, bench, tmp_path):
+    """`bench store import` takes the folder's change log and alerts into the store; `export` writes them back
+    byte for byte."""
+    log = b'{"at": "2026-12-01T09:00:00+00:00", "by": "ui", "alias": "", "field": "theme", "old": null, ' \
+          b'"new": "caf\\u00e9"}\n{"at": "2026-12-02T09:00:00+00:00", "by": "admin", "alias": "alpha", ' \
+          b'"field": "role", "old": "core", "new": "ad hoc"}\n'
+    found = '{\n  "model:paid:alpha": {\n    "action": "",\n    "first_seen": "2026-12-01",\n    "kind": "paid"\n  }\n}\n'
+    changes.path().write_bytes(log)
+    paths.file("metrics", "alerts.json").write_text(found)
+    counts = moving.into(store.current(), paths.data())
+    assert counts["config/changes.jsonl"] == "2 lines" and counts["metrics/alerts.json"] == moving.DOCUMENT
+    changes.path().unlink()
+    paths.file("metrics", "alerts.json").unlink()
+    assert [line["field"] for line in changes.recent()] == ["role", "theme"]
+    assert set(alerts.active()) == {"model:paid:alpha"}
+    out = tmp_path / "out"
+    moving.out(store.current(), out)
+    assert out.joinpath("config", "changes.jsonl").read_bytes() == log
+    assert out.joinpath("metrics", "alerts.json").read_text() == found

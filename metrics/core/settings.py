@@ -96,6 +96,13 @@ SETTINGS = (
     _env("BENCH_DATABASE_URL", "", "The Postgres server several replicas of one bench share, as a libpq URL "
          "(`postgresql://bench@db.internal/bench`); needs the `postgres` extra. Read once, at a process's first "
          "use of the store.", "store.store"),
+    _env("BENCH_STORE_WAIT", "5", "Seconds a request waits for one of the Postgres store's connections (its server "
+         "away, or every connection of the replica busy) before it is refused with a 503 that says so "
+         "(docs/replicas.md). Read when the store opens.", "store.postgres"),
+    _env("BENCH_STORE_LOCK_WAIT", "30", "Seconds a replica waits for a lock of the Postgres store another "
+         "connection holds (pacing's, a configuration write's, a log's append) before it is refused with a 503 "
+         "naming the lock: as long as the data folder's locks wait (LOCK-1). Read when the store opens.",
+         "store.postgres"),
     _env("BENCH_PORT", "8122", "The dashboard's port (it answers the gateway's routes too), and the server the "
          "`bench` commands try first.", "server.guard", "dashboard.serve", "net.remote", "scripts.init"),
     _env("BENCH_GATEWAY_PORT", "8123", "The gateway's port (`bench gateway`, `python gateway.py`); the `bench` "
