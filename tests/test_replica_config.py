@@ -3,6 +3,7 @@ dashboard answers the next request on another replica, a real process; on Postgr
 folder of its own, as a replica on another machine would. The learned limits go the same way, and
 `bench store import` / `export` move every document."""
 
+import datetime
 import http.client
 import json
 import os
@@ -12,10 +13,13 @@ import sys
 import psycopg
 import pytest
 
+from benchwarmers.admin import jobs, scheduler
+from benchwarmers.calling import client
 from benchwarmers.core import changes, fileio, paths
 from benchwarmers.dashboard import serve
 from benchwarmers.models import alerts, catalog, endpoints
 from benchwarmers.panel import collections
+from benchwarmers.server import guard
 from benchwarmers.store import moving, store
 from benchwarmers.store import postgres as postgres_store
 from conftest import wait_for
@@ -206,3 +210,50 @@ def test_import_and_export_move_the_change_log_and_the_alerts(postgres, bench, t
     moving.out(store.current(), out)
     assert out.joinpath("config", "changes.jsonl").read_bytes() == log
     assert out.joinpath("metrics", "alerts.json").read_text() == found
+
+
+def elsewhere(storage, folder, code, *args):
+    """What `code` prints when run by another process of the bench (on Postgres with a data folder of its own)."""
+    env = dict(os.environ)
+    if storage == "postgres":
+        env["BENCHWARMERS_HOME"] = str(folder)
+    done = subprocess.run([sys.executable, "-c", code, *args], cwd=paths.CODE, env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_a_login_on_one_replica_holds_on_another_and_ending_sessions_ends_it_there(storage, monkeypatch, tmp_path):
+    """ADM-4 across replicas: every replica signs and checks cookies over one session epoch, so a dashboard behind a
+    load balancer keeps its login from request to request, and ending every session on one ends it on all."""
+    monkeypatch.setenv("BENCHWARMERS_ADMIN_TOKEN", "an-admin-token-long-enough")
+    cookie = guard.session_cookie(8122).split(";")[0]
+    ask = "import sys; from benchwarmers.server import guard; print(guard.session_valid(sys.argv[1], 8122))"
+    assert elsewhere(storage, tmp_path / "other", ask, cookie) == "True"
+    guard.end_sessions()
+    assert elsewhere(storage, tmp_path / "other", ask, cookie) == "False"
+    assert guard.sessions_path().exists() is (storage == "folder")
+
+
+def test_the_model_client_chosen_on_one_replica_is_every_replicas(storage, tmp_path):
+    """BK-4: the Settings page's choice of client is configuration, read by every replica."""
+    assert client.choose("llm") == ""
+    ask = "from benchwarmers.calling import client; print(*client.chosen())"
+    assert elsewhere(storage, tmp_path / "other", ask) == "llm settings"
+
+
+def test_a_scheduled_slot_is_run_by_one_replica_not_by_each(storage, tmp_path):
+    """SCH-6 across replicas: each job's due slot is claimed in the scheduler's state under the store's lock, so the
+    replica that ticks second finds it taken (here in log-only mode: a `would run` line is a run)."""
+    fileio.write_atomic(jobs.path(), '{"mode": "log-only"}\n')
+    first = datetime.datetime(2026, 12, 1, 12, 0).astimezone()
+    later = (first + datetime.timedelta(days=8)).isoformat()
+    scheduler.Scheduler(clock=lambda: first).once()  # the first tick only records the time (SCH-8)
+    tick = ("import datetime, sys; from benchwarmers.admin import scheduler; "
+            "now = datetime.datetime.fromisoformat(sys.argv[1]); scheduler.Scheduler(clock=lambda: now).once()")
+    elsewhere(storage, tmp_path / "other", tick, later)
+    elsewhere(storage, tmp_path / "third", tick, later)
+    logs = [paths.file("runs", "scheduler.log"), *(tmp_path / name / "runs" / "scheduler.log" for name in
+                                                     ("other", "third"))]
+    ran = [line for log in logs if log.exists() for line in log.read_text().splitlines() if "would run" in line]
+    assert sorted(line.split()[4] for line in ran) == sorted(scheduler.jobs.JOBS)

@@ -22,11 +22,15 @@ CONFIG: tuple[Log, ...] = tuple(("config", name) for name in (
     "model-roles.json", "retired.json", "alias-history.json",  # panel.roles, panel.roster, models.aliases
     "model-learned.json",  # models.learn: limits and context windows learned from providers' errors
     "dismissed.json", "provider-tags.json", "scheduler.json", "ui.json", "connect.json",  # the other pages' edits
+    "client.json",  # calling.client: how models are called (the Settings page's choice, BK-4)
 ))
+SESSIONS: Log = ("runs", "admin-sessions.json")  # a document: the epoch every login cookie signs (server.guard)
+SCHEDULED: Log = ("runs", "scheduler-state.json")  # a document: each job's last due time (admin.scheduler, SCH-6)
 # the documents that outlive a run: what the store holds, and what `bench store import` and `export` move
-DOCUMENTS: tuple[Log, ...] = (GATEWAY_KEYS, *CONFIG, ALERTS)
+DOCUMENTS: tuple[Log, ...] = (GATEWAY_KEYS, *CONFIG, ALERTS, SESSIONS, SCHEDULED)
 # the data folder's files every reader and writer reaches through `core.fileio` (`fileio.share`): on Postgres
-# they go to the store, so every replica's dashboard shows one change log and one set of alerts, and an alert
-# one replica raises another clears
-SHARED_FILES: tuple[Log, ...] = (*CONFIG, ALERTS, CHANGES)
+# they go to the store, so every replica's dashboard shows one change log and one set of alerts, an alert one
+# replica raises another clears, a login cookie one replica signs every replica takes (and ending sessions ends
+# them on all), and each scheduled job's slot is claimed by one replica's tick, not run once on each
+SHARED_FILES: tuple[Log, ...] = (*CONFIG, ALERTS, CHANGES, SESSIONS, SCHEDULED)
 
