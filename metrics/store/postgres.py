@@ -210,7 +210,7 @@ class Postgres:
     @contextlib.contextmanager
     def _connection(self) -> Iterator[psycopg.Connection[Any]]:
         """A connection of the pool, waited for at most `wait` seconds; the server lost on the way, or a lock it
-        held past `lock_wait`, is this store's `StoreUnavailable` (an OSError): a 503 that says which."""
+        held past `lock_wait`, is this store's `StoreUnavailable` (an OSError): a 503 that says which (HEALTH-2)."""
         try:
             with self.pool.connection() as conn:
                 self.own.add(conn.info.backend_pid)
