@@ -55,14 +55,22 @@ class Cluster:
                                check=True, capture_output=True)
             shutil.chown(self.root, USER)
         self._run(BIN / "initdb", "-D", self.data, "-U", USER, "--auth=trust", "-E", "UTF8", "--no-sync")
-        self._run(BIN / "pg_ctl", "-D", self.data, "-l", self.root / "server.log", "-w", "-t", "60", "-o",
-                  f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 {FAST}", "start")
+        self.resume()
         self._run(BIN / "createdb", "-h", "127.0.0.1", "-p", self.port, "-U", USER, DATABASE)
         return self
 
-    def stop(self):
+    def resume(self):
+        """Start the server on its port, with what it held when it was halted."""
+        self._run(BIN / "pg_ctl", "-D", self.data, "-l", self.root / "server.log", "-w", "-t", "60", "-o",
+                  f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 {FAST}", "start")
+
+    def halt(self):
+        """Stop the server at once, its connections cut as a crash cuts them; `resume` starts it again."""
         if (self.data / "postmaster.pid").exists():
             self._run(BIN / "pg_ctl", "-D", self.data, "-m", "immediate", "-w", "stop")
+
+    def stop(self):
+        self.halt()
         shutil.rmtree(self.root, ignore_errors=True)
 
     def __enter__(self):

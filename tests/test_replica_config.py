@@ -3,6 +3,7 @@ dashboard answers the next request on another replica, a real process; on Postgr
 folder of its own, as a replica on another machine would. The learned limits go the same way, and
 `bench store import` / `export` move every document."""
 
+import datetime
 import http.client
 import json
 import os
@@ -12,10 +13,13 @@ import sys
 import psycopg
 import pytest
 
-from benchwarmers.core import fileio, paths
+from benchwarmers.admin import jobs, scheduler
+from benchwarmers.calling import client
+from benchwarmers.core import changes, fileio, paths
 from benchwarmers.dashboard import serve
-from benchwarmers.models import catalog, endpoints
+from benchwarmers.models import alerts, catalog, endpoints
 from benchwarmers.panel import collections
+from benchwarmers.server import guard
 from benchwarmers.store import moving, store
 from benchwarmers.store import postgres as postgres_store
 from conftest import wait_for
@@ -47,17 +51,33 @@ def dashboard(storage, bench):
     srv.server_close()
 
 
-@pytest.fixture
-def replica(storage, dashboard, tmp_path):
-    """A second gateway process; on Postgres with a data folder of its own (nothing of the first's copied)."""
+def started(storage, folder, script, says):
+    """Another process of the bench (`gateway.py`, `serve.py`) and the port its banner names; on Postgres with a data
+    folder of its own (nothing of the first's copied), as a replica on another machine has."""
     env = dict(os.environ)
     if storage == "postgres":
-        env["BENCHWARMERS_HOME"] = str(tmp_path / "elsewhere")
-    process = subprocess.Popen([sys.executable, "gateway.py", "--port", "0"], cwd=paths.CODE, text=True, env=env,
+        env["BENCHWARMERS_HOME"] = str(folder)
+    process = subprocess.Popen([sys.executable, script, "--port", "0"], cwd=paths.CODE, text=True, env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     banner = process.stdout.readline()
-    assert banner.startswith("bench gateway on http://127.0.0.1:"), banner
-    yield int(banner.split("127.0.0.1:")[1].split("/")[0])
+    assert banner.startswith(says), banner
+    return process, int(banner.removeprefix(says).split("/")[0].split()[0])
+
+
+@pytest.fixture
+def replica(storage, dashboard, tmp_path):
+    """A second gateway process."""
+    process, port = started(storage, tmp_path / "elsewhere", "gateway.py", "bench gateway on http://127.0.0.1:")
+    yield port
+    process.terminate()
+    process.wait(10)
+
+
+@pytest.fixture
+def other_dashboard(storage, dashboard, tmp_path):
+    """A second dashboard process."""
+    process, port = started(storage, tmp_path / "other", "serve.py", "Benchwarmers on http://localhost:")
+    yield port
     process.terminate()
     process.wait(10)
 
@@ -127,3 +147,113 @@ def answered(read):
         return read()
     except OSError:
         return {}
+
+
+def changed(port):
+    """The fields of the change log's lines a dashboard's Logs page shows, newest first."""
+    status, reply = call(port, "GET", "/api/logs")
+    assert status == 200, reply
+    return [line["field"] for line in reply["changes"]]
+
+
+def page(port):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    conn.request("GET", "/", headers={"Host": f"127.0.0.1:{port}"})
+    text = conn.getresponse().read().decode()
+    conn.close()
+    return text
+
+
+def test_a_change_made_through_one_dashboard_is_in_the_change_log_of_another(storage, dashboard, other_dashboard):
+    """LOG-1 on both stores: the line goes where every replica's Logs page reads it (on the folder, the file, byte
+    for byte as before; on Postgres the store, the replica's own file untouched)."""
+    saved = {"name": "pair", "members": ["gamma", "alpha"], "shape": "review", "reply": "all"}
+    assert call(dashboard, "POST", "/api/collection", saved)[0] == 200
+    assert changed(other_dashboard)[0] == changed(dashboard)[0] == "collection pair"
+    assert call(other_dashboard, "POST", "/api/collection", {**saved, "members": ["beta"]})[0] == 200
+    assert changed(dashboard)[:2] == ["collection pair", "collection pair"]
+    on_disk = changes.path()
+    assert on_disk.exists() is (storage == "folder")
+    if storage == "folder":
+        assert [json.loads(line)["field"] for line in on_disk.read_text().splitlines()] == ["collection pair"] * 2
+
+
+def test_an_alert_raised_by_one_process_is_shown_and_cleared_by_another(storage, dashboard, other_dashboard):
+    """AL-1 on both stores: an alert this process raises is on the other dashboard's page; that dashboard's Retry
+    clears it (MP-18), and it is gone here too."""
+    key = "model:pending:alpha"
+    alerts.raise_alert(key, "retiring", "alpha has failed 3 days in a row", "Retry it", alias="alpha")
+    assert key in page(other_dashboard)
+    status, reply = call(other_dashboard, "POST", "/api/retry", {"alias": "alpha"})
+    assert status == 200 and f"cleared {key}" in reply["changed"], reply
+    assert wait_for(lambda: key not in alerts.active(), 5)  # on Postgres: once the other's write is told here
+    assert key not in page(dashboard) and changed(dashboard)[0] == "retried"
+    assert paths.file("metrics", "alerts.json").exists() is (storage == "folder")
+
+
+def test_import_and_export_move_the_change_log_and_the_alerts(postgres, bench, tmp_path):
+    """`bench store import` takes the folder's change log and alerts into the store; `export` writes them back
+    byte for byte."""
+    log = b'{"at": "2026-12-01T09:00:00+00:00", "by": "ui", "alias": "", "field": "theme", "old": null, ' \
+          b'"new": "caf\\u00e9"}\n{"at": "2026-12-02T09:00:00+00:00", "by": "admin", "alias": "alpha", ' \
+          b'"field": "role", "old": "core", "new": "ad hoc"}\n'
+    found = '{\n  "model:paid:alpha": {\n    "action": "",\n    "first_seen": "2026-12-01",\n    "kind": "paid"\n  }\n}\n'
+    changes.path().write_bytes(log)
+    paths.file("metrics", "alerts.json").write_text(found)
+    counts = moving.into(store.current(), paths.data())
+    assert counts["config/changes.jsonl"] == "2 lines" and counts["metrics/alerts.json"] == moving.DOCUMENT
+    changes.path().unlink()
+    paths.file("metrics", "alerts.json").unlink()
+    assert [line["field"] for line in changes.recent()] == ["role", "theme"]
+    assert set(alerts.active()) == {"model:paid:alpha"}
+    out = tmp_path / "out"
+    moving.out(store.current(), out)
+    assert out.joinpath("config", "changes.jsonl").read_bytes() == log
+    assert out.joinpath("metrics", "alerts.json").read_text() == found
+
+
+def elsewhere(storage, folder, code, *args):
+    """What `code` prints when run by another process of the bench (on Postgres with a data folder of its own)."""
+    env = dict(os.environ)
+    if storage == "postgres":
+        env["BENCHWARMERS_HOME"] = str(folder)
+    done = subprocess.run([sys.executable, "-c", code, *args], cwd=paths.CODE, env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_a_login_on_one_replica_holds_on_another_and_ending_sessions_ends_it_there(storage, monkeypatch, tmp_path):
+    """ADM-4 across replicas: every replica signs and checks cookies over one session epoch, so a dashboard behind a
+    load balancer keeps its login from request to request, and ending every session on one ends it on all."""
+    monkeypatch.setenv("BENCHWARMERS_ADMIN_TOKEN", "an-admin-token-long-enough")
+    cookie = guard.session_cookie(8122).split(";")[0]
+    ask = "import sys; from benchwarmers.server import guard; print(guard.session_valid(sys.argv[1], 8122))"
+    assert elsewhere(storage, tmp_path / "other", ask, cookie) == "True"
+    guard.end_sessions()
+    assert elsewhere(storage, tmp_path / "other", ask, cookie) == "False"
+    assert guard.sessions_path().exists() is (storage == "folder")
+
+
+def test_the_model_client_chosen_on_one_replica_is_every_replicas(storage, tmp_path):
+    """BK-4: the Settings page's choice of client is configuration, read by every replica."""
+    assert client.choose("llm") == ""
+    ask = "from benchwarmers.calling import client; print(*client.chosen())"
+    assert elsewhere(storage, tmp_path / "other", ask) == "llm settings"
+
+
+def test_a_scheduled_slot_is_run_by_one_replica_not_by_each(storage, tmp_path):
+    """SCH-6 across replicas: each job's due slot is claimed in the scheduler's state under the store's lock, so the
+    replica that ticks second finds it taken (here in log-only mode: a `would run` line is a run)."""
+    fileio.write_atomic(jobs.path(), '{"mode": "log-only"}\n')
+    first = datetime.datetime(2026, 12, 1, 12, 0).astimezone()
+    later = (first + datetime.timedelta(days=8)).isoformat()
+    scheduler.Scheduler(clock=lambda: first).once()  # the first tick only records the time (SCH-8)
+    tick = ("import datetime, sys; from benchwarmers.admin import scheduler; "
+            "now = datetime.datetime.fromisoformat(sys.argv[1]); scheduler.Scheduler(clock=lambda: now).once()")
+    elsewhere(storage, tmp_path / "other", tick, later)
+    elsewhere(storage, tmp_path / "third", tick, later)
+    logs = [paths.file("runs", "scheduler.log"), *(tmp_path / name / "runs" / "scheduler.log" for name in
+                                                     ("other", "third"))]
+    ran = [line for log in logs if log.exists() for line in log.read_text().splitlines() if "would run" in line]
+    assert sorted(line.split()[4] for line in ran) == sorted(scheduler.jobs.JOBS)

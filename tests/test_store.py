@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.request
 
 import pgserver
@@ -18,6 +19,7 @@ import psycopg
 import pytest
 
 from benchwarmers.core import errors, paths
+from benchwarmers.demo import demo
 from conftest import wait_for
 from benchwarmers.server import gatekeys
 from benchwarmers.store import migrations, store
@@ -316,3 +318,93 @@ def test_a_log_without_a_bound_keeps_every_line_and_a_new_replica_trims_at_its_f
         assert [later._due(store.ROUTES, 50, 1000) for _ in range(4)] == [False, False, True, False]
     finally:
         later.close()
+
+
+def panel(base, timeout=60):
+    """A panel on bench/pair: `(status, body, seconds it took)`."""
+    request = urllib.request.Request(base + "/v1/chat/completions", method="POST", headers={
+        "Content-Type": "application/json"}, data=json.dumps({
+            "model": "bench/pair", "messages": [{"role": "user", "content": "Review: print(xs[1:])"}]}).encode())
+    started = time.monotonic()
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as reply:
+            return reply.status, json.loads(reply.read()), time.monotonic() - started
+    except urllib.error.HTTPError as refused:
+        return refused.code, json.loads(refused.read()), time.monotonic() - started
+
+
+def test_a_panel_while_the_server_is_stopped_is_a_prompt_503_and_panels_resume_when_it_is_back(bench, monkeypatch):
+    """The store's server stopped under a running gateway: each panel is refused with the store's 503, saying so,
+    within BENCH_STORE_WAIT (never the pool's 30 s), until the pool has no connection left to try and waits its
+    bound; once the server is back the same gateway answers panels again."""
+    from conftest import running_gateway
+
+    with pgserver.Cluster() as cluster:
+        monkeypatch.setenv("BENCH_DATABASE_URL", cluster.url)
+        monkeypatch.setenv("BENCH_STORE_WAIT", "2")
+        store.reset()
+        demo.set_collection("pair", ["alpha", "gamma"])
+        with running_gateway() as srv:
+            base = f"http://127.0.0.1:{srv.server_address[1]}"
+            assert panel(base)[0] == 200
+            cluster.halt()
+            said = []
+            while not any(postgres_store.WAITED.format(2) in message for message in said) and len(said) < 40:
+                status, body, took = panel(base)
+                assert status == 503 and took < 15, (status, body, took)
+                said.append(body["error"]["message"])
+            assert said[-1] == postgres_store.LOST.format(postgres_store.WAITED.format(2)), said
+            assert all(message.startswith("the Postgres store cannot be reached: ") for message in said)
+            cluster.resume()
+            assert wait_for(lambda: panel(base)[0] == 200, 30)
+    store.reset()
+
+
+def test_a_lock_held_by_another_replica_is_refused_after_its_wait_naming_it(postgres, monkeypatch):
+    """`locked()` waits BENCH_STORE_LOCK_WAIT for a lock another connection holds, then refuses with the store's
+    503 naming the lock; this replica's own threads queued behind a holder are bounded the same way."""
+    monkeypatch.setenv("BENCH_STORE_LOCK_WAIT", "1")
+    holder, mine = postgres_store.Postgres(postgres), postgres_store.Postgres(postgres)
+    held = postgres_store.HELD.format("pacing", 1)
+    try:
+        with holder.locked("pacing"):
+            started = time.monotonic()
+            with pytest.raises(errors.StoreUnavailable) as refused:
+                with mine.locked("pacing"):
+                    pass
+            assert 0.9 < time.monotonic() - started < 10
+            assert str(refused.value) == held == "the Postgres store's lock pacing stayed held for 1s " \
+                "(BENCH_STORE_LOCK_WAIT)"
+            assert errors.planned(refused.value).status == 503
+            with mine.locked("another"):  # another name is not held
+                pass
+
+            def queued():
+                with pytest.raises(errors.StoreUnavailable, match="lock pacing stayed held"):
+                    with holder.locked("pacing"):
+                        pass
+            waiting = threading.Thread(target=queued)
+            waiting.start()
+            waiting.join(10)
+            assert not waiting.is_alive()
+        with mine.locked("pacing"):  # released: taken at once
+            pass
+    finally:
+        holder.close()
+        mine.close()
+
+
+def test_a_document_write_held_up_by_a_lock_is_refused_after_the_lock_wait(postgres, monkeypatch):
+    """Every lock the pool's connections wait for on the server is bounded too (a document's write, here)."""
+    monkeypatch.setenv("BENCH_STORE_LOCK_WAIT", "1")
+    mine = postgres_store.Postgres(postgres)
+    try:
+        with psycopg.connect(postgres) as holder:
+            holder.execute("SELECT pg_advisory_xact_lock(hashtext('bench_records'), hashtext('config/ui.json'))")
+            with pytest.raises(errors.StoreUnavailable) as refused:
+                mine.update_json(("config", "ui.json"), lambda data: data.update(theme="dark"))
+        assert str(refused.value) == postgres_store.HELD_SOMEWHERE.format(1)
+        mine.update_json(("config", "ui.json"), lambda data: data.update(theme="dark"))
+        assert mine.read_json(("config", "ui.json")) == {"theme": "dark"}
+    finally:
+        mine.close()

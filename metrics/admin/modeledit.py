@@ -317,7 +317,7 @@ def _clear_alerts(matches):
         for k in gone:
             del data[k]
         return gone
-    if not where("alerts").exists():
+    if not fileio.exists(where("alerts")):
         return []
     return fileio.update(where("alerts"), clear)
 

@@ -1,7 +1,8 @@
 """The change log, `<data>/config/changes.jsonl` (dashboard.md §6, LOG-1..4).
 
 One line per write a person made: who, which model, which field, old and new. Every dashboard write
-goes through `log()` so the line's shape is decided in one place.
+goes through `log()` so the line's shape is decided in one place. It is read and written through `fileio`,
+so on a shared store (Postgres, docs/replicas.md) every replica appends to and shows the same log.
 
 Decision (IMP-1): `by` is the caller the login check found: `admin` when login is on, and `ui` when it
 is off (no one signed in, so the reference's word is kept), never a key or token.
@@ -12,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from . import fileio, paths, tails
+from . import fileio, paths
 
 
 def path() -> Path:
@@ -37,4 +38,4 @@ def log(who: str, alias: str | None, field: str, old: object, new: object) -> di
 
 def recent(limit: int = 200) -> list[dict[str, Any]]:
     """The newest `limit` change lines, newest first."""
-    return tails.records(path(), limit)
+    return fileio.tail(path(), limit)

@@ -17,8 +17,9 @@
 - `json_problem(path)`: why `read_json` read `{}` (line and column for a syntax error),
   found by the same cached parse.
 - `share(documents)`: while a shared store is open (Postgres, docs/replicas.md), the files it holds (the
-  configuration the dashboard edits) are read, written and locked through it instead, by these same
-  functions, so every reader and writer of such a file follows without knowing which store it is on.
+  configuration the dashboard edits, the alerts, the change log) are read, written, appended to and locked
+  through it instead, by these same functions, so every reader and writer of such a file follows without
+  knowing which store it is on.
 """
 
 import contextlib
@@ -33,7 +34,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, ContextManager, Protocol, TypeVar
 
-from . import console
+from . import console, tails
 
 if sys.platform == "win32":
     import msvcrt
@@ -69,6 +70,15 @@ class Documents(Protocol):
 
     def locked(self, name: str) -> ContextManager[None]:
         """Hold the lock `name` against every process sharing the store."""
+
+    def append(self, log: tuple[str, ...], data: bytes) -> int:
+        """Append whole lines to the log at `log`, all or nothing."""
+
+    def tail(self, log: tuple[str, ...], limit: int) -> list[dict[str, Any]]:
+        """Up to `limit` records from the end of the log, newest first."""
+
+    def records(self, log: tuple[str, ...]) -> list[dict[str, Any]]:
+        """Every record of the log, oldest first."""
 
 
 _documents: list[Documents] = []  # the shared store while one is open (`share`)
@@ -418,7 +428,11 @@ _ends: dict[str, tuple[int, int]] = {}  # path: (inode, size) after this process
 
 def append_bytes(path: PathLike, data: bytes) -> int:
     """Append whole lines to `path` under an exclusive flock on the file itself (see `append_locked`);
-    returns the file's size after it."""
+    returns the file's size after it. A log the shared store holds (the change log) is appended to there
+    (what it returns then grows with every append, as a size does)."""
+    shared = _shared(path)
+    if shared is not None:
+        return shared[0].append(shared[1], data)
     path = Path(path)
     try:
         try:
@@ -550,9 +564,22 @@ def parse_lines(blob: bytes, path: PathLike = "<jsonl>") -> list[dict[str, Any]]
 
 
 def read_jsonl(path: PathLike) -> list[dict[str, Any]]:
-    """Every record of a JSONL file (torn or corrupt lines skipped); `[]` when missing."""
+    """Every record of a JSONL file (torn or corrupt lines skipped); `[]` when missing. A log the shared store
+    holds is read from there."""
+    shared = _shared(path)
+    if shared is not None:
+        return shared[0].records(shared[1])
     try:
         blob = Path(path).read_bytes()
     except FileNotFoundError:
         return []
     return parse_lines(blob, path)
+
+
+def tail(path: PathLike, limit: int) -> list[dict[str, Any]]:
+    """Up to `limit` records from the end of a JSONL file, newest first (`tails.records`); from the shared store
+    for a log it holds."""
+    shared = _shared(path)
+    if shared is not None:
+        return shared[0].tail(shared[1], limit)
+    return tails.records(path, limit)

@@ -100,6 +100,13 @@ SETTINGS = (
          "(docs/replicas.md): a batch owned on the same machine is taken over as soon as its process is gone, one "
          "owned elsewhere once its lease lapses. Unset: the host name; name replicas that share one (containers).",
          "admin.onboarding"),
+    _env("BENCH_STORE_WAIT", "5", "Seconds a request waits for one of the Postgres store's connections (its server "
+         "away, or every connection of the replica busy) before it is refused with a 503 that says so "
+         "(docs/replicas.md). Read when the store opens.", "store.postgres"),
+    _env("BENCH_STORE_LOCK_WAIT", "30", "Seconds a replica waits for a lock of the Postgres store another "
+         "connection holds (pacing's, a configuration write's, a log's append) before it is refused with a 503 "
+         "naming the lock: as long as the data folder's locks wait (LOCK-1). Read when the store opens.",
+         "store.postgres"),
     _env("BENCH_PORT", "8122", "The dashboard's port (it answers the gateway's routes too), and the server the "
          "`bench` commands try first.", "server.guard", "dashboard.serve", "net.remote", "scripts.init"),
     _env("BENCH_GATEWAY_PORT", "8123", "The gateway's port (`bench gateway`, `python gateway.py`); the `bench` "

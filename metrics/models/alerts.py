@@ -4,7 +4,9 @@
 
 `{"<key>": {"kind", "message", "action", "first_seen", "last_seen", ...extra}}`, sorted keys, indent 2.
 Every write is one locked read-change-write (LOCK-2), so the maintenance scripts, the dashboard and the
-gateway never lose each other's alerts. The dashboard's reader is `benchview.alerts()`.
+gateway never lose each other's alerts. The dashboard's reader is `benchview.alerts()`. On a shared store
+(Postgres, docs/replicas.md) `fileio` reads and writes the file there: one replica's alert is every replica's,
+and any of them clears it.
 """
 
 import datetime
@@ -35,14 +37,14 @@ def raise_alert(key, kind, message, action="", **extra):
 
 def clear(key):
     """AL-1: remove `key`; whether it existed."""
-    if not path().exists():
+    if not fileio.exists(path()):
         return False
     return fileio.update(path(), lambda data: data.pop(key, None) is not None, sort_keys=True)
 
 
 def sweep(prefix, still_wrong):
     """AL-1: delete every key starting with `prefix` that is not in `still_wrong`; the keys deleted."""
-    if not path().exists():
+    if not fileio.exists(path()):
         return []
 
     def drop(data):

@@ -1,11 +1,11 @@
 """Moving a bench between its data folder and Postgres (`bench store import` / `export`, docs/replicas.md).
 
-`into` copies each log the store keeps (`LOGS`, and the usage ledger's months, `metrics/usage/<YYYY-MM>.jsonl`)
-and each document that outlives a run (`DOCUMENTS`: the gateway keys, the configuration the dashboard edits and
-the learned limits) from the folder's files into Postgres, replacing what the database held under that name;
-`out` writes them back as the folder's files. Every non-blank line is copied as its bytes, in order, a torn or
-corrupt one too (it is the record as it was); a rotated log (`calls.jsonl.3` … `.1`) goes in before the live
-file, oldest first, and comes back as one file.
+`into` copies each log the store keeps (`LOGS`: the offload, calls, route and change logs, and the usage ledger's
+months, `metrics/usage/<YYYY-MM>.jsonl`) and each document that outlives a run (`DOCUMENTS`: the gateway keys, the
+configuration the dashboard edits, the learned limits and the alerts) from the folder's files into Postgres,
+replacing what the database held under that name; `out` writes them back as the folder's files. Every non-blank
+line is copied as its bytes, in order, a torn or corrupt one too (it is the record as it was); a rotated log
+(`calls.jsonl.3` … `.1`) goes in before the live file, oldest first, and comes back as one file.
 """
 
 import os

@@ -17,10 +17,10 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from ..core import fileio, paths
+from ..core import fileio, paths, settings
 from ..core.errors import StoreUnavailable
 from . import keyed, migrations, rates
-from .logs import CONFIG, Log
+from .logs import SHARED_FILES, Log
 
 T = TypeVar("T")
 POOL_SIZE = 16  # connections one replica keeps at most: a panel's seats append from their own threads
@@ -29,6 +29,8 @@ LISTEN_POLL = 1.0  # seconds the listener waits for a notification before it loo
 OPEN_TIMEOUT = 10.0  # seconds a replica waits for its first connection before start fails, saying why
 PROBE_TIMEOUT = 2.0  # seconds /health waits for the server's answer before it reports the store down
 PROBE_KEPT = 1.0  # seconds "no answer" is reused: an open route never makes a replica reconnect more often
+RECONNECT_WINDOW = 10.0  # seconds the pool retries a lost connection (1 s, 2 s, 4 s apart) before the next request
+# starts again at once: a server back after a long outage is found within seconds, not after the pool's backoff
 TRIM_EVERY = 8  # a log appended with `append_log` is trimmed each time this process adds max_bytes / 8 to it
 # Drop a log's oldest lines past its newest `most` bytes (a line counted with its newline, as in the file): the
 # window runs newest first, and the newest line that no longer fits goes with every older one.
@@ -37,8 +39,20 @@ TRIM = """DELETE FROM bench_lines WHERE log = %(log)s AND id <= (
                     FROM bench_lines WHERE log = %(log)s) AS sized
     WHERE newer > %(most)s ORDER BY id DESC LIMIT 1)"""
 LOST = "the Postgres store cannot be reached: {}"
+WAITED = "no connection within {:g}s (BENCH_STORE_WAIT)"
+HELD = "the Postgres store's lock {} stayed held for {:g}s (BENCH_STORE_LOCK_WAIT)"
+HELD_SOMEWHERE = "a lock of the Postgres store stayed held for {:g}s (BENCH_STORE_LOCK_WAIT)"
 SILENT = "no answer within {:g}s"
 UNREACHABLE = "the Postgres server of BENCH_DATABASE_URL ({}) cannot be used: {}"
+
+
+def seconds(variable: str) -> float:
+    """A wait setting's seconds; its default when it is not a positive number."""
+    try:
+        value = float(settings.env(variable))
+    except ValueError:
+        value = 0.0
+    return value if value > 0 else float(settings.default(variable))
 
 
 def name(log: Log) -> str:
@@ -126,7 +140,13 @@ class Postgres:
     kind = "postgres"
 
     def __init__(self, url: str) -> None:
-        self.pool = ConnectionPool(url, min_size=1, max_size=POOL_SIZE, kwargs={"autocommit": True},
+        self.wait = seconds("BENCH_STORE_WAIT")
+        self.lock_wait = seconds("BENCH_STORE_LOCK_WAIT")
+        # every connection waits for a lock on the server (an advisory lock, a log's append, a document's write) at
+        # most lock_wait: a holder that hangs costs the others a 503, not their requests
+        self.pool = ConnectionPool(url, min_size=1, max_size=POOL_SIZE, timeout=self.wait,
+                                   reconnect_timeout=RECONNECT_WINDOW, configure=self._configure,
+                                   kwargs={"autocommit": True, "connect_timeout": int(OPEN_TIMEOUT)},
                                    open=False, name="bench")
         try:
             # one plain connection first: a server that refuses fails start at once, not after the pool's retries
@@ -168,8 +188,11 @@ class Postgres:
             self.epoch += 1
             self.closed.wait(LISTEN_POLL)
 
+    def _configure(self, conn: psycopg.Connection[Any]) -> None:
+        conn.execute("SELECT set_config('lock_timeout', %s, false)", (f"{int(self.lock_wait * 1000)}ms",))
+
     def place(self, path: str) -> Log | None:
-        """`path`'s place when it is one of the configuration documents this store holds (`fileio.share`);
+        """`path`'s place when it is one of the data folder's files this store holds (`fileio.share`);
         asked on every read of any file, so answered from a dict after the first time."""
         if path in self.places:
             return self.places[path]
@@ -177,7 +200,7 @@ class Postgres:
             self.places.clear()
         home = str(paths.data())
         found = tuple(path[len(home):].lstrip("/\\").replace("\\", "/").split("/"))
-        self.places[path] = found if path.startswith(home) and found in CONFIG else None
+        self.places[path] = found if path.startswith(home) and found in SHARED_FILES else None
         return self.places[path]
 
     def mark(self, log: Log) -> tuple[int, int] | None:
@@ -186,12 +209,17 @@ class Postgres:
 
     @contextlib.contextmanager
     def _connection(self) -> Iterator[psycopg.Connection[Any]]:
-        """A connection of the pool; the server lost on the way is this store's `StoreUnavailable` (an OSError)."""
+        """A connection of the pool, waited for at most `wait` seconds; the server lost on the way, or a lock it
+        held past `lock_wait`, is this store's `StoreUnavailable` (an OSError): a 503 that says which (HEALTH-2)."""
         try:
             with self.pool.connection() as conn:
                 self.own.add(conn.info.backend_pid)
                 yield conn
-        except (psycopg.OperationalError, PoolTimeout) as exc:
+        except psycopg.errors.LockNotAvailable as exc:
+            raise StoreUnavailable(HELD_SOMEWHERE.format(self.lock_wait)) from exc
+        except PoolTimeout as exc:
+            raise StoreUnavailable(LOST.format(WAITED.format(self.wait))) from exc
+        except psycopg.OperationalError as exc:
             raise StoreUnavailable(LOST.format(exc)) from exc
 
     def close(self) -> None:
@@ -268,13 +296,35 @@ class Postgres:
     @contextlib.contextmanager
     def locked(self, name: str) -> Iterator[None]:
         """A session advisory lock on a connection of its own. This replica's threads queue on a lock of its
-        own first, so at most one connection a name waits on the server while the holder reads with others."""
-        with self._local_lock(name), self._connection() as conn:
-            conn.execute("SELECT pg_advisory_lock(hashtext('bench_locks'), hashtext(%s))", (name,))
-            try:
-                yield
-            finally:
-                conn.execute("SELECT pg_advisory_unlock(hashtext('bench_locks'), hashtext(%s))", (name,))
+        own first, so at most one connection a name waits on the server while the holder reads with others.
+        Both waits together last at most `lock_wait`; then the lock is refused, naming it."""
+        deadline = time.monotonic() + self.lock_wait
+        local = self._local_lock(name)
+        if not local.acquire(timeout=self.lock_wait):
+            raise StoreUnavailable(HELD.format(name, self.lock_wait))
+        try:
+            with self._connection() as conn:
+                self._take(conn, name, deadline)
+                try:
+                    yield
+                finally:
+                    conn.execute("SELECT pg_advisory_unlock(hashtext('bench_locks'), hashtext(%s))", (name,))
+        finally:
+            local.release()
+
+    def _take(self, conn: psycopg.Connection[Any], name: str, deadline: float) -> None:
+        """The advisory lock `name`: at once when it is free (one round trip, as a paced call's admission takes
+        it), else waited for until `deadline` (the server's lock_timeout, for that one statement)."""
+        free = conn.execute("SELECT pg_try_advisory_lock(hashtext('bench_locks'), hashtext(%s))", (name,)).fetchone()
+        if free and free[0]:
+            return
+        left = max(int((deadline - time.monotonic()) * 1000), 1)
+        try:
+            with conn.transaction():  # SET LOCAL ends with it; the session lock it takes does not
+                conn.execute("SELECT set_config('lock_timeout', %s, true)", (f"{left}ms",))
+                conn.execute("SELECT pg_advisory_lock(hashtext('bench_locks'), hashtext(%s))", (name,))
+        except psycopg.errors.LockNotAvailable as exc:
+            raise StoreUnavailable(HELD.format(name, self.lock_wait)) from exc
 
     def _local_lock(self, name: str) -> threading.Lock:
         with self.guard:

@@ -16,12 +16,12 @@ from typing import Any, ContextManager, Protocol, TypeVar
 from ..core import fileio, paths, settings, tails
 from ..core.errors import StoreUnavailable
 from . import keyed, rates
-from .logs import (CALLS, CONFIG, CONVERSATIONS, DOCUMENTS, GATEWAY_KEYS, LOGS, OFFLOADS, ONBOARD_LOGS, ONBOARD_QUEUE,
-                   ROUTES, USAGE, Log)
+from .logs import (ALERTS, CALLS, CHANGES, CONFIG, CONVERSATIONS, DOCUMENTS, GATEWAY_KEYS, LOGS, OFFLOADS,
+                   ONBOARD_LOGS, ONBOARD_QUEUE, ROUTES, USAGE, Log)
 
-__all__ = ["CALLS", "CONFIG", "CONVERSATIONS", "DOCUMENTS", "GATEWAY_KEYS", "LOGS", "OFFLOADS", "ONBOARD_LOGS",
-           "ONBOARD_QUEUE", "ROUTES", "USAGE", "Log",
-           "Store", "Shared", "Folder", "current", "deferred", "health", "kind", "opened", "reset"]
+__all__ = ["ALERTS", "CALLS", "CHANGES", "CONFIG", "CONVERSATIONS", "DOCUMENTS", "GATEWAY_KEYS", "LOGS", "OFFLOADS",
+           "ONBOARD_LOGS", "ONBOARD_QUEUE", "ROUTES", "USAGE", "Log", "Store", "Shared", "Folder", "current",
+           "deferred", "health", "kind", "opened", "reset"]
 
 
 T = TypeVar("T")
@@ -213,7 +213,7 @@ def _open() -> Store:
     except ImportError as exc:
         raise StoreUnavailable(NO_EXTRA.format(exc)) from exc
     shared = postgres.Postgres(url)
-    fileio.share(shared)  # the configuration's readers and writers go through it from now on
+    fileio.share(shared)  # the configuration's, the alerts' and the change log's readers and writers go through it
     return shared
 
 
