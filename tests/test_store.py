@@ -7,6 +7,8 @@ the calls and route logs kept within their size."""
 import concurrent.futures
 import json
 import os
+import resource
+import signal
 import subprocess
 import sys
 import threading
@@ -17,6 +19,7 @@ import pgserver
 import psycopg
 import pytest
 
+from benchwarmers.calling import ledger
 from benchwarmers.core import errors, paths
 from conftest import wait_for
 from benchwarmers.server import gatekeys
@@ -316,3 +319,80 @@ def test_a_log_without_a_bound_keeps_every_line_and_a_new_replica_trims_at_its_f
         assert [later._due(store.ROUTES, 50, 1000) for _ in range(4)] == [False, False, True, False]
     finally:
         later.close()
+
+
+MONTH = (*store.USAGE, "2026-12.jsonl")
+
+
+def test_append_all_writes_several_logs_in_order_in_one_round_trip(storage):
+    """A panel seat's ledger and offload lines go in with one `append_all`: each log gets its lines, in order;
+    on Postgres in one transaction, whose ids keep the order given and which other replicas hear of."""
+    shared = store.current()
+    shared.append_all([(MONTH, b'{"a": 1}\n'), (store.OFFLOADS, b'{"b": 1}\n{"b": 2}\n'), (MONTH, b'{"a": 2}\n')])
+    shared.append_all([])
+    assert shared.records(MONTH) == [{"a": 1}, {"a": 2}]
+    assert shared.records(store.OFFLOADS) == [{"b": 1}, {"b": 2}]
+    if storage == "postgres":
+        _, rows = shared.since(store.OFFLOADS, 0)
+        assert [json.loads(body) for _, body in rows] == [{"b": 1}, {"b": 2}] and rows[0][0] < rows[1][0]
+
+
+def test_append_all_on_postgres_is_all_or_nothing_and_never_deadlocks(postgres_cluster):
+    """A line the server refuses (here a constraint on a line's size) fails the whole call: neither log keeps a
+    line of it. Two logs appended together in either order from many threads never wait on each other."""
+    url = fresh_database(postgres_cluster, "together")
+    shared = postgres_store.Postgres(url)
+    try:
+        shared.append_all([(MONTH, b'{"a": 1}\n'), (store.OFFLOADS, b'{"b": 1}\n')])
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("ALTER TABLE bench_lines ADD CONSTRAINT short_lines CHECK (octet_length(body) < 100)")
+        with pytest.raises(psycopg.errors.CheckViolation):
+            shared.append_all([(MONTH, b'{"a": 2}\n'), (store.OFFLOADS, b'{"b": "' + b"x" * 200 + b'"}\n')])
+        assert list(shared.lines(MONTH)) == [b'{"a": 1}'] and list(shared.lines(store.OFFLOADS)) == [b'{"b": 1}']
+
+        def write(n):
+            pair = [(MONTH, b'{"a": %d}\n' % n), (store.OFFLOADS, b'{"b": %d}\n' % n)]
+            shared.append_all(pair if n % 2 else pair[::-1])
+
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            list(pool.map(write, range(200)))
+        assert len(list(shared.lines(MONTH))) == len(list(shared.lines(store.OFFLOADS))) == 201
+    finally:
+        shared.close()
+
+
+def test_append_all_on_the_folder_is_all_or_nothing_past_a_file_size_limit(home):
+    """A real file-size limit (RLIMIT_FSIZE, in a child process) that the second file's lines pass: the first
+    file's line, already written, is cut back too. Once the limit is gone both land whole."""
+    offloads = paths.file(*store.OFFLOADS)
+    offloads.parent.mkdir(parents=True, exist_ok=True)
+    offloads.write_bytes(b'{"n": 0}\n' * 100)
+    script = ("import sys; from benchwarmers.store import store; store.Folder().append_all("
+              "[(('metrics', 'usage', '2026-12.jsonl'), b'{\"a\": 1}\\n'), (store.OFFLOADS, b'{\"b\": 2}\\n' * 20)])")
+
+    def limit_files():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (950, resource.RLIM_INFINITY))
+
+    done = subprocess.run([sys.executable, "-c", script], preexec_fn=limit_files, capture_output=True, text=True)
+    assert done.returncode == 1 and "File too large" in done.stderr, done.stderr
+    assert paths.file(*MONTH).read_bytes() == b"" and offloads.read_bytes() == b'{"n": 0}\n' * 100
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert paths.file(*MONTH).read_bytes() == b'{"a": 1}\n'
+    assert offloads.read_bytes() == b'{"n": 0}\n' * 100 + b'{"b": 2}\n' * 20
+
+
+def test_a_held_ledger_line_is_written_with_its_callers_lines_and_then_released(storage):
+    """`ledger.held()`: a call's ledger line (and the pacing ticket that waits for it, LED-8) waits for the seat's
+    `Held.write`, which writes it with the seat's offload line; a line still held at the end is written then."""
+    released = []
+    record = ledger.line(1_796_000_000, "alpha", "local", "http://x", "alpha", "ok", 1, {}, 0.1, "gateway")
+    with ledger.held() as held:
+        assert ledger.write(record, [lambda: released.append(1)]) is True
+        assert released == [] and list(ledger.rows()) == []
+        held.write([(store.OFFLOADS, b'{"model": "alpha"}\n')])
+        assert released == [1] and [row["alias"] for row in ledger.rows()] == ["alpha"]
+        assert store.current().records(store.OFFLOADS) == [{"model": "alpha"}]
+        ledger.write(record)
+    assert [row["alias"] for row in ledger.rows()] == ["alpha", "alpha"]

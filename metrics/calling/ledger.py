@@ -11,6 +11,7 @@ answer, reasoning text, images, headers or a key (LED-7).
 """
 
 import calendar
+import contextlib
 import datetime
 import glob
 import json
@@ -198,22 +199,90 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_kept.forked)
 
 
-def write(record):
-    """Append one record under `metrics/usage/usage.lock` (LED-5); False (with a stderr note) when it failed."""
+_holding = threading.local()  # `.kept`: the `Held` of a thread inside `held()`
+
+
+def write(record, after=()):
+    """Append one record under `metrics/usage/usage.lock` (LED-5), then call each of `after` (LED-8: what waits
+    for the line to exist); False (with a stderr note) when it failed. On a thread inside `held()` the line and
+    `after` wait for that thread's `Held.write`."""
     data = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+    line = (month_log(record["t"]), data)
+    kept = getattr(_holding, "kept", None)
+    if kept is not None:
+        kept.lines.append(line)
+        kept.after.extend(after)
+        return True
+    return _commit([line], list(after))
+
+
+@contextlib.contextmanager
+def held():
+    """Keep this thread's ledger lines back until `Held.write`, which writes them with its caller's own lines (a
+    panel seat's offload line) in one round trip on Postgres; what is still held at the end is written then."""
+    kept = _holding.kept = Held()
     try:
-        chosen = store.current()
-        if chosen.kind != "folder":  # replicas share one ledger, so a provider's limits hold across them
-            chosen.append(month_log(record["t"]), data)
-        elif fcntl:
-            _kept.append(month_file(record["t"]), data)
-        else:
-            with fileio.lock(folder() / "usage"):
-                fileio.append_bytes(month_file(record["t"]), data)
+        yield kept
+    finally:
+        _holding.kept = None
+        kept.write([])
+
+
+class Held:
+    """A thread's ledger lines kept back by `held()`, with what waits for them to exist."""
+
+    def __init__(self):
+        self.lines = []
+        self.after = []
+
+    def write(self, along):
+        """Write the lines held and `along` (`[(log, bytes)...]` of other logs): all or nothing, one round trip on
+        Postgres; on the folder, as two appends, the ledger's first. Raises what kept `along` from being written."""
+        lines, after = self.lines, self.after
+        self.lines, self.after = [], []
+        _commit(lines, after, along)
+
+
+def _commit(lines, after, along=()):
+    """Write the ledger `lines` and `along`, then call `after` once the ledger lines exist. A ledger line not
+    written is a stderr note (a call never fails for its ledger); `along` not written raises."""
+    chosen = store.current()
+    if chosen.kind == "folder":
+        written = _noted(_on_folder, lines)
+    else:  # replicas share one ledger, so a provider's limits hold across them
+        written = _noted(chosen.append_all, [*lines, *along], raising=bool(along))
+        along = ()
+    if written:
+        for release in after:
+            try:
+                release()
+            except Exception:
+                pass
+    if along:
+        chosen.append_all(along)
+    return written
+
+
+def _noted(write, lines, raising=False):
+    """`write(lines)`; False with a stderr note when it failed (raised again when `raising`)."""
+    try:
+        if lines:
+            write(lines)
     except Exception as exc:
         console.say(f"note: the usage ledger was not written: {exc}")
+        if raising:
+            raise
         return False
     return True
+
+
+def _on_folder(lines):
+    for log, data in lines:
+        if fcntl:
+            _kept.append(paths.file(*log), data)
+        else:
+            with fileio.lock(folder() / "usage"):
+                fileio.append_bytes(paths.file(*log), data)
 
 
 def benchmark_calls_path():
