@@ -35,6 +35,7 @@ The gateway's footer prints the `verdict` line, so it works from an install and 
 
 import argparse
 import array
+import contextlib
 import dataclasses
 import datetime
 import json
@@ -161,10 +162,12 @@ def add(model: str, task: str, useful: bool | None = None, note: str = "", call:
     if ranked is not None:
         entry["ranked"] = list(ranked)
     data = (json.dumps(entry) + "\n").encode("ascii")
-    # the store's own lock already keeps lines whole; this lock also covers systems without flock
-    with _append_lock:
+    chosen = store.current()
+    # the folder's flock keeps lines whole, and this lock covers systems without flock; Postgres orders appends
+    # itself, and a seat's lines held here could not share another seat's round trip (`postgres.Together`)
+    with _append_lock if chosen.kind == "folder" else contextlib.nullcontext():
         if write is None:
-            store.current().append(store.OFFLOADS, data)
+            chosen.append(store.OFFLOADS, data)
         else:
             write([(store.OFFLOADS, data)])
     return line(entry)
