@@ -396,3 +396,63 @@ def test_a_held_ledger_line_is_written_with_its_callers_lines_and_then_released(
         assert store.current().records(store.OFFLOADS) == [{"model": "alpha"}]
         ledger.write(record)
     assert [row["alias"] for row in ledger.rows()] == ["alpha", "alpha"]
+
+
+def test_seats_appending_at_once_share_one_round_trip_and_a_refused_line_fails_only_its_own(postgres_cluster):
+    """The group commit (`postgres.Together`): three callers whose lines wait while another round trip is in
+    flight go in together, in one trip. When the server refuses one caller's line, the batch is written again
+    caller by caller: the others' lines are kept and only that caller hears the refusal."""
+    url = fresh_database(postgres_cluster, "batched")
+    shared = postgres_store.Postgres(url)
+    trips = []
+    write = shared.together.write
+    shared.together.write = lambda logs, lines: (trips.append(len(lines)), write(logs, lines))[1]
+    try:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("ALTER TABLE bench_lines ADD CONSTRAINT short_lines CHECK (octet_length(body) < 100)")
+
+        def seat(n):
+            body = b'{"b": "' + b"x" * 200 + b'"}' if n == 1 else b'{"b": %d}' % n
+            shared.append_all([(MONTH, b'{"a": %d}\n' % n), (store.OFFLOADS, body + b"\n")])
+
+        with concurrent.futures.ThreadPoolExecutor(3) as pool:
+            with shared.together.turn:  # a round trip in flight: the three seats' lines wait for the next
+                futures = [pool.submit(seat, n) for n in range(3)]
+                assert wait_for(lambda: len(shared.together.waiting) == 3)
+            outcomes = [future.exception() for future in futures]
+        assert outcomes[0] is None and outcomes[2] is None
+        assert isinstance(outcomes[1], psycopg.errors.CheckViolation)
+        assert trips[0] == 6 and sorted(trips[1:]) == [2, 2, 2]  # together, refused; then each on its own
+        assert sorted(shared.records(MONTH), key=str) == [{"a": 0}, {"a": 2}]
+        assert sorted(shared.records(store.OFFLOADS), key=str) == [{"b": 0}, {"b": 2}]
+
+        trips.clear()
+        with concurrent.futures.ThreadPoolExecutor(3) as pool:
+            with shared.together.turn:
+                futures = [pool.submit(seat, n) for n in (3, 4, 5)]
+                assert wait_for(lambda: len(shared.together.waiting) == 3)
+            assert [future.result() for future in futures] == [None] * 3
+        assert trips == [6] and len(shared.records(store.OFFLOADS)) == 5
+    finally:
+        shared.close()
+
+
+def test_a_server_lost_under_a_shared_round_trip_fails_every_caller_in_it(postgres_cluster):
+    """The store's connections cut while three callers' lines wait for one round trip: each hears the server was
+    lost (an OSError: a seat is then marked not logged), none of their lines is kept, and the next append lands."""
+    shared = postgres_store.Postgres(fresh_database(postgres_cluster, "cutbatch"))
+    try:
+        shared.append_all([(store.OFFLOADS, b'{"n": 0}\n')])
+        with psycopg.connect(postgres_cluster.url, autocommit=True) as conn:
+            conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'cutbatch'")
+        with concurrent.futures.ThreadPoolExecutor(3) as pool:
+            with shared.together.turn:
+                futures = [pool.submit(shared.append_all, [(MONTH, b'{"a": %d}\n' % n),
+                                                           (store.OFFLOADS, b'{"n": %d}\n' % n)]) for n in (1, 2, 3)]
+                assert wait_for(lambda: len(shared.together.waiting) == 3)
+            lost = [future.exception() for future in futures]
+        assert all(isinstance(exc, errors.StoreUnavailable) for exc in lost), lost
+        shared.append_all([(store.OFFLOADS, b'{"n": 4}\n')])
+        assert shared.records(store.OFFLOADS) == [{"n": 0}, {"n": 4}] and shared.records(MONTH) == []
+    finally:
+        shared.close()

@@ -220,11 +220,12 @@ def write(record, after=()):
 def held():
     """Keep this thread's ledger lines back until `Held.write`, which writes them with its caller's own lines (a
     panel seat's offload line) in one round trip on Postgres; what is still held at the end is written then."""
+    outer = getattr(_holding, "kept", None)
     kept = _holding.kept = Held()
     try:
         yield kept
     finally:
-        _holding.kept = None
+        _holding.kept = outer
         kept.write([])
 
 
@@ -244,13 +245,14 @@ class Held:
 
 
 def _commit(lines, after, along=()):
-    """Write the ledger `lines` and `along`, then call `after` once the ledger lines exist. A ledger line not
-    written is a stderr note (a call never fails for its ledger); `along` not written raises."""
+    """Write the ledger `lines` and `along`, then call `after` once the ledger lines exist; whether they were
+    written. A ledger line not written is a stderr note (a call never fails for its ledger); `along` not written
+    raises."""
     chosen = store.current()
     if chosen.kind == "folder":
-        written = _noted(_on_folder, lines)
+        written = _on_folder(lines)
     else:  # replicas share one ledger, so a provider's limits hold across them
-        written = _noted(chosen.append_all, [*lines, *along], raising=bool(along))
+        written = _shared(chosen, lines, along)
         along = ()
     if written:
         for release in after:
@@ -263,26 +265,35 @@ def _commit(lines, after, along=()):
     return written
 
 
-def _noted(write, lines, raising=False):
-    """`write(lines)`; False with a stderr note when it failed (raised again when `raising`)."""
+def _shared(chosen, lines, along):
+    """The ledger `lines` and `along` in one `append_all`, all or nothing."""
     try:
-        if lines:
-            write(lines)
+        chosen.append_all([*lines, *along])
     except Exception as exc:
-        console.say(f"note: the usage ledger was not written: {exc}")
-        if raising:
+        if lines:
+            _missed(exc)
+        if along:
             raise
         return False
     return True
 
 
 def _on_folder(lines):
-    for log, data in lines:
-        if fcntl:
-            _kept.append(paths.file(*log), data)
-        else:
-            with fileio.lock(folder() / "usage"):
-                fileio.append_bytes(paths.file(*log), data)
+    try:
+        for log, data in lines:
+            if fcntl:
+                _kept.append(paths.file(*log), data)
+            else:
+                with fileio.lock(folder() / "usage"):
+                    fileio.append_bytes(paths.file(*log), data)
+    except Exception as exc:
+        return _missed(exc)
+    return True
+
+
+def _missed(exc):
+    console.say(f"note: the usage ledger was not written: {exc}")
+    return False
 
 
 def benchmark_calls_path():

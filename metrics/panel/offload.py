@@ -35,7 +35,6 @@ The gateway's footer prints the `verdict` line, so it works from an install and 
 
 import argparse
 import array
-import contextlib
 import dataclasses
 import datetime
 import json
@@ -163,9 +162,12 @@ def add(model: str, task: str, useful: bool | None = None, note: str = "", call:
         entry["ranked"] = list(ranked)
     data = (json.dumps(entry) + "\n").encode("ascii")
     chosen = store.current()
-    # the folder's flock keeps lines whole, and this lock covers systems without flock; Postgres orders appends
-    # itself, and a seat's lines held here could not share another seat's round trip (`postgres.Together`)
-    with _append_lock if chosen.kind == "folder" else contextlib.nullcontext():
+    if write is not None and chosen.kind != "folder":
+        # Postgres's `append_all` calls already take turns in this process (`postgres.Together`, IMP-16), and
+        # seats waiting there share a round trip: waiting here first, one by one, they could not
+        write([(store.OFFLOADS, data)])
+        return line(entry)
+    with _append_lock:  # the store's own lock keeps lines whole; this one also covers systems without flock
         if write is None:
             chosen.append(store.OFFLOADS, data)
         else:
