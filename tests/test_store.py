@@ -384,11 +384,11 @@ def test_append_all_on_the_folder_is_all_or_nothing_past_a_file_size_limit(home)
 
 
 def test_a_held_ledger_line_is_written_with_its_callers_lines_and_then_released(storage):
-    """`ledger.held()`: a call's ledger line (and the pacing ticket that waits for it, LED-8) waits for the seat's
+    """`ledger.Held()`: a call's ledger line (and the pacing ticket that waits for it, LED-8) waits for the seat's
     `Held.write`, which writes it with the seat's offload line; a line still held at the end is written then."""
     released = []
     record = ledger.line(1_796_000_000, "alpha", "local", "http://x", "alpha", "ok", 1, {}, 0.1, "gateway")
-    with ledger.held() as held:
+    with ledger.Held() as held:
         assert ledger.write(record, [lambda: released.append(1)]) is True
         assert released == [] and list(ledger.rows()) == []
         held.write([(store.OFFLOADS, b'{"model": "alpha"}\n')])

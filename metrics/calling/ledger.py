@@ -11,7 +11,6 @@ answer, reasoning text, images, headers or a key (LED-7).
 """
 
 import calendar
-import contextlib
 import datetime
 import glob
 import json
@@ -199,12 +198,12 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_kept.forked)
 
 
-_holding = threading.local()  # `.kept`: the `Held` of a thread inside `held()`
+_holding = threading.local()  # `.kept`: the `Held` of a thread inside a `Held` block
 
 
 def write(record, after=()):
     """Append one record under `metrics/usage/usage.lock` (LED-5), then call each of `after` (LED-8: what waits
-    for the line to exist); False (with a stderr note) when it failed. On a thread inside `held()` the line and
+    for the line to exist); False (with a stderr note) when it failed. On a thread inside a `Held` block the line and
     `after` wait for that thread's `Held.write`."""
     data = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
     line = (month_log(record["t"]), data)
@@ -216,25 +215,24 @@ def write(record, after=()):
     return _commit([line], list(after))
 
 
-@contextlib.contextmanager
-def held():
-    """Keep this thread's ledger lines back until `Held.write`, which writes them with its caller's own lines (a
-    panel seat's offload line) in one round trip on Postgres; what is still held at the end is written then."""
-    outer = getattr(_holding, "kept", None)
-    kept = _holding.kept = Held()
-    try:
-        yield kept
-    finally:
-        _holding.kept = outer
-        kept.write([])
-
-
 class Held:
-    """A thread's ledger lines kept back by `held()`, with what waits for them to exist."""
+    """`with ledger.Held() as held:` keeps this thread's ledger lines back until `held.write`, which writes them
+    with its caller's own lines (a panel seat's offload line) in one round trip on Postgres; what is still held
+    at the end of the block is written then. A plain class, not a generator: a panel enters one per seat."""
 
     def __init__(self):
         self.lines = []
         self.after = []
+        self.outer = None
+
+    def __enter__(self):
+        self.outer = getattr(_holding, "kept", None)
+        _holding.kept = self
+        return self
+
+    def __exit__(self, *raised):
+        _holding.kept = self.outer
+        self.write([])
 
     def write(self, along):
         """Write the lines held and `along` (`[(log, bytes)...]` of other logs): all or nothing, one round trip on

@@ -430,6 +430,9 @@ def append_all(entries: list[tuple[PathLike, bytes]]) -> None:
     """Append each entry's whole lines to its file, all or nothing: every file is locked first (in path order,
     so two callers never wait on each other in a cycle), each written as `append_bytes` writes, and those
     already written are cut back when a later one fails."""
+    if len(entries) == 1:  # a panel seat's offload line on its own (its ledger line goes to the ledger's own file)
+        append_bytes(*entries[0])
+        return
     fds: dict[str, int] = {}
     try:
         for name in sorted({os.fspath(path) for path, _ in entries}):

@@ -585,7 +585,7 @@ def write_one(plan: Plan, key: str, work: str, system: str, text: str, candidate
         return None, "", GATEWAY_STOPPED
     if gone is not None and gone.is_set():
         return None, "", f"the caller hung up before the {work}, so no {key} was asked"
-    with ledger.held() as held:
+    with ledger.Held() as held:
         result = ask_seat(alias, system, text, on_delta=_text_to(on_part) if on_part is not None else None)
         seat = seat_record(call_id(plan.panel, key), key, alias, result)
         log_seat(seat, plan, held)
@@ -732,7 +732,7 @@ def _asked(plan: Plan, key: str, alias: str, answer: Callable[[], Seat]) -> Seat
     """A seat's own thread: waits for its answer, then writes its offload line with its call's ledger line in
     one append, before the panel hears of it (PNL-20). A seat the panel has already logged as stopped
     (`_answers`) writes only its ledger line."""
-    with ledger.held() as held:
+    with ledger.Held() as held:
         result = answer()
         if not _claim(plan, key):
             return seat_record(call_id(plan.panel, key), seat_label(key), alias, result)
