@@ -203,8 +203,8 @@ _holding = threading.local()  # `.kept`: the `Held` of a thread inside a `Held` 
 
 def write(record, after=()):
     """Append one record under `metrics/usage/usage.lock` (LED-5), then call each of `after` (LED-8: what waits
-    for the line to exist); False (with a stderr note) when it failed. On a thread inside a `Held` block the line and
-    `after` wait for that thread's `Held.write`."""
+    for the line to exist); False (with a stderr note) when it failed. On a thread inside a `Held` block the line
+    and `after` wait for that thread's `Held.write`."""
     data = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
     line = (month_log(record["t"]), data)
     kept = getattr(_holding, "kept", None)
@@ -238,8 +238,9 @@ class Held:
         """Write the lines held and `along` (`[(log, bytes)...]` of other logs): all or nothing, one round trip on
         Postgres; on the folder, as two appends, the ledger's first. Raises what kept `along` from being written."""
         lines, after = self.lines, self.after
-        self.lines, self.after = [], []
-        _commit(lines, after, along)
+        if lines or along:
+            self.lines, self.after = [], []
+            _commit(lines, after, along)
 
 
 def _commit(lines, after, along=()):
