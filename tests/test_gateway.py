@@ -19,6 +19,7 @@ import time
 import openai
 import pytest
 
+from benchwarmers.calling import ledger
 from benchwarmers.core import fileio, paths
 from benchwarmers.panel import offload, panel
 from benchwarmers.demo import demo
@@ -91,6 +92,8 @@ def test_rpl_openai_sdk_plain_panel_every_seat_labelled_and_logged(storage, gate
     assert first["model"] == "alpha" and first["useful"] is None and first["status"] == "ok"
     assert first["task"] == " ".join(PROMPT.split())[:90] + " (bench/core, general)"
     assert first["note"].startswith("member; ok in ")
+    # each seat's ledger line, written with its offload line (one round trip on Postgres)
+    assert sorted(row["alias"] for row in ledger.rows() if row["purpose"] == "gateway") == ["alpha", "beta"]
     [line] = call_log()
     assert line["panel"] == bench_field["panel"] and line["key"] == "local" and line["prompt"] == PROMPT
     assert [s["call"] for s in line["seats"]] == [s["call"] for s in seats]

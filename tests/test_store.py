@@ -7,6 +7,8 @@ the calls and route logs kept within their size."""
 import concurrent.futures
 import json
 import os
+import resource
+import signal
 import subprocess
 import sys
 import threading
@@ -18,6 +20,7 @@ import pgserver
 import psycopg
 import pytest
 
+from benchwarmers.calling import ledger
 from benchwarmers.core import errors, paths
 from benchwarmers.demo import demo
 from conftest import wait_for
@@ -408,3 +411,140 @@ def test_a_document_write_held_up_by_a_lock_is_refused_after_the_lock_wait(postg
         assert mine.read_json(("config", "ui.json")) == {"theme": "dark"}
     finally:
         mine.close()
+
+
+MONTH = (*store.USAGE, "2026-12.jsonl")
+
+
+def test_append_all_writes_several_logs_in_order_in_one_round_trip(storage):
+    """A panel seat's ledger and offload lines go in with one `append_all`: each log gets its lines, in order;
+    on Postgres in one transaction, whose ids keep the order given and which other replicas hear of."""
+    shared = store.current()
+    shared.append_all([(MONTH, b'{"a": 1}\n'), (store.OFFLOADS, b'{"b": 1}\n{"b": 2}\n'), (MONTH, b'{"a": 2}\n')])
+    shared.append_all([])
+    assert shared.records(MONTH) == [{"a": 1}, {"a": 2}]
+    assert shared.records(store.OFFLOADS) == [{"b": 1}, {"b": 2}]
+    if storage == "postgres":
+        _, rows = shared.since(store.OFFLOADS, 0)
+        assert [json.loads(body) for _, body in rows] == [{"b": 1}, {"b": 2}] and rows[0][0] < rows[1][0]
+
+
+def test_append_all_on_postgres_is_all_or_nothing_and_never_deadlocks(postgres_cluster):
+    """A line the server refuses (here a constraint on a line's size) fails the whole call: neither log keeps a
+    line of it. Two logs appended together in either order from many threads never wait on each other."""
+    url = fresh_database(postgres_cluster, "together")
+    shared = postgres_store.Postgres(url)
+    try:
+        shared.append_all([(MONTH, b'{"a": 1}\n'), (store.OFFLOADS, b'{"b": 1}\n')])
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("ALTER TABLE bench_lines ADD CONSTRAINT short_lines CHECK (octet_length(body) < 100)")
+        with pytest.raises(psycopg.errors.CheckViolation):
+            shared.append_all([(MONTH, b'{"a": 2}\n'), (store.OFFLOADS, b'{"b": "' + b"x" * 200 + b'"}\n')])
+        assert list(shared.lines(MONTH)) == [b'{"a": 1}'] and list(shared.lines(store.OFFLOADS)) == [b'{"b": 1}']
+
+        def write(n):
+            pair = [(MONTH, b'{"a": %d}\n' % n), (store.OFFLOADS, b'{"b": %d}\n' % n)]
+            shared.append_all(pair if n % 2 else pair[::-1])
+
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            list(pool.map(write, range(200)))
+        assert len(list(shared.lines(MONTH))) == len(list(shared.lines(store.OFFLOADS))) == 201
+    finally:
+        shared.close()
+
+
+def test_append_all_on_the_folder_is_all_or_nothing_past_a_file_size_limit(home):
+    """A real file-size limit (RLIMIT_FSIZE, in a child process) that the second file's lines pass: the first
+    file's line, already written, is cut back too. Once the limit is gone both land whole."""
+    offloads = paths.file(*store.OFFLOADS)
+    offloads.parent.mkdir(parents=True, exist_ok=True)
+    offloads.write_bytes(b'{"n": 0}\n' * 100)
+    script = ("import sys; from benchwarmers.store import store; store.Folder().append_all("
+              "[(('metrics', 'usage', '2026-12.jsonl'), b'{\"a\": 1}\\n'), (store.OFFLOADS, b'{\"b\": 2}\\n' * 20)])")
+
+    def limit_files():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (950, resource.RLIM_INFINITY))
+
+    done = subprocess.run([sys.executable, "-c", script], preexec_fn=limit_files, capture_output=True, text=True)
+    assert done.returncode == 1 and "File too large" in done.stderr, done.stderr
+    assert paths.file(*MONTH).read_bytes() == b"" and offloads.read_bytes() == b'{"n": 0}\n' * 100
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert paths.file(*MONTH).read_bytes() == b'{"a": 1}\n'
+    assert offloads.read_bytes() == b'{"n": 0}\n' * 100 + b'{"b": 2}\n' * 20
+
+
+def test_a_held_ledger_line_is_written_with_its_callers_lines_and_then_released(storage):
+    """`ledger.Held()`: a call's ledger line (and the pacing ticket that waits for it, LED-8) waits for the seat's
+    `Held.write`, which writes it with the seat's offload line; a line still held at the end is written then."""
+    released = []
+    record = ledger.line(1_796_000_000, "alpha", "local", "http://x", "alpha", "ok", 1, {}, 0.1, "gateway")
+    with ledger.Held() as held:
+        assert ledger.write(record, [lambda: released.append(1)]) is True
+        assert released == [] and list(ledger.rows()) == []
+        held.write([(store.OFFLOADS, b'{"model": "alpha"}\n')])
+        assert released == [1] and [row["alias"] for row in ledger.rows()] == ["alpha"]
+        assert store.current().records(store.OFFLOADS) == [{"model": "alpha"}]
+        ledger.write(record)
+    assert [row["alias"] for row in ledger.rows()] == ["alpha", "alpha"]
+
+
+def test_seats_appending_at_once_share_one_round_trip_and_a_refused_line_fails_only_its_own(postgres_cluster):
+    """The group commit (`postgres.Together`): three callers whose lines wait while another round trip is in
+    flight go in together, in one trip. When the server refuses one caller's line, the batch is written again
+    caller by caller: the others' lines are kept and only that caller hears the refusal."""
+    url = fresh_database(postgres_cluster, "batched")
+    shared = postgres_store.Postgres(url)
+    trips = []
+    write = shared.together.write
+    shared.together.write = lambda logs, lines: (trips.append(len(lines)), write(logs, lines))[1]
+    try:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("ALTER TABLE bench_lines ADD CONSTRAINT short_lines CHECK (octet_length(body) < 100)")
+
+        def seat(n):
+            body = b'{"b": "' + b"x" * 200 + b'"}' if n == 1 else b'{"b": %d}' % n
+            shared.append_all([(MONTH, b'{"a": %d}\n' % n), (store.OFFLOADS, body + b"\n")])
+
+        with concurrent.futures.ThreadPoolExecutor(3) as pool:
+            with shared.together.turn:  # a round trip in flight: the three seats' lines wait for the next
+                futures = [pool.submit(seat, n) for n in range(3)]
+                assert wait_for(lambda: len(shared.together.waiting) == 3)
+            outcomes = [future.exception() for future in futures]
+        assert outcomes[0] is None and outcomes[2] is None
+        assert isinstance(outcomes[1], psycopg.errors.CheckViolation)
+        assert trips[0] == 6 and sorted(trips[1:]) == [2, 2, 2]  # together, refused; then each on its own
+        assert sorted(shared.records(MONTH), key=str) == [{"a": 0}, {"a": 2}]
+        assert sorted(shared.records(store.OFFLOADS), key=str) == [{"b": 0}, {"b": 2}]
+
+        trips.clear()
+        with concurrent.futures.ThreadPoolExecutor(3) as pool:
+            with shared.together.turn:
+                futures = [pool.submit(seat, n) for n in (3, 4, 5)]
+                assert wait_for(lambda: len(shared.together.waiting) == 3)
+            assert [future.result() for future in futures] == [None] * 3
+        assert trips == [6] and len(shared.records(store.OFFLOADS)) == 5
+    finally:
+        shared.close()
+
+
+def test_a_server_lost_under_a_shared_round_trip_fails_every_caller_in_it(postgres_cluster):
+    """The store's connections cut while three callers' lines wait for one round trip: each hears the server was
+    lost (an OSError: a seat is then marked not logged), none of their lines is kept, and the next append lands."""
+    shared = postgres_store.Postgres(fresh_database(postgres_cluster, "cutbatch"))
+    try:
+        shared.append_all([(store.OFFLOADS, b'{"n": 0}\n')])
+        with psycopg.connect(postgres_cluster.url, autocommit=True) as conn:
+            conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'cutbatch'")
+        with concurrent.futures.ThreadPoolExecutor(3) as pool:
+            with shared.together.turn:
+                futures = [pool.submit(shared.append_all, [(MONTH, b'{"a": %d}\n' % n),
+                                                           (store.OFFLOADS, b'{"n": %d}\n' % n)]) for n in (1, 2, 3)]
+                assert wait_for(lambda: len(shared.together.waiting) == 3)
+            lost = [future.exception() for future in futures]
+        assert all(isinstance(exc, errors.StoreUnavailable) for exc in lost), lost
+        shared.append_all([(store.OFFLOADS, b'{"n": 4}\n')])
+        assert shared.records(store.OFFLOADS) == [{"n": 0}, {"n": 4}] and shared.records(MONTH) == []
+    finally:
+        shared.close()

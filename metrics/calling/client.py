@@ -897,12 +897,7 @@ def _account(call, res, purpose, refused):
         swap=call.swap, budget_retry=res.get("budget_retry"),
         notice=notices.notice(res["text"]) if status == "ok" else "",
     )
-    if ledger.write(record):
-        for release in call.releases:
-            try:
-                release()
-            except Exception:
-                pass
+    ledger.write(record, call.releases)
 
 
 def chat(alias, prompt, system="", timeout=DEFAULT_TIMEOUT, messages=None, on_delta=None, purpose="",

@@ -198,22 +198,101 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_kept.forked)
 
 
-def write(record):
-    """Append one record under `metrics/usage/usage.lock` (LED-5); False (with a stderr note) when it failed."""
+_holding = threading.local()  # `.kept`: the `Held` of a thread inside a `Held` block
+
+
+def write(record, after=()):
+    """Append one record under `metrics/usage/usage.lock` (LED-5), then call each of `after` (LED-8: what waits
+    for the line to exist); False (with a stderr note) when it failed. On a thread inside a `Held` block the line
+    and `after` wait for that thread's `Held.write`."""
     data = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+    line = (month_log(record["t"]), data)
+    kept = getattr(_holding, "kept", None)
+    if kept is not None:
+        kept.lines.append(line)
+        kept.after.extend(after)
+        return True
+    return _commit([line], list(after))
+
+
+class Held:
+    """`with ledger.Held() as held:` keeps this thread's ledger lines back until `held.write`, which writes them
+    with its caller's own lines (a panel seat's offload line) in one round trip on Postgres; what is still held
+    at the end of the block is written then. A plain class, not a generator: a panel enters one per seat."""
+
+    def __init__(self):
+        self.lines = []
+        self.after = []
+        self.outer = None
+
+    def __enter__(self):
+        self.outer = getattr(_holding, "kept", None)
+        _holding.kept = self
+        return self
+
+    def __exit__(self, *raised):
+        _holding.kept = self.outer
+        self.write([])
+
+    def write(self, along):
+        """Write the lines held and `along` (`[(log, bytes)...]` of other logs): all or nothing, one round trip on
+        Postgres; on the folder, as two appends, the ledger's first. Raises what kept `along` from being written."""
+        lines, after = self.lines, self.after
+        if lines or along:
+            self.lines, self.after = [], []
+            _commit(lines, after, along)
+
+
+def _commit(lines, after, along=()):
+    """Write the ledger `lines` and `along`, then call `after` once the ledger lines exist; whether they were
+    written. A ledger line not written is a stderr note (a call never fails for its ledger); `along` not written
+    raises."""
+    chosen = store.current()
+    if chosen.kind == "folder":
+        written = _on_folder(lines)
+    else:  # replicas share one ledger, so a provider's limits hold across them
+        written = _shared(chosen, lines, along)
+        along = ()
+    if written:
+        for release in after:
+            try:
+                release()
+            except Exception:
+                pass
+    if along:
+        chosen.append_all(along)
+    return written
+
+
+def _shared(chosen, lines, along):
+    """The ledger `lines` and `along` in one `append_all`, all or nothing."""
     try:
-        chosen = store.current()
-        if chosen.kind != "folder":  # replicas share one ledger, so a provider's limits hold across them
-            chosen.append(month_log(record["t"]), data)
-        elif fcntl:
-            _kept.append(month_file(record["t"]), data)
-        else:
-            with fileio.lock(folder() / "usage"):
-                fileio.append_bytes(month_file(record["t"]), data)
+        chosen.append_all([*lines, *along])
     except Exception as exc:
-        console.say(f"note: the usage ledger was not written: {exc}")
+        if lines:
+            _missed(exc)
+        if along:
+            raise
         return False
     return True
+
+
+def _on_folder(lines):
+    try:
+        for log, data in lines:
+            if fcntl:
+                _kept.append(paths.file(*log), data)
+            else:
+                with fileio.lock(folder() / "usage"):
+                    fileio.append_bytes(paths.file(*log), data)
+    except Exception as exc:
+        return _missed(exc)
+    return True
+
+
+def _missed(exc):
+    console.say(f"note: the usage ledger was not written: {exc}")
+    return False
 
 
 def benchmark_calls_path():

@@ -433,7 +433,43 @@ def append_bytes(path: PathLike, data: bytes) -> int:
     shared = _shared(path)
     if shared is not None:
         return shared[0].append(shared[1], data)
-    path = Path(path)
+    fd = _appending(Path(path))
+    try:
+        return append_locked(fd, path, data)
+    finally:
+        os.close(fd)  # closing releases the flock
+
+
+def append_all(entries: list[tuple[PathLike, bytes]]) -> None:
+    """Append each entry's whole lines to its file, all or nothing: every file is locked first (in path order,
+    so two callers never wait on each other in a cycle), each written as `append_bytes` writes, and those
+    already written are cut back when a later one fails."""
+    if len(entries) == 1:  # a panel seat's offload line on its own (its ledger line goes to the ledger's own file)
+        append_bytes(*entries[0])
+        return
+    fds: dict[str, int] = {}
+    try:
+        for name in sorted({os.fspath(path) for path, _ in entries}):
+            fds[name] = _appending(Path(name))
+        written: list[tuple[str, int]] = []
+        for path, data in entries:
+            name = os.fspath(path)
+            start = os.fstat(fds[name]).st_size
+            try:
+                append_locked(fds[name], path, data)
+            except OSError:
+                for done, size in reversed(written):
+                    _undo(fds[done], size)
+                    _ends.pop(done, None)  # its end is no longer this process's last line
+                raise
+            written.append((name, start))
+    finally:
+        for fd in fds.values():
+            os.close(fd)
+
+
+def _appending(path: Path) -> int:
+    """`path` opened for appending (its folder made if need be) and flocked: every other writer locked out."""
     try:
         try:
             fd = os.open(path, APPEND_FLAGS, FILE_MODE)
@@ -442,12 +478,13 @@ def append_bytes(path: PathLike, data: bytes) -> int:
             fd = os.open(path, APPEND_FLAGS, FILE_MODE)
     except OSError as exc:
         raise refused(path, exc) from exc
-    try:
-        if sys.platform != "win32":  # flock is POSIX's; on Windows the one O_APPEND write is all there is
+    if sys.platform != "win32":  # flock is POSIX's; on Windows the one O_APPEND write is all there is
+        try:
             fcntl.flock(fd, fcntl.LOCK_EX)
-        return append_locked(fd, path, data)
-    finally:
-        os.close(fd)  # closing releases the flock
+        except BaseException:
+            os.close(fd)
+            raise
+    return fd
 
 
 def append_locked(fd: int, path: PathLike, data: bytes) -> int:

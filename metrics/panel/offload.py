@@ -132,8 +132,10 @@ def note_for(label: str, status: str, seconds: float, error: str = "") -> str:
 def add(model: str, task: str, useful: bool | None = None, note: str = "", call: str | None = None,
         real: Iterable[str] | None = None, false: Iterable[str] | None = None, status: str | None = None,
         seconds: float | None = None, collection: str | None = None, shape: str | None = None,
-        ranked: Iterable[str] | None = None) -> Line:
-    """Append one offload line (OFF-1, OFF-3) and return it; `ranked` makes it a peer ranking (CNC-7).
+        ranked: Iterable[str] | None = None,
+        write: Callable[[list[tuple[store.Log, bytes]]], None] | None = None) -> Line:
+    """Append one offload line (OFF-1, OFF-3) and return it; `ranked` makes it a peer ranking (CNC-7). `write`
+    appends it in the store's place (a panel seat's `ledger.Held.write`, which adds the seat's ledger line).
 
     Key order is the contract's, then our `status`, `seconds`, `collection` and `shape` when given
     (a panel seat's collection and shape as fields, so no reader has to find them in the task's
@@ -159,9 +161,17 @@ def add(model: str, task: str, useful: bool | None = None, note: str = "", call:
     if ranked is not None:
         entry["ranked"] = list(ranked)
     data = (json.dumps(entry) + "\n").encode("ascii")
-    # the store's own lock already keeps lines whole; this lock also covers systems without flock
-    with _append_lock:
-        store.current().append(store.OFFLOADS, data)
+    chosen = store.current()
+    if write is not None and chosen.kind != "folder":
+        # Postgres's `append_all` calls already take turns in this process (`postgres.Together`, IMP-16), and
+        # seats waiting there share a round trip: waiting here first, one by one, they could not
+        write([(store.OFFLOADS, data)])
+        return line(entry)
+    with _append_lock:  # the store's own lock keeps lines whole; this one also covers systems without flock
+        if write is None:
+            chosen.append(store.OFFLOADS, data)
+        else:
+            write([(store.OFFLOADS, data)])
     return line(entry)
 
 

@@ -54,7 +54,7 @@ from typing import Any
 from ..core import console, fileio, images, keys, paths, settings
 from ..wire import notices
 from ..models import aliases, catalog, learn, registry
-from ..calling import client, llm_backend
+from ..calling import client, ledger, llm_backend
 from ..store import store
 from . import collections, offload, policy, roles, roster, route, shape as shapes
 from ..core.errors import Busy, Invalid, NoSeat, PromptTooLarge, UnknownCollection
@@ -326,8 +326,9 @@ def seat_record(call: str, label: str, alias: str, result: Seat) -> Seat:
     return record
 
 
-def log_seat(seat: Seat, plan: "Plan") -> None:
-    """Write one seat to the offload log (PNL-20): called the moment the seat finishes.
+def log_seat(seat: Seat, plan: "Plan", held: ledger.Held | None = None) -> None:
+    """Write one seat to the offload log (PNL-20): called the moment the seat finishes; with the ledger line
+    its call `held` back, in one append (one round trip on Postgres).
 
     A line that cannot be written never loses the answer (nothing-lost item 4): the seat says
     `"logged": false` with the reason, and the reply goes on with every other seat.
@@ -335,7 +336,8 @@ def log_seat(seat: Seat, plan: "Plan") -> None:
     note = offload.note_for(seat["seat"], seat["status"], seat["seconds"], seat["error"])
     try:
         offload.add(seat["alias"], plan.task, None, note, call=seat["call"], status=seat["status"],
-                    seconds=seat["seconds"], collection=f"bench/{plan.name}", shape=plan.shape)
+                    seconds=seat["seconds"], collection=f"bench/{plan.name}", shape=plan.shape,
+                    write=held.write if held is not None else None)
     except OSError as exc:
         seat["logged"], seat["log_error"] = False, str(exc)
 
@@ -352,6 +354,7 @@ class Plan:
         self.name = name
         self.caller = caller
         self.messages = messages
+        self.logged: set[str] = set()  # the seats claimed for the offload log (`_claim`)
         self.image_count = images.validate(messages)
         self.system, self.prompt = images.flatten(messages)
         if not self.prompt.strip():
@@ -582,9 +585,10 @@ def write_one(plan: Plan, key: str, work: str, system: str, text: str, candidate
         return None, "", GATEWAY_STOPPED
     if gone is not None and gone.is_set():
         return None, "", f"the caller hung up before the {work}, so no {key} was asked"
-    result = ask_seat(alias, system, text, on_delta=_text_to(on_part) if on_part is not None else None)
-    seat = seat_record(call_id(plan.panel, key), key, alias, result)
-    log_seat(seat, plan)
+    with ledger.Held() as held:
+        result = ask_seat(alias, system, text, on_delta=_text_to(on_part) if on_part is not None else None)
+        seat = seat_record(call_id(plan.panel, key), key, alias, result)
+        log_seat(seat, plan, held)
     if seat["status"] != "ok":
         note = f"the {key} {alias} came back {seat['status']}"
         if seat["error"]:
@@ -640,7 +644,7 @@ def _run(name: str, messages: list[Any], nominees: Iterable[str], reply: str, ca
         # refusals all come before the first seat starts; after an unexpected failure the seats already
         # asked are still waited for and written to the offload log when they finish (PNL-20)
         for answer, (half_made, key, alias), _ in begun:
-            pool.submit(answer).add_done_callback(functools.partial(_log_orphan, half_made, key, alias))
+            pool.submit(_asked, half_made, key, alias, answer)
         raise
     if len(plan.whole) >= HEAVY:
         flight.heavy = True
@@ -652,7 +656,7 @@ def _run(name: str, messages: list[Any], nominees: Iterable[str], reply: str, ca
             relay_all(top)  # before the seat threads start, so the caller's 200 and heading leave at once
     finally:
         for answer, (planned, key, alias), started in begun:
-            futures[pool.submit(answer)] = (planned, key, alias, started)
+            futures[pool.submit(_asked, planned, key, alias, answer)] = (planned, key, alias, started)
 
     finished: dict[str, Seat] = {}
     for key, done in _answers(plan, futures):
@@ -690,7 +694,7 @@ def _run(name: str, messages: list[Any], nominees: Iterable[str], reply: str, ca
 
 
 def _answers(plan: Plan, futures: Asked) -> Iterator[tuple[str, Seat]]:
-    """`(key, seat)` as each seat finishes, logged the moment it does (PNL-20).
+    """`(key, seat)` as each seat finishes, logged by its own thread the moment it does (PNL-20, `_asked`).
 
     A stopping server (`stop_seats`) ends the calls in flight; a seat whose call does not come back
     within STOP_SETTLE (a backend that cannot be interrupted) is logged `error` "gateway stopped"
@@ -703,29 +707,49 @@ def _answers(plan: Plan, futures: Asked) -> Iterator[tuple[str, Seat]]:
             done, _ = concurrent.futures.wait(pending, timeout=STOP_SETTLE)
         for future in done - {STOPPED}:
             pending.discard(future)
-            _, key, alias, _ = futures[future]
-            yield key, _logged(plan, key, alias, future.result())
+            _, key, _, _ = futures[future]
+            yield key, future.result()
         if STOPPED.done():
             for future in pending:
                 _, key, alias, started = futures[future]
                 future.cancel()
+                if not _claim(plan, key):  # its own thread came back meanwhile and is writing its line
+                    yield key, future.result()
+                    continue
                 stopped = {"status": "error", "answer": "", "error": GATEWAY_STOPPED,
                            "seconds": round(time.monotonic() - started, 1)}
                 yield key, _logged(plan, key, alias, stopped)
             return
 
 
-def _logged(plan: Plan, key: str, alias: str, result: Seat) -> Seat:
+def _logged(plan: Plan, key: str, alias: str, result: Seat, held: ledger.Held | None = None) -> Seat:
     seat = seat_record(call_id(plan.panel, key), seat_label(key), alias, result)
-    log_seat(seat, plan)
+    log_seat(seat, plan, held)
     return seat
 
 
-def _log_orphan(plan: Plan, key: str, alias: str, future: concurrent.futures.Future[Seat]) -> None:
-    try:
-        _logged(plan, key, alias, future.result())
-    except Exception:
-        pass  # the panel has already failed with its own error
+def _asked(plan: Plan, key: str, alias: str, answer: Callable[[], Seat]) -> Seat:
+    """A seat's own thread: waits for its answer, then writes its offload line with its call's ledger line in
+    one append, before the panel hears of it (PNL-20). A seat the panel has already logged as stopped
+    (`_answers`) writes only its ledger line."""
+    with ledger.Held() as held:
+        result = answer()
+        if not _claim(plan, key):
+            return seat_record(call_id(plan.panel, key), seat_label(key), alias, result)
+        return _logged(plan, key, alias, result, held)
+
+
+_claiming = threading.Lock()
+
+
+def _claim(plan: Plan, key: str) -> bool:
+    """Whether seat `key` is still to be logged, claiming it: by its own thread as it answers, or by the panel
+    as stopped when it did not come back in time; never both."""
+    with _claiming:
+        if key in plan.logged:
+            return False
+        plan.logged.add(key)
+        return True
 
 
 Written = tuple[Seat | None, str, str]  # what `write_one` gives: the writer's seat or None, its answer, a note

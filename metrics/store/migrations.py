@@ -92,6 +92,28 @@ MIGRATIONS: tuple[str, ...] = (
     END
     $$;
     """,
+    # Version 6: several logs' lines in one transaction and one round trip (a panel seat's ledger and offload
+    # lines). Each log is locked as `bench_append` locks it, in name order, so two such appends never wait on
+    # each other in a cycle; the lines go in in the order given, and each log is notified once at commit.
+    """
+    CREATE FUNCTION bench_append_many(p_logs text[], p_lines bytea[]) RETURNS bigint LANGUAGE plpgsql AS $$
+    DECLARE
+        one text;
+        last bigint;
+    BEGIN
+        FOREACH one IN ARRAY ARRAY(SELECT DISTINCT unnest(p_logs) ORDER BY 1) LOOP
+            PERFORM pg_advisory_xact_lock(hashtext('bench_lines'), hashtext(one));
+        END LOOP;
+        FOR i IN 1 .. coalesce(array_length(p_lines, 1), 0) LOOP
+            INSERT INTO bench_lines (log, body) VALUES (p_logs[i], p_lines[i]) RETURNING id INTO last;
+        END LOOP;
+        FOREACH one IN ARRAY ARRAY(SELECT DISTINCT unnest(p_logs)) LOOP
+            PERFORM pg_notify('bench_lines', one);
+        END LOOP;
+        RETURN last;
+    END
+    $$;
+    """,
 )
 
 

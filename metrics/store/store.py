@@ -10,7 +10,7 @@ a list lookup, so hot paths ask every time. `reset()` forgets the choice (a test
 """
 
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, ContextManager, Protocol, TypeVar
 
 from ..core import fileio, paths, settings, tails
@@ -39,6 +39,10 @@ class Store(Protocol):
 
     def append(self, log: Log, data: bytes) -> int:
         """Append `data` (whole lines, each ending in a newline) to `log`, all or nothing."""
+
+    def append_all(self, entries: Sequence[tuple[Log, bytes]]) -> None:
+        """Append each entry's `data` (whole lines) to its log, all or nothing, in one round trip on Postgres (a
+        panel seat's ledger and offload lines)."""
 
     def append_log(self, log: Log, record: Mapping[str, Any], max_bytes: int, keep: int) -> None:
         """Append `record` as one line, keeping the log's size bounded (0: unbounded): the folder store rotates
@@ -127,6 +131,9 @@ class Folder:
 
     def append(self, log: Log, data: bytes) -> int:
         return fileio.append_bytes(paths.file(*log), data)
+
+    def append_all(self, entries: Sequence[tuple[Log, bytes]]) -> None:
+        fileio.append_all([(paths.file(*log), data) for log, data in entries])
 
     def mark(self, log: Log) -> tuple[int, int, int] | None:
         return fileio.stamp(paths.file(*log))
