@@ -305,8 +305,8 @@ class Handler(BaseHTTPRequestHandler):
 
 
 class Server(ThreadingHTTPServer):
-    """One thread per connection up to `max_connections` (`max_per_address` from one client address),
-    a deep listen backlog so bursts queue."""
+    """One thread per connection up to `max_connections` (`max_per_address` from one client address), each kept
+    for the next connection once its own closes (`threads`), a deep listen backlog so bursts queue."""
 
     daemon_threads = True
     request_queue_size = 1024
