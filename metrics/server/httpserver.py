@@ -304,6 +304,10 @@ class Handler(BaseHTTPRequestHandler):
         guard.log(f"{self.log_date_time_string()} {guard.mask_secrets(format % args)}")
 
 
+# every server's connection threads, kept for the next connection to any of them (a process's servers share them)
+CONNECTIONS = threads.Threads("connection")
+
+
 class Server(ThreadingHTTPServer):
     """One thread per connection up to `max_connections` (`max_per_address` from one client address), each kept
     for the next connection once its own closes (`threads`), a deep listen backlog so bursts queue."""
@@ -329,7 +333,6 @@ class Server(ThreadingHTTPServer):
         self.closing = False  # set by server_close: no kept connection waits for another request after it
         self.max_per_address = per_address_setting()
         self.count_lock = threading.Condition()  # notified as connections close: a stopping server waits
-        self.threads = threads.Threads("connection")
         super().__init__((host, address[1]), handler)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
@@ -361,7 +364,7 @@ class Server(ThreadingHTTPServer):
             return
         try:
             # a waiting thread takes the connection: starting one per connection cost 0.5-1 ms on a busy machine
-            self.threads.run(functools.partial(self.process_request_thread, request, client_address))
+            CONNECTIONS.run(functools.partial(self.process_request_thread, request, client_address))
         except Exception:
             self._closed_one(key)
             raise
