@@ -1,8 +1,8 @@
 """The HTTP server both ports run on: the stdlib's, with the limits it lacks (security.md §15).
 
-`Server` is a `ThreadingHTTPServer` (one daemon thread per connection) and `Handler` the base of
-`server.routing.Handler`, which both ports run. What they add, each so that a client cannot hold a
-thread or bend a reply:
+`Server` is a `ThreadingHTTPServer` (one daemon thread per connection, kept for the next connection once
+its own closes: `core.threads`, issue 35) and `Handler` the base of `server.routing.Handler`, which both
+ports run. What they add, each so that a client cannot hold a thread or bend a reply:
 
 - Kept connections (issue 35, SRV-1): an HTTP/1.0 request is answered in HTTP/1.0 and closed, as
   before. An HTTP/1.1 connection carries another request only after a reply with a Content-Length
@@ -50,6 +50,7 @@ Tests shorten the deadlines by setting `server.read_timeout` on a running server
 """
 
 import contextlib
+import functools
 import io
 import ipaddress
 import json
@@ -62,7 +63,7 @@ import traceback
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from ..core import console, settings
+from ..core import console, settings, threads
 from . import guard
 
 READ_TIMEOUT = 30.0
@@ -303,9 +304,13 @@ class Handler(BaseHTTPRequestHandler):
         guard.log(f"{self.log_date_time_string()} {guard.mask_secrets(format % args)}")
 
 
+# every server's connection threads, kept for the next connection to any of them (a process's servers share them)
+CONNECTIONS = threads.Threads("connection")
+
+
 class Server(ThreadingHTTPServer):
-    """One thread per connection up to `max_connections` (`max_per_address` from one client address),
-    a deep listen backlog so bursts queue."""
+    """One thread per connection up to `max_connections` (`max_per_address` from one client address), each kept
+    for the next connection once its own closes (`threads`), a deep listen backlog so bursts queue."""
 
     daemon_threads = True
     request_queue_size = 1024
@@ -358,7 +363,8 @@ class Server(ThreadingHTTPServer):
             threading.Thread(target=self.turn_away, args=(request, client_address, crowded), daemon=True).start()
             return
         try:
-            super().process_request(request, client_address)
+            # a waiting thread takes the connection: starting one per connection cost 0.5-1 ms on a busy machine
+            CONNECTIONS.run(functools.partial(self.process_request_thread, request, client_address))
         except Exception:
             self._closed_one(key)
             raise
