@@ -199,6 +199,7 @@ def test_nothing_is_lost_when_a_stage_fails(gateway, bench):
         + [told["council"]["chairman"]["call"], told["merger"]["call"]]
     lines = logged()
     assert len(calls) == 3 + 6 + 2 and all(c in lines for c in calls)
+    panels_logged()
     [line] = fileio.read_jsonl(paths.file("runs", "gateway", "calls.jsonl"))
     assert [s["call"] for s in line["seats"]] == calls
 
@@ -361,7 +362,7 @@ def test_a_caller_hanging_up_loses_no_seat_or_ranking(gateway, bench):
     the gateway sees the caller gone it asks no more (no ranking, no chairman), as it asks no merger."""
     import socket
 
-    from conftest import wait_for
+    from conftest import wait_for, panels_logged
 
     convene(["judge-json", "judge-text", "judge-first"])
     host, port = gateway.split("//")[1].split(":")

@@ -25,6 +25,7 @@ from benchwarmers.panel import panel
 from benchwarmers.demo import demo
 from benchwarmers.demo.demo import Upstream
 from benchwarmers.store import store
+from conftest import wait_for
 
 PROMPT = "Is this loop off by one? for i in range(1, len(xs)): total += xs[i]"
 MODELS = {"quick": {"answer": "Quick: the loop skips the first item.", "latency": 0.01, "context_window": 32000},
@@ -229,6 +230,8 @@ def test_item3_a_full_disk_is_answered_507_never_a_dropped_connection(small_disk
     settings()
     with running() as gateway:
         call = gateway.ask()[1]["bench"]["seats"][0]["call"]
+        calls = paths.file(*store.CALLS)
+        assert wait_for(lambda: calls.exists() and fileio.read_jsonl(calls))  # CLG-1: written once the reply is out
         fill(small_disk)
         refused_and_health(gateway, call, 507, "[Errno 28] No space left on device")
         os.unlink(small_disk / "ballast")

@@ -24,6 +24,7 @@ from benchwarmers.core import fileio, paths
 from benchwarmers.panel import offload, panel
 from benchwarmers.demo import demo
 from benchwarmers.store import store
+from conftest import panels_logged
 
 PROMPT = "Is this loop off by one? for i in range(1, len(xs)): total += xs[i]"
 PNG = "data:image/png;base64," + base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 60).decode()
@@ -64,6 +65,7 @@ def seats_logged():
 
 
 def call_log():
+    panels_logged()
     return store.current().records(store.CALLS)
 
 

@@ -25,7 +25,7 @@ from benchwarmers.panel import offload
 from benchwarmers.demo import demo
 from benchwarmers.server import gatekeys, httpserver
 from benchwarmers.wire import common
-from conftest import wait_for
+from conftest import wait_for, panels_logged
 
 PROMPT = "Is this loop off by one? for i in range(1, len(xs)): total += xs[i]"
 PNG = "data:image/png;base64," + base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 60).decode()
@@ -86,6 +86,7 @@ def seat_requests(upstream):
 
 
 def call_log():
+    panels_logged()
     return fileio.read_jsonl(paths.file("runs", "gateway", "calls.jsonl"))
 
 
