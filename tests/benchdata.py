@@ -25,7 +25,7 @@ import urllib.request
 
 import pytest
 
-from conftest import running_gateway, panels_logged
+from conftest import panels_logged, running_gateway
 from benchwarmers.core import fileio, paths
 from benchwarmers.demo import demo
 

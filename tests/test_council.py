@@ -19,6 +19,7 @@ from benchwarmers.core import fileio, paths
 from benchwarmers.demo import demo
 from benchwarmers.models import catalog
 from benchwarmers.panel import council, offload, peers
+from conftest import panels_logged
 
 QUESTION = "Which loop bound is right, i < n or i <= n?"
 
@@ -362,7 +363,7 @@ def test_a_caller_hanging_up_loses_no_seat_or_ranking(gateway, bench):
     the gateway sees the caller gone it asks no more (no ranking, no chairman), as it asks no merger."""
     import socket
 
-    from conftest import wait_for, panels_logged
+    from conftest import wait_for
 
     convene(["judge-json", "judge-text", "judge-first"])
     host, port = gateway.split("//")[1].split(":")
