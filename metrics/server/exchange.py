@@ -57,7 +57,7 @@ class Reply:
     own way (RESP-2); `stream` writes a body of unknown length while the server holds the connection (no
     Content-Length: the close ends it, FMT-1); `who` is the caller the reply names when the handler identified
     one (a login); `after` runs once the reply's last bytes are out, whether or not the client stayed (a
-panel's calls-log line, CLG-1: work the client need not wait for)."""
+    panel's calls-log line, CLG-1: work the client need not wait for)."""
 
     status: int
     body: bytes = b""
