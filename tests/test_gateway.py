@@ -24,6 +24,7 @@ from benchwarmers.core import fileio, paths
 from benchwarmers.panel import offload, panel
 from benchwarmers.demo import demo
 from benchwarmers.store import store
+from conftest import panels_logged, wait_for
 
 PROMPT = "Is this loop off by one? for i in range(1, len(xs)): total += xs[i]"
 PNG = "data:image/png;base64," + base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 60).decode()
@@ -64,6 +65,7 @@ def seats_logged():
 
 
 def call_log():
+    panels_logged()
     return store.current().records(store.CALLS)
 
 
@@ -468,7 +470,7 @@ def test_workers_serve_one_port_from_one_data_folder_and_stop_with_the_parent(be
             status, _, judged = post(gateway, "/bench/verdict", {"call": reply["bench"]["seats"][0]["call"],
                                                                  "useful": False})
         assert status == 200 and judged["recorded"]["useful"] is False
-        assert len(call_log()) == 13
+        assert wait_for(lambda: len(call_log()) == 13)  # the last written by the worker once its reply was out
     finally:
         process.send_signal(signal.SIGINT)
         process.wait(15)

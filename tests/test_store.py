@@ -95,6 +95,59 @@ def test_ids_are_unique_and_read_in_order_while_replicas_write(postgres):
         assert [r["n"] for r in seen if r["writer"] == writer] == list(range(50))
 
 
+def offload_line(writer, n):
+    return json.dumps({"date": "2026-12-06", "model": f"m{writer % 3}", "task": "t", "useful": None,
+                       "note": "member; ok in 0.1s", "call": f"w{writer}.n{n}", "status": "ok"}).encode() + b"\n"
+
+
+def test_the_index_takes_in_its_own_lines_and_never_misses_or_repeats_another_replicas(postgres):
+    """The offload index of one replica, refreshed all the while, as it and another replica (its own pool) and a
+    bare connection append interleaved, some with another log's lines in the same append: it holds every line
+    once, in id order, as a full read finds them. Alone, it takes its own lines in without asking the server."""
+    from benchwarmers.panel import offload
+
+    first, second = store.current(), postgres_store.Postgres(postgres)
+    assert wait_for(lambda: first.listening and second.listening)
+    index = offload.index()
+    asked = []
+    since = first.since
+    first.since = lambda log, after: asked.append(after) or since(log, after)
+    index.refresh()
+    asked.clear()
+    for n in range(20):  # alone: every line its own, each taken in as it was written
+        first.append_all([(store.USAGE + ("2026-12.jsonl",), b'{"n": 1}\n'), (store.OFFLOADS, offload_line(0, n))])
+        index.refresh()
+    assert asked == [] and len(index.starts) == 20
+    done = threading.Event()
+
+    def write(writer):
+        for n in range(40):
+            if writer % 3 == 0:
+                first.append_all([(store.OFFLOADS, offload_line(writer, n)), (store.CALLS, b'{"panel": "p"}\n')])
+            elif writer % 3 == 1:
+                second.append(store.OFFLOADS, offload_line(writer, n))
+            else:
+                with psycopg.connect(postgres, autocommit=True) as conn:
+                    conn.execute("SELECT bench_append(%s, %s)", ("/".join(store.OFFLOADS), [offload_line(writer, n)]))
+
+    def follow():
+        while not done.is_set():
+            index.refresh()
+
+    reader = threading.Thread(target=follow)
+    reader.start()
+    with concurrent.futures.ThreadPoolExecutor(9) as pool:
+        list(pool.map(write, range(1, 10)))
+    done.set()
+    reader.join(60)
+    whole = first.since(store.OFFLOADS, 0)[1]
+    assert wait_for(lambda: (index.refresh(), index.offset)[1] == whole[-1][0], 5)
+    second.close()
+    assert list(index.starts) == [line_id for line_id, _ in whole] and len(whole) == 20 + 9 * 40
+    assert index.bytes_read == sum(len(line) for _, line in whole)
+    assert asked  # another replica's lines were asked for
+
+
 def test_a_replica_that_cannot_reach_its_server_does_not_start(home):
     env = {**os.environ, "BENCH_DATABASE_URL": "postgresql://bench@127.0.0.1:9/bench"}
     done = subprocess.run([sys.executable, "gateway.py", "--port", "0"], cwd=paths.CODE, env=env,

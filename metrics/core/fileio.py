@@ -59,8 +59,9 @@ class Documents(Protocol):
     def place(self, path: str) -> tuple[str, ...] | None:
         """`path`'s place when the store holds it (`("config", "collections.json")`), else None."""
 
-    def mark(self, place: tuple[str, ...]) -> tuple[int, int] | None:
-        """Equal to the last one while the document is unchanged; None when only asking the store can tell."""
+    def mark(self, place: tuple[str, ...]) -> tuple[int, int, int] | None:
+        """Equal to the last one while the document is unchanged, its first two parts what tells; None when only
+        asking the store can tell."""
 
     def read_text(self, place: tuple[str, ...]) -> str | None:
         """The document, or None when the store has never held it."""

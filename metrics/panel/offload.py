@@ -743,16 +743,23 @@ class StoredIndex(Index):
     def __init__(self, shared: store.Shared) -> None:
         super().__init__("postgres:" + "/".join(store.OFFLOADS))
         self.shared = shared
+        shared.follow(store.OFFLOADS)
 
     def _reset(self) -> None:
         super()._reset()
-        self.mark: tuple[int, int] | None = None  # the store's mark at the last look (None: look again)
+        self.mark: tuple[int, int, int] | None = None  # the store's mark at the last look (None: look again)
 
     def refresh(self) -> None:
         with self.lock:
             mark = self.shared.mark(store.OFFLOADS)  # taken before asking: a change meanwhile is asked for next time
             if mark is not None and mark == self.mark:
                 return  # no line appended since the last look, by this replica or (notified) any other
+            if mark is not None and self.mark is not None and mark[:2] == self.mark[:2]:
+                own = self.shared.mine(store.OFFLOADS, self.offset)  # only this replica appended meanwhile
+                if own is not None:
+                    self._feed(own)
+                    self.mark = mark
+                    return
             generation, rows = self.shared.since(store.OFFLOADS, self.offset)
             if self.ident != (generation, 0):
                 if self.ident is not None:
@@ -760,12 +767,15 @@ class StoredIndex(Index):
                     generation, rows = self.shared.since(store.OFFLOADS, 0)
                 self.ident = (generation, 0)  # the generation, where the file's (device, inode) stands
                 self.builds += 1
-            for line_id, body in rows:
-                for record in fileio.parse_lines(body, self.path):
-                    self._take(record, line_id, len(body))
-                self.offset = line_id
-                self.bytes_read += len(body)
+            self._feed(rows)
             self.mark = mark
+
+    def _feed(self, rows: list[tuple[int, bytes]]) -> None:
+        for line_id, body in rows:
+            for record in fileio.parse_lines(body, self.path):
+                self._take(record, line_id, len(body))
+            self.offset = line_id
+            self.bytes_read += len(body)
 
     def _entry(self, pos: int) -> dict[str, Any]:
         body = self.shared.line(store.OFFLOADS, self.starts[pos])

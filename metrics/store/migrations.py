@@ -114,6 +114,44 @@ MIGRATIONS: tuple[str, ...] = (
     END
     $$;
     """,
+    # Version 7: `bench_append_many` that also says, for each line, its id and, in a followed log (the offload
+    # log), the id of the line before it (0: none; NULL in another log), read under the log's lock. Every append
+    # of a log but `append_log`'s (never a followed log's) takes that lock before it draws an id and holds it to
+    # its commit, so a log's ids are committed in id order and no reader will ever find a line of that log
+    # between the two: a replica's reader that has read up to the line before may take in the replica's own
+    # lines without asking the server (docs/replicas.md).
+    """
+    CREATE FUNCTION bench_append_listed(p_logs text[], p_lines bytea[], p_followed text[],
+                                        OUT ids bigint[], OUT previous bigint[]) LANGUAGE plpgsql AS $$
+    DECLARE
+        names text[] := ARRAY(SELECT DISTINCT unnest(p_logs) ORDER BY 1);
+        lasts bigint[];
+        j int;
+        last bigint;
+    BEGIN
+        FOR j IN 1 .. coalesce(array_length(names, 1), 0) LOOP
+            PERFORM pg_advisory_xact_lock(hashtext('bench_lines'), hashtext(names[j]));
+            IF names[j] = ANY(p_followed) THEN
+                lasts[j] := coalesce((SELECT max(id) FROM bench_lines WHERE log = names[j]), 0);
+            END IF;
+        END LOOP;
+        ids := '{}';
+        previous := '{}';
+        FOR i IN 1 .. coalesce(array_length(p_lines, 1), 0) LOOP
+            j := array_position(names, p_logs[i]);
+            INSERT INTO bench_lines (log, body) VALUES (p_logs[i], p_lines[i]) RETURNING id INTO last;
+            ids := ids || last;
+            previous := previous || lasts[j];
+            IF lasts[j] IS NOT NULL THEN
+                lasts[j] := last;
+            END IF;
+        END LOOP;
+        FOR j IN 1 .. coalesce(array_length(names, 1), 0) LOOP
+            PERFORM pg_notify('bench_lines', names[j]);
+        END LOOP;
+    END
+    $$;
+    """,
 )
 
 

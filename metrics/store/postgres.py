@@ -4,7 +4,9 @@ A pool of psycopg 3 connections, opened as the server starts; the schema is migr
 (`migrations`). A line is kept as the bytes the folder store would write (without the newline), so a log
 moved to Postgres and back is the same file. Ids are the table's identity: unique across replicas and, since
 `bench_append` serialises each log's appends, committed in the order they were drawn. A listener thread
-follows `bench_append`'s notifications, so readers ask the server only when a log changed (`mark`).
+follows `bench_append`'s notifications, so readers ask the server only when a log changed (`mark`); the lines
+this replica appends to a followed log (the offload log) are kept for its reader with the id of the line before
+each, so a reader already at that id takes them in without asking the server (`mine`).
 """
 
 import contextlib
@@ -31,6 +33,7 @@ PROBE_TIMEOUT = 2.0  # seconds /health waits for the server's answer before it r
 PROBE_KEPT = 1.0  # seconds "no answer" is reused: an open route never makes a replica reconnect more often
 RECONNECT_WINDOW = 10.0  # seconds the pool retries a lost connection (1 s, 2 s, 4 s apart) before the next request
 # starts again at once: a server back after a long outage is found within seconds, not after the pool's backoff
+KEPT_LINES = 1024  # own lines of a followed log kept for its reader (`mine`) at most: past it they are dropped and read
 TRIM_EVERY = 8  # a log appended with `append_log` is trimmed each time this process adds max_bytes / 8 to it
 # Drop a log's oldest lines past its newest `most` bytes (a line counted with its newline, as in the file): the
 # window runs newest first, and the newest line that no longer fits goes with every older one.
@@ -149,7 +152,7 @@ class Together:
     at once would queue on their logs' lock on the server anyway, one round trip each. A batch the server refuses
     is written again caller by caller, so one caller's bad line never fails another's; a server lost fails all."""
 
-    def __init__(self, write: Callable[[list[str], list[bytes]], None]) -> None:
+    def __init__(self, write: Callable[[list[str], list[bytes]], object]) -> None:
         self.write = write
         self.turn = threading.Lock()
         self.guard = threading.Lock()
@@ -216,7 +219,10 @@ class Postgres:
         except (psycopg.Error, PoolTimeout, RuntimeError) as exc:
             self.pool.close()
             raise StoreUnavailable(UNREACHABLE.format(_shown(url), exc)) from exc
-        self.changes: dict[str, int] = {}  # log name: notifications seen (and this process's own appends)
+        self.changes: dict[str, int] = {}  # log name: notifications seen, and this process's own changes not kept
+        self.written: dict[str, int] = {}  # followed log's name: this process's appends kept in `kept`
+        self.kept: dict[str, dict[int, tuple[int, bytes]]] = {}  # followed log's name: {id before: (id, line)}
+        self.followed: list[str] = []  # the names in `kept`, as every append sends them (replaced, never changed)
         self.documents: dict[str, tuple[Any, dict[str, Any], dict[str, Any]]] = {}  # read_json's, by mark
         self.places: dict[str, Log | None] = {}  # `place`'s answers, by path
         self.appended: dict[str, int] = {}  # `append_log`'s bytes a log since this process last trimmed it
@@ -264,9 +270,45 @@ class Postgres:
         self.places[path] = found if path.startswith(home) and found in SHARED_FILES else None
         return self.places[path]
 
-    def mark(self, log: Log) -> tuple[int, int] | None:
-        """What a reader compares to know `log` is unchanged since it last asked; None: ask the server."""
-        return (self.epoch, self.changes.get(name(log), 0)) if self.listening else None
+    def mark(self, log: Log) -> tuple[int, int, int] | None:
+        """What a reader compares to know `log` is unchanged since it last asked, `(epoch, changes, own appends
+        kept)`; None: ask the server. When only the last differs, `mine` may have every new line."""
+        if not self.listening:
+            return None
+        return (self.epoch, self.changes.get(name(log), 0), self.written.get(name(log), 0))
+
+    def follow(self, log: Log) -> None:
+        """Keep this process's own appends to `log` for its reader (`mine`)."""
+        with self.guard:
+            self.kept.setdefault(name(log), {})
+            self.followed = list(self.kept)
+
+    def mine(self, log: Log, after: int) -> list[tuple[int, bytes]] | None:
+        """The lines this process appended to `log` (`follow`) that follow id `after` one by one, each with its
+        id, when they are all of its own appends not yet taken; None when one does not follow on (another
+        replica's line lies between, or was committed in between): then only the server can tell."""
+        with self.guard:
+            kept = self.kept.get(name(log), {})
+            for before in [before for before, (line_id, _) in kept.items() if line_id <= after]:
+                del kept[before]  # read from the server meanwhile
+            taken = []
+            while after in kept:
+                after, line = kept.pop(after)
+                taken.append((after, line))
+            return None if kept else taken  # those taken are committed: the server read that follows finds them
+
+    def _keep(self, logs: list[str], lines: list[bytes], ids: list[int], previous: list[int | None]) -> None:
+        """Keep the lines just committed to followed logs for `mine`, counting them in the logs' marks."""
+        with self.guard:
+            for log, line, line_id, before in zip(logs, lines, ids, previous):
+                kept = self.kept.get(log)
+                if kept is None or before is None:  # not followed
+                    continue
+                if len(kept) >= KEPT_LINES:  # nobody took them: the reader reads the server instead
+                    kept.clear()
+                    self.changes[log] = self.changes.get(log, 0) + 1
+                kept[before] = (line_id, line)
+                self.written[log] = self.written.get(log, 0) + 1
 
     @contextlib.contextmanager
     def _connection(self) -> Iterator[psycopg.Connection[Any]]:
@@ -294,10 +336,10 @@ class Postgres:
         return {"kind": self.kind, "answers": not problem, **({"problem": problem} if problem else {})}
 
     def append(self, log: Log, data: bytes) -> int:
-        with self._connection() as conn:
-            row = conn.execute("SELECT bench_append(%s, %s)", (name(log), _lines(data))).fetchone()
-        self._changed(log)
-        return int(row[0]) if row and row[0] is not None else 0
+        lines = _lines(data)
+        ids = self._append_many([name(log)] * len(lines), lines) if lines else []
+        self._appended(log)
+        return ids[-1] if ids else 0
 
     def append_all(self, entries: Sequence[tuple[Log, bytes]]) -> None:
         """Every entry's lines in one transaction (`bench_append_many`, ordered and notified as `bench_append`'s):
@@ -312,11 +354,17 @@ class Postgres:
             return
         self.together(logs, lines)
         for log in dict.fromkeys(log for log, _ in entries):
-            self._changed(log)
+            self._appended(log)
 
-    def _append_many(self, logs: list[str], lines: list[bytes]) -> None:
+    def _append_many(self, logs: list[str], lines: list[bytes]) -> list[int]:
+        """The lines in one transaction (`bench_append_listed`); their ids. Those of followed logs are kept."""
         with self._connection() as conn:
-            conn.execute("SELECT bench_append_many(%s, %s)", (logs, lines))
+            # sent binary: the lines go as they are, not escaped as text (~25 µs less a call)
+            row = conn.execute("SELECT ids, previous FROM bench_append_listed(%b, %b, %b)",
+                               (logs, lines, self.followed)).fetchone()
+        ids, previous = (row[0], row[1]) if row else ([], [])
+        self._keep(logs, lines, ids, previous)
+        return list(ids)
 
     def append_log(self, log: Log, record: Mapping[str, Any], max_bytes: int, keep: int) -> None:
         """One line, as `fileio.append_jsonl` encodes it. A plain insert, half `bench_append`'s cost: such a log
@@ -431,6 +479,11 @@ class Postgres:
     def _changed(self, log: Log) -> None:
         """This replica's own change, committed: its readers see it at once, before any notification."""
         self.changes[name(log)] = self.changes.get(name(log), 0) + 1
+
+    def _appended(self, log: Log) -> None:
+        """`_changed`, but for an append to a followed log: that is counted where its lines are kept (`_keep`)."""
+        if name(log) not in self.kept:
+            self._changed(log)
 
     def read_json(self, place: Log, comments: bool = True) -> dict[str, Any]:
         mark = self.mark(place)  # taken before reading: a change meanwhile is read next time

@@ -108,8 +108,16 @@ class Shared(Store, Protocol):
     def since(self, log: Log, after: int) -> tuple[int, list[tuple[int, bytes]]]:
         """`(generation, [(id, line)...])`: lines after id `after`; a new generation means start over."""
 
-    def mark(self, log: Log) -> tuple[int, int] | None:
-        """Equal to the last one seen while `log` has not changed; None when only asking the server can tell."""
+    def mark(self, log: Log) -> tuple[int, int, int] | None:
+        """Equal to the last one seen while `log` has not changed, `(epoch, changes, own appends kept)`; None when
+        only asking the server can tell. When only the last part differs, `mine` may hold every new line."""
+
+    def follow(self, log: Log) -> None:
+        """Keep this process's own appends to `log` for `mine`."""
+
+    def mine(self, log: Log, after: int) -> list[tuple[int, bytes]] | None:
+        """`[(id, line)...]`: this process's appends to `log` following id `after` with no other line between,
+        when they are all it kept; None when only asking the server can tell."""
 
     def line(self, log: Log, line_id: int) -> bytes | None:
         """The line with id `line_id`, or None when the log no longer holds it."""
