@@ -11,9 +11,9 @@ load driver and the paired floors) and measures:
               offload lines, the calls log line, the router's four reads) timed in this process against the same
               server, every configuration document read once on the folder and on Postgres, and the sequential
               overhead over the floor of one replica on Postgres against one on the folder; and what a panel
-              waits for, its three seats writing their lines from their own threads at once, then the router's
-              reads (not the calls-log line: a panel writes it once its reply is out), on Postgres and on the
-              data folder's files: what Postgres adds is the difference.
+              waits for, its three seats writing their lines from their own threads at once, then the calls-log
+              line and the router's reads, on Postgres and on the data folder's files: what Postgres adds is
+              the difference.
   kill        64 clients through nginx (each panel followed by a verdict on its first seat), a replica killed
               with SIGKILL half way: every panel answered 200 has all its seat lines in the store, every
               verdict answered 200 is there, the survivors keep answering, and a gateway key's per-minute cap
@@ -189,9 +189,8 @@ def one_panels_store_work(panel, paired):
 
 def store_wait_per_panel(url, rounds):
     """What a panel waits for the store when its three seats answer at once, each writing its ledger and offload
-    lines from its own thread, then the router's four reads: median and p95 in ms, `paired` and `apart`
-    alternating as for `store_work_per_panel`. The calls-log line follows, untimed: a panel writes it once its
-    reply is out (CLG-1), so no client waits for it. With `url` None, the same on the data folder's files: what
+    lines from its own thread, then the calls-log line (on disk before the reply) and the router's four reads:
+    median and p95 in ms, `paired` and `apart` alternating as for `store_work_per_panel`. With `url` None, the same on the data folder's files: what
     Postgres adds is the difference."""
     os.environ.pop("BENCH_DATABASE_URL", None)
     os.environ.update({"BENCH_DATABASE_URL": url} if url else {})
@@ -204,9 +203,9 @@ def store_wait_per_panel(url, rounds):
                 made = [ledger_line() for _ in calls]
                 began = time.perf_counter()
                 list(seats.map(seat_lines, calls, made, [way == "paired"] * 3))
+                calls_line(f"t{n}{way[0]}", calls)
                 router_reads(calls)
                 times[way].append(time.perf_counter() - began)
-                calls_line(f"t{n}{way[0]}", calls)
     return {way: milliseconds(found) for way, found in times.items()}
 
 

@@ -25,7 +25,7 @@ import urllib.request
 
 import pytest
 
-from conftest import panels_logged, running_gateway
+from conftest import running_gateway
 from benchwarmers.core import fileio, paths
 from benchwarmers.demo import demo
 
@@ -120,7 +120,6 @@ def judge_panels(base):
     for verdicts in VERDICTS:
         post(base, "/v1/chat/completions", {"model": "bench/crew",
                                             "messages": [{"role": "user", "content": "Review: cache.get(k)"}]})
-        panels_logged()
         panel = fileio.read_jsonl(paths.file("runs", "gateway", "calls.jsonl"))[-1]
         for seat in panel["seats"]:
             useful, real, false = verdicts[seat["alias"]]

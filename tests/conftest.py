@@ -22,13 +22,6 @@ def wait_for(check, seconds=20):
     return check()
 
 
-def panels_logged(seconds=20):
-    """Wait for every panel of this process (an in-process gateway's) to be done: a panel writes its calls-log
-    line (CLG-1) once its reply is out, so a test that reads the log right after a reply waits for it first."""
-    from benchwarmers.panel import panel
-    assert panel.flight.wait_idle(seconds)
-
-
 @pytest.fixture(autouse=True)
 def home(tmp_path, monkeypatch):
     """A fresh data folder (BENCHWARMERS_HOME) and llm user folder (LLM_USER_PATH) per test."""

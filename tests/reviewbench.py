@@ -10,7 +10,6 @@ from benchwarmers.core import fileio, paths
 from benchwarmers.dashboard import serve
 from benchwarmers.demo import demo
 from benchwarmers.models import catalog
-from conftest import panels_logged
 
 # Answers name no model, so a page that hides the names (blind mode) can be checked by its text.
 HOSTILE = ('Careful here.\n\n<script>window.pwned = "script"</script>\n\n<img src="x" onerror="window.pwned = \'img\'">\n\n'
@@ -62,5 +61,4 @@ def ask(port, collection, prompt):
     status, reply = call(port, "POST", "/v1/chat/completions",
                          {"model": f"bench/{collection}", "messages": [{"role": "user", "content": prompt}]})
     assert status == 200, reply
-    panels_logged()  # its calls-log line, which the Review page reads, is written once the reply is out
     return reply["bench"]

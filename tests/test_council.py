@@ -19,7 +19,6 @@ from benchwarmers.core import fileio, paths
 from benchwarmers.demo import demo
 from benchwarmers.models import catalog
 from benchwarmers.panel import council, offload, peers
-from conftest import panels_logged
 
 QUESTION = "Which loop bound is right, i < n or i <= n?"
 
@@ -66,7 +65,6 @@ def convene(members, **fields):
 
 def ask(gateway, model="bench/c:council"):
     reply = sdk(gateway).chat.completions.create(model=model, messages=[{"role": "user", "content": QUESTION}])
-    panels_logged()  # its calls-log line is written once the reply is out
     return reply.choices[0].message.content, reply.model_extra["bench"]
 
 

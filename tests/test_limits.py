@@ -25,7 +25,7 @@ from benchwarmers.panel import offload
 from benchwarmers.demo import demo
 from benchwarmers.server import gatekeys, httpserver
 from benchwarmers.wire import common
-from conftest import panels_logged, wait_for
+from conftest import wait_for
 
 PROMPT = "Is this loop off by one? for i in range(1, len(xs)): total += xs[i]"
 PNG = "data:image/png;base64," + base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 60).decode()
@@ -86,7 +86,6 @@ def seat_requests(upstream):
 
 
 def call_log():
-    panels_logged()
     return fileio.read_jsonl(paths.file("runs", "gateway", "calls.jsonl"))
 
 
@@ -231,7 +230,6 @@ def test_an_answer_holding_a_lone_surrogate_is_streamed_and_logged_whole(port, b
     else:
         assert "half a pair \\ud800 here." in reply.decode("utf-8")
         assert STREAM_ENDS[wire.format_of(path)] in reply
-    panels_logged()
     raw = paths.file("runs", "gateway", "calls.jsonl").read_bytes()
     assert raw.decode("utf-8").count("\n") == 1 and json.loads(raw)["seats"][0]["answer"] == answer
 

@@ -24,7 +24,6 @@ from benchwarmers.core import paths
 from benchwarmers.net import remote
 from benchwarmers.demo import demo
 from benchwarmers.server import gatekeys, mcp_server, mcp_tools
-from conftest import panels_logged
 
 ROOT = Path(__file__).resolve().parent.parent
 PROMPT = "Is this loop off by one? for i in range(1, len(xs)): total += xs[i]"
@@ -116,7 +115,6 @@ def test_mcp21_initialize_list_ask_verdict(transport, gateway, bench_core, monke
             assert texts(judged) == [f"Recorded {call}: useful, 1 real, 0 false."]
             assert await client.session.send_ping() is not None
     asyncio.run(session())
-    panels_logged()
     calls = paths.file("runs", "gateway", "calls.jsonl").read_text(encoding="utf-8").splitlines()
     assert json.loads(calls[-1])["key"] == "local"  # MCP-20: no key on this machine, the caller is local
 

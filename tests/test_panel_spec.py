@@ -28,7 +28,6 @@ from benchwarmers.demo import demo
 from benchwarmers.core import errors
 from benchwarmers.models import catalog
 from benchwarmers.panel import shape
-from conftest import panels_logged
 
 PROMPT = "Is this loop off by one? for i in range(1, len(xs)): total += xs[i]"
 PNG = "data:image/png;base64," + base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 60).decode()
@@ -97,7 +96,6 @@ def seat_requests(up, model=None):
 
 
 def call_log():
-    panels_logged()
     return fileio.read_jsonl(paths.file("runs", "gateway", "calls.jsonl"))
 
 

@@ -23,7 +23,6 @@ from benchwarmers.core import fileio, images, keys, paths
 from benchwarmers.models import catalog, learn
 from benchwarmers.demo import demo
 from benchwarmers.server import gatekeys, guard
-from conftest import panels_logged
 
 SIZES = (100_000, 1_000_000)
 ENDPOINT_KEY = "ep-" + secrets.token_hex(16)  # 35 characters, shaped like no known vendor's key
@@ -113,7 +112,6 @@ def version_seconds(base):
 
 
 def call_log():
-    panels_logged()
     return fileio.read_jsonl(paths.file("runs", "gateway", "calls.jsonl"))
 
 

@@ -28,7 +28,6 @@ from benchwarmers.wire import routes
 from benchwarmers.demo import demo
 from benchwarmers.server import gatekeys, guard, httpserver
 from benchwarmers.store import rates, store
-from conftest import panels_logged
 
 PROMPT = "Is this loop off by one? for i in range(1, len(xs)): total += xs[i]"
 TOKEN = "correct-horse-battery-staple-42"
@@ -116,7 +115,6 @@ def message(payload):
 
 
 def calls():
-    panels_logged()
     return fileio.read_jsonl(paths.file("runs", "gateway", "calls.jsonl"))
 
 

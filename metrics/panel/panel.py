@@ -601,63 +601,19 @@ def write_one(plan: Plan, key: str, work: str, system: str, text: str, candidate
 
 def run(name: str, messages: list[Any], nominees: Iterable[str] = (), reply: str = "", caller: str = "local",
         on_part: Callable[[str], object] | None = None, on_seated: Callable[[], object] | None = None,
-        gone: threading.Event | None = None, finish: Finish | None = None,
-        later: Callable[[Callable[[], None]], object] | None = None) -> tuple[str, dict[str, Any]]:
+        gone: threading.Event | None = None, finish: Finish | None = None) -> tuple[str, dict[str, Any]]:
     """Seat, ask, log and merge one panel; returns `(content, bench)` (PNL-1..22, MRG-*, RPL-*).
 
     `on_seated()` hears, once, that no refusal can follow: just before the first seat is asked.
     `gone` (an Event) is set once the caller has hung up: the seats asked are still waited for and
     logged, but no merger is asked. `finish` writes what follows the seats, which are streamed as
-    they come (`council.finish`). `later`, when given, is handed the panel's last step, its calls-log
-    line (CLG-1), to run once the reply's last bytes are out: the line never holds up the answer, and
-    the panel stays in flight (a stopping gateway waits for it) until it is written. Raises `Busy`
-    (503) when the process or the key already has its cap of panels in flight."""
+    they come (`council.finish`). Raises `Busy` (503) when the process or the key already has
+    its cap of panels in flight."""
     admit(caller)
     try:
-        content, bench, closing = _run(name, messages, nominees, reply, caller, on_part, on_seated, gone, finish)
-    except BaseException:
-        flight.leave(caller)
-        raise
-    if later is not None:
-        later(functools.partial(_close, closing, caller))
-        return content, bench
-    try:
-        closing.write(bench)
+        return _run(name, messages, nominees, reply, caller, on_part, on_seated, gone, finish)
     finally:
         flight.leave(caller)
-    return content, bench
-
-
-class Closing:
-    """A panel's calls-log line (CLG-1), written once its reply is made; `problems`: its seats' lines not written."""
-
-    def __init__(self, plan: "Plan", seats: list[Seat], after: list[Seat], problems: list[str]) -> None:
-        self.plan, self.seats, self.after, self.problems = plan, seats, after, problems
-
-    def write(self, bench: dict[str, Any] | None = None) -> None:
-        """The line; a failure is said in `bench["log"]` as a seat's is, or on the console once the reply is gone."""
-        try:
-            write_call_log(self.plan, self.seats, self.after)
-        except OSError as exc:
-            if bench is None:
-                console.say(f"warning: panel {self.plan.panel}'s calls log line was not written: {exc}")
-                return
-            self.problems.append(f"calls log: {exc}")
-            not_on_record(bench, self.problems)
-
-
-def _close(closing: Closing, caller: str) -> None:
-    try:
-        closing.write()
-    finally:
-        flight.leave(caller)
-
-
-def not_on_record(bench: dict[str, Any], problems: list[str]) -> None:
-    """`bench["log"]`, when some of the panel could not be written."""
-    if problems:
-        bench["log"] = ("the data folder could not be written, so some of this panel is not on record "
-                        "(seats marked logged: false): " + "; ".join(problems))
 
 
 def admit(caller: str) -> None:
@@ -668,7 +624,7 @@ def admit(caller: str) -> None:
 
 def _run(name: str, messages: list[Any], nominees: Iterable[str], reply: str, caller: str,
          on_part: Callable[[str], object] | None, on_seated: Callable[[], object] | None,
-         gone: threading.Event | None, finish: Finish | None = None) -> tuple[str, dict[str, Any], Closing]:
+         gone: threading.Event | None, finish: Finish | None = None) -> tuple[str, dict[str, Any]]:
     begun: list[tuple[Callable[[], Seat], tuple[Plan, str, str], float]] = []
     futures: Asked = {}
 
@@ -729,8 +685,14 @@ def _run(name: str, messages: list[Any], nominees: Iterable[str], reply: str, ca
         if relay_all is not None:
             relay_all("\n" + footer())
     problems = [f"{s['call']}: {s['log_error']}" for s in seats + after if s.get("logged") is False]
-    not_on_record(bench, problems)
-    return content, bench, Closing(plan, seats, after, problems)
+    try:
+        write_call_log(plan, seats, after)
+    except OSError as exc:
+        problems.append(f"calls log: {exc}")
+    if problems:
+        bench["log"] = ("the data folder could not be written, so some of this panel is not on record "
+                        "(seats marked logged: false): " + "; ".join(problems))
+    return content, bench
 
 
 def _answers(plan: Plan, futures: Asked) -> Iterator[tuple[str, Seat]]:
@@ -928,11 +890,8 @@ def start(name: str, messages: list[Any], nominees: Iterable[str] = (), reply: s
 
     def work() -> None:
         try:
-            content, bench, closing = _run(name, messages, nominees, reply, caller,
-                                           lambda text: events.put(Part(text)), lambda: events.put(Seated()), gone,
-                                           finish)
-            events.put(Done(content, bench))
-            closing.write()  # CLG-1 after the reply is complete: its end leaves while this is written
+            events.put(Done(*_run(name, messages, nominees, reply, caller, lambda text: events.put(Part(text)),
+                                  lambda: events.put(Seated()), gone, finish)))
         except Exception as exc:
             events.put(Failed(exc))
         finally:

@@ -56,8 +56,7 @@ class Reply:
     """A status and what follows it. `json`: the body is a JSON document, which the port types and caches its
     own way (RESP-2); `stream` writes a body of unknown length while the server holds the connection (no
     Content-Length: the close ends it, FMT-1); `who` is the caller the reply names when the handler identified
-    one (a login); `after` runs once the reply's last bytes are out, whether or not the client stayed (a
-    panel's calls-log line, CLG-1: work the client need not wait for)."""
+    one (a login)."""
 
     status: int
     body: bytes = b""
@@ -67,7 +66,6 @@ class Reply:
     stream: Callable[[Write], object] | None = None
     who: str | None = None
     json: bool = False
-    after: Callable[[], object] | None = None
 
 
 def json_reply(status: int, payload: Any, headers: Mapping[str, str] | None = None) -> Reply:

@@ -13,7 +13,6 @@ server's deadlines and limits `server.httpserver`, every client's own API (chat 
 """
 
 import argparse
-import dataclasses
 import errno
 import json
 import os
@@ -384,21 +383,15 @@ def ask_panel(request: Request, api: Any, ask: Any) -> Reply:
         writer = api.writer(shown, wire.prompt_tokens(messages), sse, **usage)
         return stream_panel(request, name, ask, reply, writer, finish)
     started = time.monotonic()
-    closing: list[Callable[[], None]] = []
     try:
-        content, bench = panel.run(name, messages, ask.nominees, reply, request.who, finish=finish,
-                                   later=closing.append)
+        content, bench = panel.run(name, messages, ask.nominees, reply, request.who, finish=finish)
     except errors.Refusal:
         raise
     except Exception as exc:  # IMP-1: every failure is answered, never a dropped connection
         raise errors.planned(exc, PANEL) from exc
-    try:
-        format_note(ask, name, bench)
-        payload, headers = api.reply(content, shown, bench, wire.usage(messages, bench), time.monotonic() - started)
-    except BaseException:
-        closing[0]()
-        raise
-    return dataclasses.replace(json_reply(200, payload, headers), after=closing[0])  # CLG-1 once the reply is out
+    format_note(ask, name, bench)
+    payload, headers = api.reply(content, shown, bench, wire.usage(messages, bench), time.monotonic() - started)
+    return json_reply(200, payload, headers)
 
 
 def route_turn(request: Request, api: Any, ask: Any, name: str, shown: str) -> Reply:

@@ -212,13 +212,8 @@ class Handler(httpserver.Handler):
                 reply.stream(self.wfile.write)
             else:
                 self.wfile.write(reply.body)
-            if reply.after is not None:
-                self.wfile.flush()  # the whole reply is the client's before `after` runs
         except exchange.CLIENT_GONE:
             pass
-        finally:
-            if reply.after is not None:
-                reply.after()
 
     def send_cors(self) -> None:
         for header, value in guard.cors_headers(self.headers, self.port).items():
