@@ -1,6 +1,8 @@
 """Shared fixtures: every test gets its own data folder and llm user folder."""
 
 import contextlib
+import http.client
+import json
 import os
 import shutil
 import time
@@ -20,6 +22,17 @@ def wait_for(check, seconds=20):
     while not check() and time.monotonic() < deadline:
         time.sleep(0.02)
     return check()
+
+
+def call(port, method, path, body=None):
+    """One JSON request to a server of the bench on 127.0.0.1 (another process's, often): `(status, answer)`."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    conn.request(method, path, body=json.dumps(body).encode() if body is not None else None,
+                 headers={"Content-Type": "application/json", "Host": f"127.0.0.1:{port}"})
+    resp = conn.getresponse()
+    answer = json.loads(resp.read())
+    conn.close()
+    return resp.status, answer
 
 
 @pytest.fixture(autouse=True)

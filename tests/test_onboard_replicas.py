@@ -6,7 +6,6 @@ On the folder store the two dashboards share one data folder (one machine); on P
 its own and its own `BENCH_REPLICA_NAME`, as two machines would: the second follows the first's run through the
 log's copy in the store and takes the batch over once the first's lease lapses."""
 
-import http.client
 import json
 import os
 import signal
@@ -22,7 +21,7 @@ from benchwarmers.core import fileio, paths
 from benchwarmers.demo import demo
 from benchwarmers.models import endpoints
 from benchwarmers.store import store
-from conftest import wait_for
+from conftest import call, wait_for
 
 MODELS = ("m1", "m2", "m3")
 SLOW = 1.0  # seconds each of a model's answers takes: the probe's four calls keep a run going for seconds
@@ -34,16 +33,6 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def call(port, method, path, body=None):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    conn.request(method, path, body=json.dumps(body).encode() if body is not None else None,
-                 headers={"Content-Type": "application/json", "Host": f"127.0.0.1:{port}"})
-    resp = conn.getresponse()
-    answer = json.loads(resp.read())
-    conn.close()
-    return resp.status, answer
 
 
 def queue_of(port):

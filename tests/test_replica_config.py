@@ -22,19 +22,9 @@ from benchwarmers.panel import collections
 from benchwarmers.server import guard
 from benchwarmers.store import moving, store
 from benchwarmers.store import postgres as postgres_store
-from conftest import wait_for
+from conftest import call, wait_for
 
 PROMPT = "Review this: for i in range(1, len(xs)): print(xs[i])"
-
-
-def call(port, method, path, body=None):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    conn.request(method, path, body=json.dumps(body).encode() if body is not None else None,
-                 headers={"Content-Type": "application/json", "Host": f"127.0.0.1:{port}"})
-    resp = conn.getresponse()
-    answer = json.loads(resp.read())
-    conn.close()
-    return resp.status, answer
 
 
 def seated(port, collection):
