@@ -100,6 +100,25 @@ def offload_line(writer, n):
                        "note": "member; ok in 0.1s", "call": f"w{writer}.n{n}", "status": "ok"}).encode() + b"\n"
 
 
+def test_a_server_process_lent_to_this_replica_long_ago_is_not_taken_for_its_own(postgres):
+    """A replica skips the notifications of its own server processes (it counted those changes as they returned),
+    but a pid it was lent over OWN_FOR ago may since belong to another replica's connection (a pool replaces its
+    connections, a server restarts): that connection's change is counted, so no replica reads a stale copy."""
+    first = store.current()
+    assert wait_for(lambda: first.listening)
+    log = "/".join(store.CALLS)
+    seen = first.changes.get(log, 0)
+    with psycopg.connect(postgres, autocommit=True) as conn, psycopg.connect(postgres, autocommit=True) as other:
+        first.own[conn.info.backend_pid] = time.monotonic() - postgres_store.OWN_FOR - 1  # lent long ago
+        conn.execute("SELECT bench_append(%s, %s)", (log, [b'{"panel": "theirs"}\n']))
+        assert wait_for(lambda: first.changes.get(log, 0) == seen + 1)
+        first.own[conn.info.backend_pid] = time.monotonic()  # lent just now: its change is this replica's own
+        conn.execute("SELECT bench_append(%s, %s)", (log, [b'{"panel": "mine"}\n']))
+        other.execute("SELECT bench_append(%s, %s)", (log, [b'{"panel": "after"}\n']))  # notified after it
+        assert wait_for(lambda: first.changes.get(log, 0) >= seen + 2)
+    assert first.changes.get(log, 0) == seen + 2
+
+
 def test_the_index_takes_in_its_own_lines_and_never_misses_or_repeats_another_replicas(postgres):
     """The offload index of one replica, refreshed all the while, as it and another replica (its own pool) and a
     bare connection append interleaved, some with another log's lines in the same append: it holds every line

@@ -38,7 +38,7 @@ import subprocess
 import threading
 import time
 
-from ..core import changes, fileio, paths, records, settings
+from ..core import changes, console, fileio, paths, records, settings
 from ..core.errors import Invalid, Unshown
 from ..models import catalog, endpoints, sources
 from ..providers import renewal
@@ -231,8 +231,15 @@ def spawn(served, endpoint, mode, who):
     with open(where, "ab", opener=fileio.opener) as out:  # the runner's own complaints, if it has any, land in the same log
         process = subprocess.Popen(runner + command(served, endpoint, mode), stdin=subprocess.DEVNULL, stdout=out,
                                    stderr=subprocess.STDOUT, cwd=str(paths.CODE), env=env, start_new_session=True)
-    changes.log(who, "", "onboard" if mode == "full" else f"onboard ({mode})", None, served)
+    try:
+        changes.log(who, "", "onboard" if mode == "full" else f"onboard ({mode})", None, served)
+    except OSError as exc:  # the run has started: a change log out of reach must not leave it unwatched
+        console.say(f"note: the change log was not written for onboarding {served}: {exc}")
     return name, process
+
+
+def _reap(process):
+    threading.Thread(target=process.wait, name="onboard-reap", daemon=True).start()
 
 
 def finish(name, process):
@@ -622,9 +629,28 @@ class Queue:
             self._mark(item, log=name, pid=process.pid, host=machine())
             code = self._wait(process)
         except LeaseLost:  # the new owner watches the run; this process still reaps it
-            threading.Thread(target=process.wait, name="onboard-reap", daemon=True).start()
+            _reap(process)
+            raise
+        except Exception:  # its record not kept (the store away): the batch goes on only once this run has ended
+            self._ride_out(process)
             raise
         self._outcome(item, code)
+
+    def _ride_out(self, process):
+        """Wait for a run whose record could not be written, renewing the lease where the store lets it, so no
+        second run starts beside it; a lease lost meanwhile leaves the run to the new owner (reaped here)."""
+        while True:
+            try:
+                process.wait(timeout=WATCH_S)
+                return
+            except subprocess.TimeoutExpired:
+                try:
+                    self.keep()
+                except LeaseLost:
+                    _reap(process)
+                    raise
+                except OSError:
+                    pass
 
     def _wait(self, process):
         """The process's exit code, renewing the lease while it runs."""

@@ -33,6 +33,10 @@ PROBE_TIMEOUT = 2.0  # seconds /health waits for the server's answer before it r
 PROBE_KEPT = 1.0  # seconds "no answer" is reused: an open route never makes a replica reconnect more often
 RECONNECT_WINDOW = 10.0  # seconds the pool retries a lost connection (1 s, 2 s, 4 s apart) before the next request
 # starts again at once: a server back after a long outage is found within seconds, not after the pool's backoff
+# how long a server process counts as this replica's after it last lent this replica a connection: its own notifications
+# arrive within milliseconds of that, and a pid the server gives again to another replica's connection (a pool
+# replaces its connections, a server restarts) comes back only after the system's pids wrap, far later than this
+OWN_FOR = 60.0
 KEPT_LINES = 1024  # own lines of a followed log kept for its reader (`mine`) at most: past it they are dropped and read
 TRIM_EVERY = 8  # a log appended with `append_log` is trimmed each time this process adds max_bytes / 8 to it
 # Drop a log's oldest lines past its newest `most` bytes (a line counted with its newline, as in the file): the
@@ -228,7 +232,7 @@ class Postgres:
         self.appended: dict[str, int] = {}  # `append_log`'s bytes a log since this process last trimmed it
         self.locks: dict[str, threading.Lock] = {}  # `locked`'s in-process queue, one a name
         self.guard = threading.Lock()
-        self.own: set[int] = set()  # the server processes of this replica's pool: their notifications are its own
+        self.own: dict[int, float] = {}  # the server processes of this replica's pool, with when each last lent one
         self.epoch = 0  # bumped whenever the listener (re)connects or drops: every reader asks again
         self.listening = False
         self.closed = threading.Event()
@@ -247,13 +251,23 @@ class Postgres:
                     self.listening = True
                     while not self.closed.is_set():
                         for note in conn.notifies(timeout=LISTEN_POLL):
-                            if note.pid not in self.own:  # this replica's own appends counted as they returned
+                            if not self._own(note.pid):  # this replica's own appends counted as they returned
                                 self.changes[note.payload] = self.changes.get(note.payload, 0) + 1
             except psycopg.Error:
                 pass
             self.listening = False
             self.epoch += 1
             self.closed.wait(LISTEN_POLL)
+
+    def _own(self, pid: int) -> bool:
+        """Whether a notification from server process `pid` is this replica's own: lent it within OWN_FOR. Older
+        entries are forgotten, so a pid another replica's connection is given later is never taken for ours."""
+        now = time.monotonic()
+        if len(self.own) > 4 * POOL_SIZE:
+            for old in [old for old, lent in list(self.own.items()) if now - lent > OWN_FOR]:
+                self.own.pop(old, None)
+        lent = self.own.get(pid)
+        return lent is not None and now - lent < OWN_FOR
 
     def _configure(self, conn: psycopg.Connection[Any]) -> None:
         conn.execute("SELECT set_config('lock_timeout', %s, false)", (f"{int(self.lock_wait * 1000)}ms",))
@@ -316,7 +330,7 @@ class Postgres:
         held past `lock_wait`, is this store's `StoreUnavailable` (an OSError): a 503 that says which (HEALTH-2)."""
         try:
             with self.pool.connection() as conn:
-                self.own.add(conn.info.backend_pid)
+                self.own[conn.info.backend_pid] = time.monotonic()
                 yield conn
         except psycopg.errors.LockNotAvailable as exc:
             raise StoreUnavailable(HELD_SOMEWHERE.format(self.lock_wait)) from exc
