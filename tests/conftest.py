@@ -5,6 +5,7 @@ import http.client
 import json
 import os
 import shutil
+import socket
 import time
 
 import pytest
@@ -33,6 +34,17 @@ def call(port, method, path, body=None):
     answer = json.loads(resp.read())
     conn.close()
     return resp.status, answer
+
+
+def hang_up_after_200(gateway, model, content):
+    """Ask `model` for a streamed panel over a raw HTTP/1.0 socket and hang up as soon as the 200 arrives: what a
+    caller that goes away mid-panel does (STR-9)."""
+    host, port = gateway.split("//")[1].split(":")
+    body = json.dumps({"model": model, "stream": True, "messages": [{"role": "user", "content": content}]})
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall((f"POST /v1/chat/completions HTTP/1.0\r\nHost: {host}:{port}\r\n"
+                      f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n{body}").encode())
+        assert sock.recv(100).startswith(b"HTTP/1.0 200")
 
 
 @pytest.fixture(autouse=True)

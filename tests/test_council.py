@@ -359,17 +359,10 @@ def test_the_peer_study_runs_and_tables_every_source():
 def test_a_caller_hanging_up_loses_no_seat_or_ranking(gateway, bench):
     """STR-9 for a council: every seat asked is logged after the client is gone, and every ranking asked too; once
     the gateway sees the caller gone it asks no more (no ranking, no chairman), as it asks no merger."""
-    import socket
-
-    from conftest import wait_for
+    from conftest import hang_up_after_200, wait_for
 
     convene(["judge-json", "judge-text", "judge-first"])
-    host, port = gateway.split("//")[1].split(":")
-    body = json.dumps({"model": "bench/c:council", "stream": True, "messages": [{"role": "user", "content": QUESTION}]})
-    with socket.create_connection((host, int(port)), timeout=10) as sock:
-        sock.sendall((f"POST /v1/chat/completions HTTP/1.0\r\nHost: {host}:{port}\r\n"
-                      f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n{body}").encode())
-        assert sock.recv(100).startswith(b"HTTP/1.0 200")
+    hang_up_after_200(gateway, "bench/c:council", QUESTION)
     calls = paths.file("runs", "gateway", "calls.jsonl")
     assert wait_for(lambda: calls.exists() and fileio.read_jsonl(calls))
     [line] = fileio.read_jsonl(calls)

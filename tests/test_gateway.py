@@ -24,6 +24,7 @@ from benchwarmers.core import fileio, paths
 from benchwarmers.panel import offload, panel
 from benchwarmers.demo import demo
 from benchwarmers.store import store
+from conftest import hang_up_after_200
 
 PROMPT = "Is this loop off by one? for i in range(1, len(xs)): total += xs[i]"
 PNG = "data:image/png;base64," + base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 60).decode()
@@ -318,12 +319,7 @@ def test_merged_stream_relays_the_mergers_words_as_written(gateway, bench):
 def test_str9_caller_hanging_up_loses_no_seat(gateway, bench):
     """STR-9, PNL-20: every seat and the call log are recorded after the client is gone."""
     ask(["alpha", "slow"])
-    host, port = gateway.split("//")[1].split(":")
-    body = json.dumps({"model": "bench/core", "stream": True, "messages": [{"role": "user", "content": PROMPT}]})
-    with socket.create_connection((host, int(port)), timeout=10) as sock:
-        sock.sendall((f"POST /v1/chat/completions HTTP/1.0\r\nHost: {host}:{port}\r\n"
-                      f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n{body}").encode())
-        assert sock.recv(100).startswith(b"HTTP/1.0 200")
+    hang_up_after_200(gateway, "bench/core", PROMPT)
     deadline = time.monotonic() + 10
     while not call_log() and time.monotonic() < deadline:
         time.sleep(0.05)

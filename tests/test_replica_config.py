@@ -3,6 +3,7 @@ dashboard answers the next request on another replica, a real process; on Postgr
 folder of its own, as a replica on another machine would. The learned limits go the same way, and
 `bench store import` / `export` move every document."""
 
+import contextlib
 import datetime
 import http.client
 import json
@@ -41,6 +42,7 @@ def dashboard(storage, bench):
     srv.server_close()
 
 
+@contextlib.contextmanager
 def started(storage, folder, script, says):
     """Another process of the bench (`gateway.py`, `serve.py`) and the port its banner names; on Postgres with a data
     folder of its own (nothing of the first's copied), as a replica on another machine has."""
@@ -49,27 +51,27 @@ def started(storage, folder, script, says):
         env["BENCHWARMERS_HOME"] = str(folder)
     process = subprocess.Popen([sys.executable, script, "--port", "0"], cwd=paths.CODE, text=True, env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    banner = process.stdout.readline()
-    assert banner.startswith(says), banner
-    return process, int(banner.removeprefix(says).split("/")[0].split()[0])
+    try:
+        banner = process.stdout.readline()
+        assert banner.startswith(says), banner
+        yield int(banner.removeprefix(says).split("/")[0].split()[0])
+    finally:
+        process.terminate()
+        process.wait(10)
 
 
 @pytest.fixture
 def replica(storage, dashboard, tmp_path):
     """A second gateway process."""
-    process, port = started(storage, tmp_path / "elsewhere", "gateway.py", "bench gateway on http://127.0.0.1:")
-    yield port
-    process.terminate()
-    process.wait(10)
+    with started(storage, tmp_path / "elsewhere", "gateway.py", "bench gateway on http://127.0.0.1:") as port:
+        yield port
 
 
 @pytest.fixture
 def other_dashboard(storage, dashboard, tmp_path):
     """A second dashboard process."""
-    process, port = started(storage, tmp_path / "other", "serve.py", "Benchwarmers on http://localhost:")
-    yield port
-    process.terminate()
-    process.wait(10)
+    with started(storage, tmp_path / "other", "serve.py", "Benchwarmers on http://localhost:") as port:
+        yield port
 
 
 def test_a_collection_saved_on_one_replica_answers_the_next_panel_on_another(dashboard, replica):
