@@ -238,10 +238,6 @@ def spawn(served, endpoint, mode, who):
     return name, process
 
 
-def _reap(process):
-    threading.Thread(target=process.wait, name="onboard-reap", daemon=True).start()
-
-
 def finish(name, process):
     """Wait for the process; its runner has appended the exit line the page and the queue read (OB-17)."""
     return process.wait()
@@ -626,31 +622,18 @@ class Queue:
         self.keep()  # a lease lost while refusals were checked starts nothing
         name, process = spawn(item["served"], item["endpoint"], item["mode"], who)
         try:
-            self._mark(item, log=name, pid=process.pid, host=machine())
+            try:
+                self._mark(item, log=name, pid=process.pid, host=machine())
+            except LeaseLost:
+                raise
+            except Exception:  # its record not written (the store away): no next run starts until this one ends
+                self._wait(process)
+                raise
             code = self._wait(process)
         except LeaseLost:  # the new owner watches the run; this process still reaps it
-            _reap(process)
-            raise
-        except Exception:  # its record not kept (the store away): the batch goes on only once this run has ended
-            self._ride_out(process)
+            threading.Thread(target=process.wait, name="onboard-reap", daemon=True).start()
             raise
         self._outcome(item, code)
-
-    def _ride_out(self, process):
-        """Wait for a run whose record could not be written, renewing the lease where the store lets it, so no
-        second run starts beside it; a lease lost meanwhile leaves the run to the new owner (reaped here)."""
-        while True:
-            try:
-                process.wait(timeout=WATCH_S)
-                return
-            except subprocess.TimeoutExpired:
-                try:
-                    self.keep()
-                except LeaseLost:
-                    _reap(process)
-                    raise
-                except OSError:
-                    pass
 
     def _wait(self, process):
         """The process's exit code, renewing the lease while it runs."""
